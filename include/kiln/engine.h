@@ -1,0 +1,56 @@
+#pragma once
+// Controlling and observing the engine: evaluation, eager mode, limits, statistics, plans.
+#include <kiln/tensor.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// Compute the given tensors (and everything pending they depend on) now.
+void eval(const std::vector<Tensor>& ts);
+template <class... Ts> void eval(const Ts&... ts) { eval(std::vector<Tensor>{ts...}); }
+/// Compute every pending value that has a live handle, and wait for all devices.
+void sync();
+
+/// Eager mode: every op is computed as soon as it is recorded, one kernel per op. For
+/// debugging and for A/B measurement of what laziness buys. Initially from KILN_EAGER=1.
+void set_eager(bool on);
+bool eager();
+
+/// The pending graph flushes itself (as sync() would) when it holds more than this many
+/// nodes or more than this many bytes of pending outputs. Defaults: 10,000 nodes and 1 GiB;
+/// env KILN_MAX_PENDING_NODES / KILN_MAX_PENDING_BYTES.
+void set_pending_limits(int64_t max_nodes, int64_t max_bytes);
+
+struct Stats {
+  int64_t ops_recorded = 0;        // nodes created by op calls (views included)
+  int64_t nodes_dropped = 0;       // pending nodes released unseen: their work never ran
+  int64_t nodes_fused = 0;         // nodes computed in registers inside a kernel, never stored
+  int64_t buffers_materialized = 0; // kernel/GEMM/copy outputs written to memory
+  int64_t kernels_run = 0;         // fused kernels (elementwise and reduction) run
+  int64_t gemms_run = 0;
+  int64_t copies_run = 0;          // device transfers and concat pieces
+  int64_t fused_ops = 0;           // compute ops inside fused kernels (sum over kernels)
+  int64_t max_fused_ops = 0;       // most compute ops in one kernel
+  int64_t flushes = 0;             // evaluations of the pending graph
+  int64_t auto_flushes = 0;        // of those, forced by the pending-graph limits
+  int64_t bytes_allocated = 0;     // total bytes of buffers allocated
+  int64_t bytes_in_use = 0;        // bytes of live buffers now (not reset)
+  int64_t peak_bytes_in_use = 0;
+  double fused_ops_per_kernel() const {
+    return kernels_run ? double(fused_ops) / double(kernels_run) : 0.0;
+  }
+};
+Stats stats();
+/// Zero the counters (bytes_in_use stays; the peak restarts from it).
+void reset_stats();
+std::ostream& operator<<(std::ostream& os, const Stats& s);
+
+/// A readable dump of the last evaluated plan: each kernel's ops, inputs, outputs and why
+/// fusion stopped where it did. KILN_DUMP=plan prints it to stderr at every evaluation.
+std::string last_plan();
+
+} // namespace kiln

@@ -1,0 +1,180 @@
+#pragma once
+// Ops. Every op validates its arguments when called and throws kiln::Error naming the op and
+// the offending shapes or values; a failed call records nothing.
+#include <kiln/tensor.h>
+
+#include <concepts>
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+/// A C++ number used as an operand. Its kind (bool, integer, floating) matters for promotion.
+struct Scalar {
+  enum class Kind : uint8_t { boolean, integer, floating };
+  double f = 0;
+  int64_t i = 0;
+  Kind kind = Kind::floating;
+  Scalar(bool v) : f(v), i(v), kind(Kind::boolean) {}
+  template <std::integral T>
+    requires(!std::same_as<T, bool>)
+  Scalar(T v) : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), kind(Kind::integer) {}
+  template <std::floating_point T>
+  Scalar(T v) : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), kind(Kind::floating) {}
+};
+
+template <class T>
+concept Number = std::is_arithmetic_v<T>;
+
+// ---- factories -------------------------------------------------------------------------
+Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = {});
+Tensor ones(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = {});
+Tensor full(const Shape& shape, Scalar value, DType dtype = DType::f32,
+            std::optional<Device> device = {});
+/// [start, stop) in steps of step, like numpy.arange; dtype i64 unless given.
+Tensor arange(double start, double stop, double step = 1, DType dtype = DType::i64,
+              std::optional<Device> device = {});
+Tensor arange(int64_t stop, DType dtype = DType::i64, std::optional<Device> device = {});
+/// Copies host data; data.size() must equal shape.numel().
+Tensor from_data(const void* data, DType dtype, const Shape& shape,
+                 std::optional<Device> device = {});
+template <class T>
+Tensor from_vector(const std::vector<T>& data, const Shape& shape,
+                   std::optional<Device> device = {}) {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    return from_data(bytes.data(), DType::boolean, shape, device);
+  } else {
+    return from_data(data.data(), dtype_of_v<T>, shape, device);
+  }
+}
+template <class T> Tensor from_vector(const std::vector<T>& data) {
+  return from_vector(data, Shape{static_cast<int64_t>(data.size())});
+}
+/// Uniform in [0, 1) and standard normal. Counter-based (Philox4x32-10): element i of the n-th
+/// value drawn after manual_seed(s) is the same on every device and in lazy and eager mode.
+Tensor rand(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = {});
+Tensor randn(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = {});
+void manual_seed(uint64_t seed);
+
+// ---- elementwise (NumPy broadcasting) ----------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+/// True division: integer operands give f32.
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b); // NaN propagates
+Tensor minimum(const Tensor& a, const Tensor& b); // NaN propagates
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor rsub(const Tensor& a, Scalar b); // b - a
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, Scalar b);
+Tensor rdiv(const Tensor& a, Scalar b); // b / a
+Tensor pow(const Tensor& a, Scalar exponent);
+Tensor maximum(const Tensor& a, Scalar b);
+Tensor minimum(const Tensor& a, Scalar b);
+Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi);
+Tensor clamp(const Tensor& a, const Tensor& lo, const Tensor& hi);
+
+Tensor neg(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+/// Exact (erf) GELU, as torch.nn.functional.gelu's default.
+Tensor gelu(const Tensor& a);
+
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, Scalar b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+/// cond ? a : b, broadcasting all three; cond must be boolean.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
+Tensor cast(const Tensor& a, DType to);
+
+// ---- views (O(1), no copy; the result shares memory with the input) ---------------------
+/// One extent may be -1. Copies only when the input's strides make a view impossible.
+Tensor reshape(const Tensor& a, const Shape& shape);
+Tensor transpose(const Tensor& a, int d0, int d1);
+Tensor permute(const Tensor& a, const std::vector<int>& dims);
+/// Elements start, start+step, ... below stop along dim (negative start/stop count from the end,
+/// clamped like Python slicing; step >= 1).
+Tensor slice(const Tensor& a, int dim, int64_t start, int64_t stop, int64_t step = 1);
+/// Broadcast size-1 dims (and new leading dims) to shape; -1 keeps an extent.
+Tensor expand(const Tensor& a, const Shape& shape);
+Tensor unsqueeze(const Tensor& a, int dim);
+Tensor squeeze(const Tensor& a, int dim);
+Tensor squeeze(const Tensor& a); // all size-1 dims
+/// `chunks` nearly equal views along dim (the last may be smaller), like torch.chunk.
+std::vector<Tensor> chunk(const Tensor& a, int chunks, int dim = 0);
+/// Views of `size` elements each along dim (the last may be smaller).
+std::vector<Tensor> split(const Tensor& a, int64_t size, int dim = 0);
+std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, int dim = 0);
+Tensor contiguous(const Tensor& a);
+/// Not a view: a new tensor holding the inputs one after another along dim.
+Tensor concat(const std::vector<Tensor>& ts, int dim = 0);
+
+// ---- reductions --------------------------------------------------------------------------
+/// axes empty = all axes. Sum of integers/bool gives i64; mean needs a floating input.
+Tensor sum(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
+Tensor max(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
+Tensor min(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
+/// Index (i64) of the first maximum along axis; without an axis, into the flattened tensor.
+Tensor argmax(const Tensor& a, std::optional<int> axis = {}, bool keepdim = false);
+Tensor softmax(const Tensor& a, int axis = -1);
+Tensor log_softmax(const Tensor& a, int axis = -1);
+
+// ---- linear algebra ----------------------------------------------------------------------
+/// torch.matmul semantics: 1-D operands are promoted and squeezed, batch dims broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- operators ---------------------------------------------------------------------------
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+template <Number S> Tensor operator+(const Tensor& a, S b) { return add(a, Scalar(b)); }
+template <Number S> Tensor operator+(S a, const Tensor& b) { return add(b, Scalar(a)); }
+template <Number S> Tensor operator-(const Tensor& a, S b) { return sub(a, Scalar(b)); }
+template <Number S> Tensor operator-(S a, const Tensor& b) { return rsub(b, Scalar(a)); }
+template <Number S> Tensor operator*(const Tensor& a, S b) { return mul(a, Scalar(b)); }
+template <Number S> Tensor operator*(S a, const Tensor& b) { return mul(b, Scalar(a)); }
+template <Number S> Tensor operator/(const Tensor& a, S b) { return div(a, Scalar(b)); }
+template <Number S> Tensor operator/(S a, const Tensor& b) { return rdiv(b, Scalar(a)); }
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+template <Number S> Tensor operator==(const Tensor& a, S b) { return eq(a, Scalar(b)); }
+template <Number S> Tensor operator!=(const Tensor& a, S b) { return ne(a, Scalar(b)); }
+template <Number S> Tensor operator<(const Tensor& a, S b) { return lt(a, Scalar(b)); }
+template <Number S> Tensor operator<=(const Tensor& a, S b) { return le(a, Scalar(b)); }
+template <Number S> Tensor operator>(const Tensor& a, S b) { return gt(a, Scalar(b)); }
+template <Number S> Tensor operator>=(const Tensor& a, S b) { return ge(a, Scalar(b)); }
+
+} // namespace kiln

@@ -1,0 +1,76 @@
+#pragma once
+// Tensor: a handle to a node of kiln's lazy graph. Creating tensors and calling ops records
+// work; reading values (item, to_vector, printing) or kiln::eval runs it.
+//
+// Threading: kiln's graph is not thread-safe. Use kiln (tensors, ops, eval) from one thread at
+// a time; handle counting is deliberately non-atomic because it sits on every op's hot path.
+#include <kiln/device.h>
+#include <kiln/dtype.h>
+#include <kiln/shape.h>
+
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+namespace kiln {
+
+namespace detail {
+struct Node;
+}
+
+class Tensor {
+public:
+  Tensor() = default; // an undefined tensor; ops on it throw
+  Tensor(const Tensor& o);
+  Tensor(Tensor&& o) noexcept : node_(o.node_) { o.node_ = nullptr; }
+  Tensor& operator=(const Tensor& o);
+  Tensor& operator=(Tensor&& o) noexcept;
+  ~Tensor();
+
+  bool defined() const { return node_ != nullptr; }
+  const Shape& shape() const;
+  /// Strides in elements. For pending values these are the strides the value will have once
+  /// computed (contiguous for computed values; views keep their view strides).
+  const Shape& strides() const;
+  int64_t size(int dim) const; // negative dims count from the end
+  DType dtype() const;
+  Device device() const;
+  int64_t numel() const { return shape().numel(); }
+  int ndim() const { return shape().size(); }
+  /// True once the value is computed and held in memory.
+  bool is_realized() const;
+  bool is_contiguous() const;
+
+  /// The single element, converted to T. Evaluates. Throws unless numel() == 1.
+  template <class T> T item() const {
+    T v{};
+    copy_to_host(&v, dtype_of_v<T>, 1);
+    return v;
+  }
+  /// All elements in row-major order, converted to T as astype would. Evaluates.
+  template <class T> std::vector<T> to_vector() const {
+    std::vector<T> v(static_cast<size_t>(numel()));
+    copy_to_host(v.data(), dtype_of_v<T>, v.size());
+    return v;
+  }
+
+  /// Copy to another device (lazy); returns *this if already there.
+  Tensor to(Device d) const;
+  /// Cast (lazy, fusible); returns *this if the dtype already matches.
+  Tensor astype(DType t) const;
+  /// A contiguous copy if this is a non-contiguous view, else *this.
+  Tensor contiguous() const;
+  Tensor reshape(const Shape& s) const;
+
+  detail::Node* node() const { return node_; }
+  explicit Tensor(detail::Node* adopt); // takes over one handle count
+
+private:
+  void copy_to_host(void* dst, DType as, size_t count) const;
+  detail::Node* node_ = nullptr;
+};
+
+/// PyTorch-like repr: values (abbreviated when large), shape, dtype and device. Evaluates.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+} // namespace kiln
