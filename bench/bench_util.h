@@ -1,0 +1,88 @@
+#pragma once
+// Small helpers shared by the benchmarks (header only; bench/CMakeLists.txt builds one
+// executable per bench/*.cpp).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sched.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace bench {
+
+inline double now_ns() {
+  using namespace std::chrono;
+  return static_cast<double>(
+      duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count());
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+inline double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+inline std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto p = line.find(':');
+      if (p != std::string::npos) {
+        auto s = line.substr(p + 1);
+        s.erase(0, s.find_first_not_of(" \t"));
+        return s;
+      }
+    }
+  }
+  return "unknown";
+}
+
+inline std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
+  return buf;
+}
+
+inline std::string command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) {
+    if (i) s += ' ';
+    s += argv[i];
+  }
+  return s;
+}
+
+/// Like nproc: CPUs this process may run on.
+inline int nproc() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::thread::hardware_concurrency());
+}
+
+/// The header every benchmark prints first: what ran, where and when.
+inline void print_header(const char* title, int argc, char** argv) {
+  std::printf("# %s\n\n", title);
+  std::printf("- command: `%s`\n", command_line(argc, argv).c_str());
+  std::printf("- machine: %s, nproc %d\n", cpu_model().c_str(), nproc());
+  std::printf("- date: %s\n", utc_now().c_str());
+#ifdef NDEBUG
+  std::printf("- build: NDEBUG (Release)\n");
+#else
+  std::printf("- build: assertions on (not a Release build; numbers are not representative)\n");
+#endif
+}
+
+} // namespace bench
