@@ -1,0 +1,49 @@
+#include "codegen/kernel_key.h"
+
+#include <fmt/format.h>
+#include <llvm/ADT/Hashing.h>
+
+namespace kiln::detail {
+
+std::string kernel_key(const FusedKernel& k) {
+  std::string key = fmt::format("{} r{}", k.kind == FusedKernel::Kind::reduce ? "reduce" : "ew",
+                                k.shape.size());
+  for (const KernelInput& in : k.inputs) {
+    key += fmt::format(" in:{}:{}", dtype_name(in.dtype), index_class_name(in.cls));
+    if (in.cls == IndexClass::strided) { // which dims broadcast is structural, sizes are not
+      key += ':';
+      for (int64_t s : in.strides) key += s == 0 ? '0' : 's';
+    }
+  }
+  for (const TapeInst& t : k.tape) {
+    key += fmt::format(" {}:{}", op_name(t.op), dtype_name(t.dtype));
+    if (t.a >= 0) key += fmt::format(":{}", t.a);
+    if (t.b >= 0) key += fmt::format(",{}", t.b);
+    if (t.c >= 0) key += fmt::format(",{}", t.c);
+  }
+  for (const KernelOutput& o : k.outputs) key += fmt::format(" out:{}:{}", o.value, dtype_name(o.dtype));
+  if (k.kind == FusedKernel::Kind::reduce)
+    key += fmt::format(" {}:axes{:x}:v{}", op_name(k.reduce_op), k.reduce_axes, k.reduce_value);
+  return key;
+}
+
+std::string kernel_name(const FusedKernel& k) {
+  std::string name = "kiln";
+  int shown = 0;
+  for (const TapeInst& t : k.tape) {
+    if (t.op == OpCode::load || t.op == OpCode::constant) continue;
+    if (shown++ == 4) {
+      name += "_etc";
+      break;
+    }
+    name += '_';
+    name += op_name(t.op);
+  }
+  if (k.kind == FusedKernel::Kind::reduce) name += std::string("_") + op_name(k.reduce_op);
+  if (shown == 0 && k.kind == FusedKernel::Kind::elementwise) name += "_copy";
+  if (!k.outputs.empty()) name += std::string("_") + dtype_name(k.outputs[0].dtype);
+  uint64_t h = static_cast<uint64_t>(llvm::hash_value(kernel_key(k)));
+  return fmt::format("{}_{:06x}", name, h & 0xffffff);
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,14 @@
+#pragma once
+// Structural identity of a FusedKernel: the key text (tape, dtypes, index class and broadcast
+// pattern of each input, rank, reduction) with sizes left out, so one kernel serves all sizes;
+// and a readable name with a short hash, e.g. "kiln_mul_add_tanh_f32_3fa2c1".
+#include "engine/fused_kernel.h"
+
+#include <string>
+
+namespace kiln::detail {
+
+std::string kernel_key(const FusedKernel& k);
+std::string kernel_name(const FusedKernel& k);
+
+} // namespace kiln::detail

@@ -1,0 +1,65 @@
+// Public engine controls: eval, sync, eager mode, limits, stats, plan dump.
+#include "engine/errors.h"
+#include "engine/graph.h"
+#include "runtime/memory_stats.h"
+
+#include <kiln/engine.h>
+
+namespace kiln {
+
+void eval(const std::vector<Tensor>& ts) {
+  std::vector<detail::Node*> nodes;
+  for (const Tensor& t : ts) {
+    if (!t.defined()) throw Error("[eval] argument is an undefined tensor");
+    nodes.push_back(t.node());
+  }
+  detail::realize(nodes);
+}
+
+void sync() {
+  detail::flush_all();
+  detail::backend_for(Device::cpu(), "sync").synchronize();
+}
+
+void set_eager(bool on) { detail::engine().eager = on; }
+bool eager() { return detail::engine().eager; }
+
+void set_pending_limits(int64_t max_nodes, int64_t max_bytes) {
+  if (max_nodes < 1 || max_bytes < 1)
+    throw Error(fmt::format("[set_pending_limits] limits must be positive, got {} nodes and {} "
+                            "bytes",
+                            max_nodes, max_bytes));
+  detail::engine().max_nodes = max_nodes;
+  detail::engine().max_bytes = max_bytes;
+}
+
+Stats stats() {
+  Stats s = detail::engine().stats;
+  const detail::MemoryStats& m = detail::memory_stats();
+  s.bytes_allocated = m.allocated;
+  s.bytes_in_use = m.in_use;
+  s.peak_bytes_in_use = m.peak;
+  return s;
+}
+
+void reset_stats() {
+  detail::engine().stats = Stats{};
+  detail::MemoryStats& m = detail::memory_stats();
+  m.allocated = 0;
+  m.peak = m.in_use;
+}
+
+std::ostream& operator<<(std::ostream& os, const Stats& s) {
+  return os << fmt::format(
+             "ops recorded {}, dropped unseen {}, fused in registers {}, buffers written {}, "
+             "kernels {} ({:.1f} ops/kernel, max {}), gemms {}, copies {}, flushes {} ({} "
+             "automatic), bytes allocated {}, in use {}, peak {}",
+             s.ops_recorded, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
+             s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops, s.gemms_run,
+             s.copies_run, s.flushes, s.auto_flushes, s.bytes_allocated, s.bytes_in_use,
+             s.peak_bytes_in_use);
+}
+
+std::string last_plan() { return detail::engine().last_plan; }
+
+} // namespace kiln

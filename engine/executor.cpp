@@ -1,0 +1,95 @@
+// Running a schedule: allocate each step's outputs, run it on its device's backend, then turn
+// the nodes it computed into realized ones. A failure leaves every node either realized (its
+// step ran) or pending as before, so the engine stays usable.
+#include "engine/errors.h"
+#include "engine/graph.h"
+#include "engine/schedule.h"
+#include "runtime/memory_stats.h"
+
+#include <cstdio>
+
+namespace kiln::detail {
+
+namespace {
+
+// Keeps the nodes a schedule will realize alive while it runs (as one more use each).
+struct Pins {
+  std::vector<Node*> nodes;
+  explicit Pins(const Schedule& s) {
+    for (const Step& st : s.steps)
+      for (Node* n : st.realizes) nodes.push_back(n);
+    for (Node* n : s.aliases) nodes.push_back(n);
+    for (Node* n : nodes) retain_use(n);
+  }
+  ~Pins() {
+    for (Node* n : nodes) release_use(n);
+  }
+};
+
+struct FlushGuard {
+  bool& flag;
+  explicit FlushGuard(bool& f) : flag(f) { flag = true; }
+  ~FlushGuard() { flag = false; }
+};
+
+void run_step(Schedule& s, Step& st, Stats& stats) {
+  Backend& be = backend_for(st.device, "eval");
+  for (int w : st.writes) {
+    Slot& slot = s.slots[w];
+    slot.buffer = be.allocate(slot.bytes);
+    stats.buffers_materialized++;
+  }
+  llvm::SmallVector<Buffer*, 8> bufs;
+  for (Slot& slot : s.slots) bufs.push_back(slot.buffer.get());
+  if (st.kind == Step::Kind::gemm) {
+    be.run_gemm(st.gemm, bufs);
+    stats.gemms_run++;
+  } else {
+    be.run_kernel(st.kernel, bufs);
+    if (st.kernel.tape.size() == 1 && st.kernel.tape[0].op == OpCode::load) {
+      stats.copies_run++;
+    } else {
+      int ops = st.kernel.compute_ops();
+      stats.kernels_run++;
+      stats.fused_ops += ops;
+      stats.max_fused_ops = std::max<int64_t>(stats.max_fused_ops, ops);
+    }
+  }
+  stats.nodes_fused += static_cast<int64_t>(st.fused.size());
+  for (Node* n : st.fused) n->fused = true; // alive: the nodes realized below still use them
+  for (Node* n : st.realizes) {
+    for (int w = 0; w < static_cast<int>(s.slots.size()); ++w)
+      if (s.slots[w].producer == n) mark_realized(n, s.slots[w].buffer);
+  }
+}
+
+} // namespace
+
+void realize(llvm::ArrayRef<Node*> targets) {
+  EngineState& e = engine();
+  if (e.flushing) fail("eval", "re-entered while a plan is running");
+  llvm::SmallVector<Node*, 8> pending;
+  for (Node* t : targets)
+    if (!t->realized()) pending.push_back(t);
+  if (pending.empty()) return;
+
+  Schedule s = plan(pending);
+  e.stats.flushes++;
+  e.last_plan = dump_schedule(s);
+  if (e.dump_plan) std::fprintf(stderr, "%s\n", e.last_plan.c_str());
+
+  Pins pins(s);
+  FlushGuard guard(e.flushing);
+  for (Step& st : s.steps) run_step(s, st, e.stats);
+  for (Node* v : s.aliases) {
+    Node* root = view_root(v);
+    if (!v->realized() && root->realized()) mark_realized(v, root->buffer);
+  }
+  // Targets that are views of roots realized now (or earlier) become aliases too.
+  for (Node* t : pending) {
+    Node* root = view_root(t);
+    if (!t->realized() && root->realized()) mark_realized(t, root->buffer);
+  }
+}
+
+} // namespace kiln::detail

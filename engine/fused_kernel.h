@@ -1,0 +1,76 @@
+#pragma once
+// FusedKernel: the planner's product and the backends' input. Plain data: a code generator can
+// render it as source (codegen/), the CPU backend interprets it (runtime/cpu/).
+//
+// A kernel iterates over `shape` (its iteration space). Each input is read through an index
+// map (strides and offset in elements over the iteration space, 0 strides for broadcast dims).
+// The tape is in SSA form: instruction i defines value i from earlier values. Elementwise
+// kernels store values through output index maps; reduction kernels fold value `reduce_value`
+// over the axes in `reduce_axes` and store one element per kept position.
+#include "engine/layout.h"
+#include "engine/ops_table.h"
+
+#include <kiln/dtype.h>
+
+#include <string>
+#include <vector>
+
+namespace kiln::detail {
+
+/// How an input is indexed; part of a kernel's structural key (sizes are not).
+enum class IndexClass : uint8_t {
+  contiguous, // offset + linear index
+  scalar,     // one element, every stride 0
+  strided,    // general strides (broadcast, transposed, sliced, ...)
+};
+const char* index_class_name(IndexClass c);
+
+struct KernelInput {
+  int slot = 0; // schedule buffer slot
+  DType dtype = DType::f32;
+  Shape strides; // over the kernel's iteration space
+  int64_t offset = 0;
+  IndexClass cls = IndexClass::strided;
+  std::string origin; // for dumps: which value this is ("%12 x", "buffer")
+};
+
+struct TapeInst {
+  OpCode op = OpCode::load;
+  DType dtype = DType::f32; // dtype of the value this instruction defines
+  int a = -1, b = -1, c = -1; // operands (value ids); for load: a = input index
+  double imm = 0, imm2 = 0;   // constant value; iota start/step
+  uint64_t seed = 0, counter = 0; // rand
+};
+
+struct KernelOutput {
+  int value = 0; // tape value stored
+  int slot = 0;
+  DType dtype = DType::f32;
+  Shape strides; // elementwise: over the iteration space; reduce: over the kept dims (in order)
+  int64_t offset = 0;
+  std::string origin;
+};
+
+struct FusedKernel {
+  enum class Kind : uint8_t { elementwise, reduce } kind = Kind::elementwise;
+  Shape shape; // iteration space
+  std::vector<KernelInput> inputs;
+  std::vector<TapeInst> tape;
+  std::vector<KernelOutput> outputs;
+  OpCode reduce_op = OpCode::sum;
+  uint32_t reduce_axes = 0; // bitmask over `shape`
+  int reduce_value = -1;
+
+  /// Compute instructions (not loads or constants): the ops this kernel fuses.
+  int compute_ops() const;
+};
+
+/// C = A @ B over broadcast batch dims; every operand has rank batch + 2.
+struct GemmStep {
+  DType dtype = DType::f32;
+  Shape out_shape;
+  int a_slot = 0, b_slot = 0, out_slot = 0;
+  Layout a, b; // index maps of the operands (shape batch..., M, K and batch..., K, N)
+};
+
+} // namespace kiln::detail

@@ -1,0 +1,148 @@
+#include "engine/graph.h"
+
+#include "engine/errors.h"
+
+#include <kiln/tensor.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace kiln::detail {
+
+namespace {
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  return (end && *end == 0 && x > 0) ? x : fallback;
+}
+
+EngineState make_engine() {
+  EngineState e;
+  const char* eager = std::getenv("KILN_EAGER");
+  e.eager = eager && std::strcmp(eager, "0") != 0 && *eager;
+  const char* dump = std::getenv("KILN_DUMP");
+  e.dump_plan = dump && std::strstr(dump, "plan");
+  e.max_nodes = env_int("KILN_MAX_PENDING_NODES", e.max_nodes);
+  e.max_bytes = env_int("KILN_MAX_PENDING_BYTES", e.max_bytes);
+  return e;
+}
+
+void link_pending(EngineState& e, Node* n) {
+  n->next_pending = e.pending_head;
+  if (e.pending_head) e.pending_head->prev_pending = n;
+  e.pending_head = n;
+  e.pending_nodes++;
+  if (n->op != OpCode::view) e.pending_bytes += n->nbytes();
+}
+
+void unlink_pending(EngineState& e, Node* n) {
+  if (n->prev_pending) n->prev_pending->next_pending = n->next_pending;
+  else e.pending_head = n->next_pending;
+  if (n->next_pending) n->next_pending->prev_pending = n->prev_pending;
+  n->prev_pending = n->next_pending = nullptr;
+  e.pending_nodes--;
+  if (n->op != OpCode::view) e.pending_bytes -= n->nbytes();
+}
+
+// Destroy dead nodes iteratively: a long dead chain must not recurse once per node.
+void destroy(Node* n) {
+  EngineState& e = engine();
+  llvm::SmallVector<Node*, 16> work{n};
+  while (!work.empty()) {
+    Node* d = work.pop_back_val();
+    if (!d->realized()) {
+      unlink_pending(e, d);
+      if (d->op != OpCode::view && !d->fused) e.stats.nodes_dropped++; // work never done
+    }
+    for (Node* in : d->inputs)
+      if (--in->uses == 0 && in->handles == 0) work.push_back(in);
+    delete d;
+  }
+}
+
+} // namespace
+
+EngineState& engine() {
+  static EngineState e = make_engine();
+  return e;
+}
+
+Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape) {
+  Node* n = new Node;
+  n->op = op;
+  n->dtype = dtype;
+  n->device = device;
+  n->layout = contiguous_layout(shape);
+  return n;
+}
+
+Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l) {
+  Node* n = new Node;
+  n->op = OpCode::buffer;
+  n->dtype = dtype;
+  n->device = device;
+  n->layout = l;
+  n->buffer = std::move(buf);
+  return n;
+}
+
+void add_input(Node* n, Node* input) {
+  n->inputs.push_back(input);
+  input->uses++;
+}
+
+void discard(Node* n) {
+  for (Node* in : n->inputs) release_use(in);
+  delete n;
+}
+
+Tensor publish(Node* n) {
+  EngineState& e = engine();
+  n->id = e.next_id++;
+  e.stats.ops_recorded++;
+  if (!n->realized()) link_pending(e, n);
+  Tensor t(n);
+  n->handles = 1;
+  if (n->realized() || e.flushing) return t;
+  if (e.eager) {
+    realize({n});
+  } else if (e.pending_nodes > e.max_nodes || e.pending_bytes > e.max_bytes) {
+    e.stats.auto_flushes++;
+    flush_all();
+  }
+  return t;
+}
+
+void retain_handle(Node* n) { n->handles++; }
+void release_handle(Node* n) {
+  if (--n->handles == 0 && n->uses == 0) destroy(n);
+}
+void retain_use(Node* n) { n->uses++; }
+void release_use(Node* n) {
+  if (--n->uses == 0 && n->handles == 0) destroy(n);
+}
+
+void mark_realized(Node* n, BufferRef buf) {
+  EngineState& e = engine();
+  unlink_pending(e, n);
+  if (n->op != OpCode::view) n->layout = contiguous_layout(n->layout.shape);
+  n->op = OpCode::buffer;
+  n->buffer = std::move(buf);
+  llvm::SmallVector<Node*, 3> inputs;
+  inputs.swap(n->inputs);
+  for (Node* in : inputs) release_use(in);
+}
+
+void flush_all() {
+  EngineState& e = engine();
+  std::vector<Node*> live;
+  for (Node* n = e.pending_head; n; n = n->next_pending)
+    if (n->handles > 0) live.push_back(n);
+  if (!live.empty()) realize(live);
+}
+
+} // namespace kiln::detail

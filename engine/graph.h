@@ -1,0 +1,57 @@
+#pragma once
+// The recorder: the one pending graph of the process, its limits, statistics and switches.
+// Op front-ends create nodes through it; evaluation (realize) hands nodes to the planner.
+#include "engine/node.h"
+
+#include <kiln/engine.h>
+
+#include <llvm/ADT/ArrayRef.h>
+
+#include <string>
+
+namespace kiln::detail {
+
+struct EngineState {
+  Node* pending_head = nullptr;
+  int64_t pending_nodes = 0;
+  int64_t pending_bytes = 0;
+  int64_t max_nodes = 10000;
+  int64_t max_bytes = int64_t(1) << 30;
+  bool eager = false;
+  bool dump_plan = false;
+  bool flushing = false;
+  uint64_t next_id = 1;
+  uint64_t seed = 0;
+  uint64_t rng_counter = 0;
+  Stats stats;
+  std::string last_plan;
+};
+
+EngineState& engine();
+
+/// A fresh pending node with contiguous layout. Not yet visible to anyone.
+Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape);
+/// A realized node holding `buf` with layout `l`.
+Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l);
+void add_input(Node* n, Node* input);
+/// Publish a recorded node: count it, link it into the pending graph, flush when the graph is
+/// over its limits or in eager mode, and return its first handle.
+Tensor publish(Node* n);
+/// Free a node that was never published (a validation failure after new_node).
+void discard(Node* n);
+
+void retain_handle(Node* n);
+void release_handle(Node* n);
+void retain_use(Node* n);
+void release_use(Node* n);
+
+/// Turn a pending node into a realized one holding `buf` (contiguous unless it is a view);
+/// releases its inputs.
+void mark_realized(Node* n, BufferRef buf);
+
+/// Compute the given nodes (and what they depend on). Defined by the executor.
+void realize(llvm::ArrayRef<Node*> targets);
+/// Compute every pending node with a live handle.
+void flush_all();
+
+} // namespace kiln::detail

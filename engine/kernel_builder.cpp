@@ -1,0 +1,324 @@
+// Building the steps of a plan: one FusedKernel per elementwise/reduce group (views and
+// broadcasts pushed down to the loads as index maps), GEMM steps, concat copy kernels; then
+// ordering them by the buffers they read.
+#include "engine/planner_impl.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace kiln::detail {
+
+namespace {
+
+// A chain of views applied between a kernel's iteration space and a value, outermost first.
+struct Transform {
+  int parent = -1; // -1: identity
+  ViewPrim prim;
+  Node* at = nullptr; // the node whose input is being viewed (for retry on failure)
+};
+
+IndexClass classify(const Shape& shape, const Shape& strides) {
+  bool scalar = true;
+  for (int i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && strides[i] != 0) scalar = false;
+  if (scalar) return IndexClass::scalar;
+  return is_contiguous(Layout{shape, strides, 0}) ? IndexClass::contiguous : IndexClass::strided;
+}
+
+std::string origin(Node* n) { return fmt::format("%{} {}", n->id, op_name(n->op)); }
+
+class Builder {
+public:
+  Builder(Planner& p, int group, FusedKernel& k) : p_(p), group_(group), k_(k) {}
+
+  // Value of n evaluated at the kernel's index mapped through transform t.
+  int value(Node* n, int t) {
+    auto key = std::make_pair(n, t);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    int v = compute(n, t);
+    memo_[key] = v;
+    return v;
+  }
+
+  std::optional<Retry> retry;
+  std::vector<Node*> fused; // nodes computed in registers
+
+private:
+  int emit(TapeInst inst) {
+    k_.tape.push_back(inst);
+    return static_cast<int>(k_.tape.size()) - 1;
+  }
+
+  int push(int t, const ViewPrim& prim, Node* at) {
+    transforms_.push_back({t, prim, at});
+    return static_cast<int>(transforms_.size()) - 1;
+  }
+
+  int load(Node* n, int slot, Layout l, int t) {
+    // t is the innermost transform; its parents lead out to the iteration space.
+    for (int i = t; i >= 0; i = transforms_[i].parent) {
+      const Transform& tr = transforms_[i];
+      auto next = apply_view(l, tr.prim);
+      if (!next) {
+        retry = Retry{view_root(tr.at->inputs[0]), "reshaped after a broadcast or view that "
+                                                   "strides cannot express"};
+        return 0;
+      }
+      l = *next;
+    }
+    if (l.shape != k_.shape) { // cannot happen: transforms end in the iteration space
+      retry = Retry{n, "internal: index map does not match the iteration space"};
+      return 0;
+    }
+    int idx = -1;
+    for (size_t i = 0; i < k_.inputs.size(); ++i) {
+      const KernelInput& in = k_.inputs[i];
+      if (in.slot == slot && in.strides == l.strides && in.offset == l.offset) idx = int(i);
+    }
+    if (idx < 0) {
+      KernelInput in;
+      in.slot = slot;
+      in.dtype = n->dtype;
+      in.strides = l.strides;
+      in.offset = l.offset;
+      in.cls = classify(k_.shape, l.strides);
+      in.origin = origin(n);
+      k_.inputs.push_back(in);
+      idx = static_cast<int>(k_.inputs.size()) - 1;
+    }
+    TapeInst ld;
+    ld.op = OpCode::load;
+    ld.dtype = n->dtype;
+    ld.a = idx;
+    return emit(ld);
+  }
+
+  int compute(Node* n, int t) {
+    if (retry) return 0;
+    if (n->realized()) return load(n, p_.slot_for_leaf(n), n->layout, t);
+    if (n->op == OpCode::view) return value(n->inputs[0], push(t, n->view, n));
+    Info* in = p_.info(n);
+    if (in->group != group_) return load(n, p_.slot_for_leaf(n), contiguous_layout(n->shape()), t);
+    if (in->materialize && t != -1) { // an output of this kernel read at another index
+      retry = Retry{n, "read through a view by the kernel that writes it"};
+      return 0;
+    }
+    if (!in->materialize) fused.push_back(n);
+    TapeInst inst;
+    inst.op = n->op;
+    inst.dtype = n->dtype;
+    switch (op_kind(n->op)) {
+    case OpKind::Source:
+      if (n->op != OpCode::constant && (t != -1 || k_.kind != FusedKernel::Kind::elementwise)) {
+        retry = Retry{n, "random/arange values read through a view, broadcast or reduction"};
+        return 0;
+      }
+      inst.imm = n->scalar;
+      inst.imm2 = n->scalar2;
+      inst.seed = n->seed;
+      inst.counter = n->counter;
+      return emit(inst);
+    default: {
+      int ops[3] = {-1, -1, -1};
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        Node* x = n->inputs[i];
+        int tx = t;
+        if (x->shape() != n->shape()) {
+          ViewPrim b;
+          b.kind = ViewPrim::Kind::expand;
+          b.shape = n->shape();
+          tx = push(t, b, n);
+        }
+        ops[i] = value(x, tx);
+      }
+      inst.a = ops[0];
+      inst.b = ops[1];
+      inst.c = ops[2];
+      return emit(inst);
+    }
+    }
+  }
+
+  Planner& p_;
+  int group_;
+  FusedKernel& k_;
+  std::vector<Transform> transforms_;
+  std::map<std::pair<Node*, int>, int> memo_;
+};
+
+} // namespace
+
+int FusedKernel::compute_ops() const {
+  int n = 0;
+  for (const TapeInst& i : tape)
+    if (i.op != OpCode::load && i.op != OpCode::constant) ++n;
+  return n;
+}
+
+const char* index_class_name(IndexClass c) {
+  switch (c) {
+  case IndexClass::contiguous: return "contiguous";
+  case IndexClass::scalar: return "scalar";
+  case IndexClass::strided: return "strided";
+  }
+  return "?";
+}
+
+int Planner::slot_for_leaf(Node* n) {
+  if (n->realized()) {
+    Buffer* b = n->buffer.get();
+    if (auto it = slot_of_buffer_.find(b); it != slot_of_buffer_.end()) return it->second;
+    Slot s;
+    s.buffer = n->buffer;
+    sched_.slots.push_back(s);
+    int id = static_cast<int>(sched_.slots.size()) - 1;
+    slot_of_buffer_[b] = id;
+    return id;
+  }
+  if (auto it = slot_of_.find(n); it != slot_of_.end()) return it->second;
+  Slot s;
+  s.bytes = static_cast<size_t>(n->nbytes());
+  s.producer = n;
+  sched_.slots.push_back(s);
+  int id = static_cast<int>(sched_.slots.size()) - 1;
+  slot_of_[n] = id;
+  return id;
+}
+
+namespace {
+
+// Slot and layout of an operand that is realized or reached through views of a written root.
+std::pair<int, Layout> operand(Planner& p, Node* x) {
+  Node* r = view_root(x);
+  return {p.slot_for_leaf(r), x->layout};
+}
+
+// Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
+void note_input(Planner& p, Step& st, int slot, const std::string& what) {
+  Node* producer = p.sched_.slots[slot].producer;
+  if (producer)
+    st.notes.push_back(fmt::format("{} read from memory: {}", what, p.info(producer)->reason));
+  else st.notes.push_back(fmt::format("{} read from memory: realized before this plan", what));
+}
+
+void note_outputs(Planner& p, Step& st) {
+  for (Node* n : st.realizes)
+    st.notes.push_back(fmt::format("%{} {} written: {}", n->id, op_name(n->op), p.info(n)->reason));
+}
+
+} // namespace
+
+std::optional<Retry> Planner::build_group(int g) {
+  Group& grp = groups_[g];
+  Step st;
+  st.device = grp.roots[0]->device;
+
+  if (grp.kind == Group::Kind::gemm) {
+    Node* mm = grp.roots[0];
+    st.kind = Step::Kind::gemm;
+    st.gemm.dtype = mm->dtype;
+    st.gemm.out_shape = mm->shape();
+    auto [sa, la] = operand(*this, mm->inputs[0]);
+    auto [sb, lb] = operand(*this, mm->inputs[1]);
+    st.gemm.a_slot = sa;
+    st.gemm.b_slot = sb;
+    st.gemm.a = la;
+    st.gemm.b = lb;
+    st.gemm.out_slot = slot_for_leaf(mm);
+    st.writes.push_back(st.gemm.out_slot);
+    st.realizes.push_back(mm);
+    note_input(*this, st, sa, origin(mm->inputs[0]));
+    note_input(*this, st, sb, origin(mm->inputs[1]));
+    note_outputs(*this, st);
+    sched_.steps.push_back(std::move(st));
+    return std::nullopt;
+  }
+
+  if (grp.kind == Group::Kind::concat) { // one copy kernel per piece, into slices of one buffer
+    Node* c = grp.roots[0];
+    int out = slot_for_leaf(c);
+    Shape ostrides = contiguous_strides(c->shape());
+    int64_t at = 0;
+    bool first = true;
+    for (Node* x : c->inputs) {
+      Step piece;
+      piece.device = c->device;
+      auto [slot, l] = operand(*this, x);
+      FusedKernel& k = piece.kernel;
+      k.shape = x->shape();
+      KernelInput in{slot, x->dtype, l.strides, l.offset, classify(k.shape, l.strides), origin(x)};
+      k.inputs.push_back(in);
+      TapeInst ld;
+      ld.dtype = x->dtype;
+      ld.a = 0;
+      k.tape.push_back(ld);
+      KernelOutput o{0, out, c->dtype, ostrides, at * ostrides[c->dim], origin(c)};
+      k.outputs.push_back(o);
+      at += x->shape()[c->dim];
+      if (first) piece.writes.push_back(out);
+      first = false;
+      note_input(*this, piece, slot, origin(x));
+      sched_.steps.push_back(std::move(piece));
+    }
+    sched_.steps.back().realizes.push_back(c);
+    note_outputs(*this, sched_.steps.back());
+    return std::nullopt;
+  }
+
+  FusedKernel& k = st.kernel;
+  k.shape = grp.shape;
+  k.kind = grp.kind == Group::Kind::reduce ? FusedKernel::Kind::reduce
+                                           : FusedKernel::Kind::elementwise;
+  Builder b(*this, g, k);
+  if (k.kind == FusedKernel::Kind::reduce) {
+    Node* r = grp.roots[0];
+    k.reduce_op = r->op;
+    k.reduce_axes = r->axes;
+    k.reduce_value = b.value(r->inputs[0], -1);
+    if (b.retry) return b.retry;
+    Shape kept;
+    for (int i = 0; i < k.shape.size(); ++i)
+      if (!(r->axes & (1u << i))) kept.push_back(k.shape[i]);
+    int slot = slot_for_leaf(r);
+    k.outputs.push_back({k.reduce_value, slot, r->dtype, contiguous_strides(kept), 0, origin(r)});
+    st.writes.push_back(slot);
+    st.realizes.push_back(r);
+  } else {
+    for (Node* root : grp.roots) {
+      int v = b.value(root, -1);
+      if (b.retry) return b.retry;
+      int slot = slot_for_leaf(root);
+      k.outputs.push_back({v, slot, root->dtype, contiguous_strides(k.shape), 0, origin(root)});
+      st.writes.push_back(slot);
+      st.realizes.push_back(root);
+    }
+  }
+  if (b.retry) return b.retry;
+  st.fused = std::move(b.fused);
+  for (const KernelInput& in : k.inputs) note_input(*this, st, in.slot, in.origin);
+  note_outputs(*this, st);
+  sched_.steps.push_back(std::move(st));
+  return std::nullopt;
+}
+
+std::optional<Retry> Planner::build_all() {
+  sched_ = Schedule{};
+  slot_of_.clear();
+  slot_of_buffer_.clear();
+  // Groups were created consumers-first; a group reads only the primary outputs of groups
+  // whose primary node is older, so building in reverse creation order is a topological order.
+  for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g)
+    if (auto r = build_group(g)) return r;
+  // Pending views that must survive are realized as aliases of their (now written) roots.
+  for (Info& in : infos_) {
+    Node* n = in.n;
+    if (n->op == OpCode::view && n->handles > 0) sched_.aliases.push_back(n);
+  }
+  return std::nullopt;
+}
+
+Schedule Planner::take() { return std::move(sched_); }
+
+} // namespace kiln::detail

@@ -1,0 +1,58 @@
+#pragma once
+// Node: one value of the lazy graph. A Tensor is a handle to a Node.
+//
+// Two counts drive liveness (DESIGN.md, "Refcount-driven liveness"):
+//   handles: user Tensor objects referring to the node;
+//   uses:    pending nodes consuming it (and plans running it).
+// A node with neither is destroyed; if it was still pending its work never runs.
+#include "engine/layout.h"
+#include "engine/ops_table.h"
+#include "runtime/backend.h"
+
+#include <kiln/device.h>
+#include <kiln/dtype.h>
+
+#include <llvm/ADT/SmallVector.h>
+
+namespace kiln::detail {
+
+struct Node {
+  OpCode op = OpCode::buffer;
+  DType dtype = DType::f32;
+  Device device;
+  uint32_t handles = 0;
+  uint32_t uses = 0;
+  uint64_t id = 0; // creation order; inputs always have smaller ids
+  // Realized: where the elements are in `buffer`. Pending: where they will be (contiguous for
+  // computed values; a view's layout is relative to its root's contiguous layout).
+  Layout layout;
+  llvm::SmallVector<Node*, 3> inputs; // pending nodes only; each holds one use
+  BufferRef buffer;                   // set once realized
+
+  // Attributes (meaning depends on op).
+  double scalar = 0;          // constant value; iota start
+  double scalar2 = 0;         // iota step
+  uint64_t seed = 0;          // rand: Philox key
+  uint64_t counter = 0;       // rand: first counter
+  ViewPrim view;              // view
+  uint32_t axes = 0;          // reduce: bitmask over input dims
+  bool keepdim = false;       // reduce
+  bool fused = false;         // computed in registers by a kernel that ran (not "dropped")
+  int dim = 0;                // concat
+
+  Node* prev_pending = nullptr; // intrusive list of pending nodes
+  Node* next_pending = nullptr;
+
+  bool realized() const { return buffer != nullptr; }
+  const Shape& shape() const { return layout.shape; }
+  int64_t numel() const { return layout.shape.numel(); }
+  int64_t nbytes() const { return numel() * itemsize(dtype); }
+};
+
+/// The node whose storage a view chain reads (the node itself if it is not a pending view).
+inline Node* view_root(Node* n) {
+  while (!n->realized() && n->op == OpCode::view) n = n->inputs[0];
+  return n;
+}
+
+} // namespace kiln::detail

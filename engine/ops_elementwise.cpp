@@ -1,0 +1,270 @@
+// Front-ends of the elementwise ops: type promotion, broadcasting checks, node recording.
+#include "engine/ops_common.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+using namespace detail;
+
+namespace detail {
+
+Tensor cast_to(const Tensor& t, DType to) {
+  if (t.dtype() == to) return t;
+  Node* n = new_node(OpCode::cast, to, t.device(), t.shape());
+  add_input(n, t.node());
+  return publish(n);
+}
+
+Tensor scalar_tensor(Scalar s, DType dt, Device dev) {
+  Node* n = new_node(OpCode::constant, dt, dev, Shape{});
+  n->scalar = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
+  return publish(n);
+}
+
+} // namespace detail
+
+namespace {
+
+enum class Category { boolean = 0, integer = 1, floating = 2 };
+
+Category category(DType t) {
+  return t == DType::boolean ? Category::boolean
+         : is_floating(t)    ? Category::floating
+                             : Category::integer;
+}
+Category category(Scalar::Kind k) { return static_cast<Category>(static_cast<int>(k)); }
+DType default_type(Category c) {
+  return c == Category::floating ? DType::f32 : c == Category::integer ? DType::i64 : DType::boolean;
+}
+
+// PyTorch's result_type: dimensioned tensors, then 0-d tensors, then scalars; a lower tier
+// only matters when it is of a higher category.
+struct ResultType {
+  bool have[3] = {};
+  DType type[3] = {};
+  void add_tensor(const Node* n) { add(n->layout.shape.size() ? 0 : 1, n->dtype); }
+  void add_scalar(Scalar s) { add(2, default_type(category(s.kind))); }
+  void add(int tier, DType t) {
+    type[tier] = have[tier] ? promote_types(type[tier], t) : t;
+    have[tier] = true;
+  }
+  DType get() const {
+    DType r{};
+    bool any = false;
+    for (int tier = 0; tier < 3; ++tier) {
+      if (!have[tier]) continue;
+      if (!any) r = type[tier], any = true;
+      else if (category(type[tier]) > category(r))
+        r = tier == 2 ? type[tier] : promote_types(r, type[tier]);
+    }
+    return r;
+  }
+};
+
+Shape broadcast_or_fail(const char* op, const Shape& a, const Shape& b) {
+  auto s = broadcast_shapes(a, b);
+  if (!s) fail(op, "shapes {} and {} cannot be broadcast together", a, b);
+  return *s;
+}
+
+bool float_only(OpCode op) { return op == OpCode::div || op == OpCode::pow; }
+
+void check_bool_arith(OpCode op, DType t) {
+  if (t == DType::boolean && (op == OpCode::add || op == OpCode::sub || op == OpCode::mul ||
+                              op == OpCode::div || op == OpCode::pow))
+    fail(op_name(op), "arithmetic on boolean tensors is not supported; use logical_and/"
+                      "logical_or or cast first");
+}
+
+Tensor record(OpCode op, DType out, const Shape& shape, Device dev,
+              std::initializer_list<const Tensor*> ins) {
+  Node* n = new_node(op, out, dev, shape);
+  for (const Tensor* t : ins) add_input(n, t->node());
+  return publish(n);
+}
+
+// Binary op where `a` and `b` are the tensor operands after result typing. `compute` is the
+// type both operands are cast to; the output type is boolean for comparisons.
+Tensor binary_typed(OpCode op, const Tensor& a, const Tensor& b, DType compute, const Shape& s) {
+  DType out = op_kind(op) == OpKind::Compare || op_kind(op) == OpKind::Logical ? DType::boolean
+                                                                               : compute;
+  Tensor ca = cast_to(a, compute), cb = cast_to(b, compute);
+  return record(op, out, s, a.device(), {&ca, &cb});
+}
+
+DType compute_type(OpCode op, DType r) {
+  if (op_kind(op) == OpKind::Logical) return DType::boolean;
+  if (float_only(op) && !is_floating(r)) return DType::f32;
+  return r;
+}
+
+Tensor binary(OpCode op, const Tensor& a, const Tensor& b) {
+  const char* name = op_name(op);
+  Node* na = arg(a, name);
+  Node* nb = arg(b, name);
+  same_device(name, na, nb);
+  Shape s = broadcast_or_fail(name, na->layout.shape, nb->layout.shape);
+  ResultType rt;
+  rt.add_tensor(na);
+  rt.add_tensor(nb);
+  DType r = rt.get();
+  check_bool_arith(op, r);
+  return binary_typed(op, a, b, compute_type(op, r), s);
+}
+
+// Tensor (op) scalar; `reversed` computes scalar (op) tensor.
+Tensor binary_scalar(OpCode op, const Tensor& a, Scalar b, bool reversed = false) {
+  const char* name = op_name(op);
+  Node* na = arg(a, name);
+  ResultType rt;
+  rt.add_tensor(na);
+  rt.add_scalar(b);
+  DType r = rt.get();
+  check_bool_arith(op, r);
+  DType c = compute_type(op, r);
+  Tensor sb = scalar_tensor(b, c, na->device);
+  return reversed ? binary_typed(op, sb, a, c, na->layout.shape)
+                  : binary_typed(op, a, sb, c, na->layout.shape);
+}
+
+Tensor unary(OpCode op, const Tensor& a) {
+  const char* name = op_name(op);
+  Node* na = arg(a, name);
+  DType t = na->dtype;
+  OpKind k = op_kind(op);
+  if (k == OpKind::Logical) {
+    Tensor ca = cast_to(a, DType::boolean);
+    return record(op, DType::boolean, na->layout.shape, na->device, {&ca});
+  }
+  if (t == DType::boolean && k == OpKind::Unary)
+    fail(name, "not supported for boolean tensors; use logical_not or cast first");
+  DType out = (k == OpKind::UnaryFloat && !is_floating(t)) ? DType::f32 : t;
+  Tensor ca = cast_to(a, out);
+  return record(op, out, na->layout.shape, na->device, {&ca});
+}
+
+} // namespace
+
+#define KILN_BINARY_FRONTEND(fn)                                                                 \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary(OpCode::fn, a, b); }
+KILN_BINARY_FRONTEND(add)
+KILN_BINARY_FRONTEND(sub)
+KILN_BINARY_FRONTEND(mul)
+KILN_BINARY_FRONTEND(div)
+KILN_BINARY_FRONTEND(pow)
+KILN_BINARY_FRONTEND(maximum)
+KILN_BINARY_FRONTEND(minimum)
+KILN_BINARY_FRONTEND(eq)
+KILN_BINARY_FRONTEND(ne)
+KILN_BINARY_FRONTEND(lt)
+KILN_BINARY_FRONTEND(le)
+KILN_BINARY_FRONTEND(gt)
+KILN_BINARY_FRONTEND(ge)
+KILN_BINARY_FRONTEND(logical_and)
+KILN_BINARY_FRONTEND(logical_or)
+#undef KILN_BINARY_FRONTEND
+
+#define KILN_SCALAR_FRONTEND(fn)                                                                 \
+  Tensor fn(const Tensor& a, Scalar b) { return binary_scalar(OpCode::fn, a, b); }
+KILN_SCALAR_FRONTEND(add)
+KILN_SCALAR_FRONTEND(sub)
+KILN_SCALAR_FRONTEND(mul)
+KILN_SCALAR_FRONTEND(div)
+KILN_SCALAR_FRONTEND(pow)
+KILN_SCALAR_FRONTEND(maximum)
+KILN_SCALAR_FRONTEND(minimum)
+KILN_SCALAR_FRONTEND(eq)
+KILN_SCALAR_FRONTEND(ne)
+KILN_SCALAR_FRONTEND(lt)
+KILN_SCALAR_FRONTEND(le)
+KILN_SCALAR_FRONTEND(gt)
+KILN_SCALAR_FRONTEND(ge)
+#undef KILN_SCALAR_FRONTEND
+Tensor rsub(const Tensor& a, Scalar b) { return binary_scalar(OpCode::sub, a, b, true); }
+Tensor rdiv(const Tensor& a, Scalar b) { return binary_scalar(OpCode::div, a, b, true); }
+
+#define KILN_UNARY_FRONTEND(fn)                                                                  \
+  Tensor fn(const Tensor& a) { return unary(OpCode::fn, a); }
+KILN_UNARY_FRONTEND(neg)
+KILN_UNARY_FRONTEND(abs)
+KILN_UNARY_FRONTEND(exp)
+KILN_UNARY_FRONTEND(log)
+KILN_UNARY_FRONTEND(sqrt)
+KILN_UNARY_FRONTEND(rsqrt)
+KILN_UNARY_FRONTEND(sin)
+KILN_UNARY_FRONTEND(cos)
+KILN_UNARY_FRONTEND(tanh)
+KILN_UNARY_FRONTEND(sigmoid)
+KILN_UNARY_FRONTEND(relu)
+KILN_UNARY_FRONTEND(gelu)
+KILN_UNARY_FRONTEND(logical_not)
+#undef KILN_UNARY_FRONTEND
+
+Tensor cast(const Tensor& a, DType to) {
+  arg(a, "cast");
+  return cast_to(a, to);
+}
+
+Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  arg(a, "clamp");
+  if (!lo && !hi) fail("clamp", "at least one of lo and hi must be given");
+  if (a.dtype() == DType::boolean) fail("clamp", "not supported for boolean tensors");
+  Tensor r = a;
+  if (lo) r = maximum(r, *lo);
+  if (hi) r = minimum(r, *hi);
+  return r;
+}
+
+Tensor clamp(const Tensor& a, const Tensor& lo, const Tensor& hi) {
+  Node* na = arg(a, "clamp");
+  Node* nl = arg(lo, "clamp");
+  Node* nh = arg(hi, "clamp");
+  same_device("clamp", na, nl);
+  same_device("clamp", na, nh);
+  broadcast_or_fail("clamp", broadcast_or_fail("clamp", na->layout.shape, nl->layout.shape),
+                    nh->layout.shape);
+  if (a.dtype() == DType::boolean) fail("clamp", "not supported for boolean tensors");
+  return minimum(maximum(a, lo), hi);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  Node* nc = arg(cond, "where");
+  Node* na = arg(a, "where");
+  Node* nb = arg(b, "where");
+  same_device("where", nc, na);
+  same_device("where", nc, nb);
+  if (nc->dtype != DType::boolean)
+    fail("where", "the condition must be boolean, got {}", dtype_name(nc->dtype));
+  Shape s = broadcast_or_fail("where", nc->layout.shape,
+                              broadcast_or_fail("where", na->layout.shape, nb->layout.shape));
+  ResultType rt;
+  rt.add_tensor(na);
+  rt.add_tensor(nb);
+  DType r = rt.get();
+  Tensor ca = cast_to(a, r), cb = cast_to(b, r);
+  return record(OpCode::where, r, s, nc->device, {&cond, &ca, &cb});
+}
+
+namespace {
+Tensor where_scalar(const Tensor& cond, const Tensor& t, Scalar s, bool scalar_second) {
+  Node* nc = arg(cond, "where");
+  Node* nt = arg(t, "where");
+  same_device("where", nc, nt);
+  if (nc->dtype != DType::boolean)
+    fail("where", "the condition must be boolean, got {}", dtype_name(nc->dtype));
+  Shape shape = broadcast_or_fail("where", nc->layout.shape, nt->layout.shape);
+  ResultType rt;
+  rt.add_tensor(nt);
+  rt.add_scalar(s);
+  DType r = rt.get();
+  Tensor ct = cast_to(t, r), cs = scalar_tensor(s, r, nc->device);
+  return scalar_second ? record(OpCode::where, r, shape, nc->device, {&cond, &ct, &cs})
+                       : record(OpCode::where, r, shape, nc->device, {&cond, &cs, &ct});
+}
+} // namespace
+
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) { return where_scalar(cond, a, b, true); }
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) { return where_scalar(cond, b, a, false); }
+
+} // namespace kiln

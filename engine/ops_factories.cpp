@@ -1,0 +1,88 @@
+// Factories: constants, ranges, host data and counter-based random numbers.
+#include "engine/ops_common.h"
+
+#include <cmath>
+
+namespace kiln {
+
+using namespace detail;
+
+namespace {
+
+void check_shape(const char* op, const Shape& s) {
+  for (int64_t e : s)
+    if (e < 0) fail(op, "negative extent in shape {}", s);
+}
+
+Tensor random(OpCode op, const char* name, const Shape& shape, DType dt,
+              std::optional<Device> device) {
+  check_shape(name, shape);
+  if (!is_floating(dt)) fail(name, "needs a floating-point dtype, got {}", dtype_name(dt));
+  Device dev = resolve_device(device, name);
+  Node* n = new_node(op, dt, dev, shape);
+  EngineState& e = engine();
+  n->seed = e.seed;
+  n->counter = e.rng_counter;
+  e.rng_counter += static_cast<uint64_t>(shape.numel());
+  return publish(n);
+}
+
+} // namespace
+
+Tensor full(const Shape& shape, Scalar value, DType dtype, std::optional<Device> device) {
+  check_shape("full", shape);
+  Device dev = resolve_device(device, "full");
+  Node* n = new_node(OpCode::constant, dtype, dev, shape);
+  n->scalar = value.kind == Scalar::Kind::floating ? value.f : static_cast<double>(value.i);
+  return publish(n);
+}
+
+Tensor zeros(const Shape& shape, DType dtype, std::optional<Device> device) {
+  return full(shape, 0, dtype, device);
+}
+
+Tensor ones(const Shape& shape, DType dtype, std::optional<Device> device) {
+  return full(shape, 1, dtype, device);
+}
+
+Tensor arange(double start, double stop, double step, DType dtype, std::optional<Device> device) {
+  if (step == 0 || !std::isfinite(step)) fail("arange", "step must be finite and nonzero, got {}", step);
+  if (!std::isfinite(start) || !std::isfinite(stop))
+    fail("arange", "start and stop must be finite, got {} and {}", start, stop);
+  double count = std::ceil((stop - start) / step);
+  int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  Device dev = resolve_device(device, "arange");
+  Node* node = new_node(OpCode::iota, dtype, dev, Shape{n});
+  node->scalar = start;
+  node->scalar2 = step;
+  return publish(node);
+}
+
+Tensor arange(int64_t stop, DType dtype, std::optional<Device> device) {
+  return arange(0.0, static_cast<double>(stop), 1.0, dtype, device);
+}
+
+Tensor from_data(const void* data, DType dtype, const Shape& shape, std::optional<Device> device) {
+  check_shape("from_data", shape);
+  Device dev = resolve_device(device, "from_data");
+  Backend& be = backend_for(dev, "from_data");
+  size_t bytes = static_cast<size_t>(shape.numel()) * itemsize(dtype);
+  BufferRef buf = be.allocate(bytes);
+  if (bytes) be.copy_from_host(*buf, 0, data, bytes);
+  return publish(new_realized(dtype, dev, std::move(buf), contiguous_layout(shape)));
+}
+
+Tensor rand(const Shape& shape, DType dtype, std::optional<Device> device) {
+  return random(OpCode::rand_uniform, "rand", shape, dtype, device);
+}
+
+Tensor randn(const Shape& shape, DType dtype, std::optional<Device> device) {
+  return random(OpCode::rand_normal, "randn", shape, dtype, device);
+}
+
+void manual_seed(uint64_t seed) {
+  engine().seed = seed;
+  engine().rng_counter = 0;
+}
+
+} // namespace kiln

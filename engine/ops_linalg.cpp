@@ -1,0 +1,49 @@
+// matmul with torch.matmul semantics. The GEMM itself runs on the backend's BLAS.
+#include "engine/ops_common.h"
+
+namespace kiln {
+
+using namespace detail;
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  Node* na = arg(a, "matmul");
+  Node* nb = arg(b, "matmul");
+  same_device("matmul", na, nb);
+  const Shape &sa = na->layout.shape, &sb = nb->layout.shape;
+  if (sa.size() == 0 || sb.size() == 0)
+    fail("matmul", "both arguments need at least one dimension, got shapes {} and {}", sa, sb);
+  if (na->dtype == DType::boolean || nb->dtype == DType::boolean)
+    fail("matmul", "boolean tensors are not supported (shapes {} and {})", sa, sb);
+  // Validate everything before recording anything.
+  Shape ma = sa, mb = sb;
+  if (ma.size() == 1) ma.insert(0, 1);
+  if (mb.size() == 1) mb.push_back(1);
+  int64_t m = ma[ma.size() - 2], k = ma.back(), k2 = mb[mb.size() - 2], n = mb.back();
+  if (k != k2) fail("matmul", "shapes {} and {} cannot be multiplied ({} != {})", sa, sb, k, k2);
+  Shape ba(ma.begin(), ma.end() - 2), bb(mb.begin(), mb.end() - 2);
+  auto batch = broadcast_shapes(ba, bb);
+  if (!batch) fail("matmul", "batch dims of shapes {} and {} cannot be broadcast", sa, sb);
+
+  DType dt = promote_types(na->dtype, nb->dtype);
+  Tensor x = reshape(cast_to(a, dt), ma), y = reshape(cast_to(b, dt), mb);
+  Shape fa = *batch, fb = *batch;
+  fa.push_back(m);
+  fa.push_back(k);
+  fb.push_back(k);
+  fb.push_back(n);
+  x = expand(x, fa);
+  y = expand(y, fb);
+  Shape out = *batch;
+  out.push_back(m);
+  out.push_back(n);
+  Node* g = new_node(OpCode::matmul, dt, na->device, out);
+  add_input(g, x.node());
+  add_input(g, y.node());
+  Tensor r = publish(g);
+  Shape final_shape = *batch;
+  if (sa.size() > 1) final_shape.push_back(m);
+  if (sb.size() > 1) final_shape.push_back(n);
+  return reshape(r, final_shape);
+}
+
+} // namespace kiln

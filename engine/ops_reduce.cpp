@@ -1,0 +1,99 @@
+// Reductions and the composites built from them (softmax, log_softmax).
+#include "engine/ops_common.h"
+
+namespace kiln {
+
+using namespace detail;
+
+namespace {
+
+uint32_t axes_mask(const char* op, const std::vector<int>& axes, int rank) {
+  if (axes.empty()) return rank ? (1u << rank) - 1 : 0;
+  uint32_t mask = 0;
+  for (int a : axes) {
+    int d = norm_dim(op, a, rank);
+    if (mask & (1u << d)) fail(op, "axis {} is repeated", d);
+    mask |= 1u << d;
+  }
+  return mask;
+}
+
+Tensor reduce(OpCode op, const Tensor& a, uint32_t mask, bool keepdim, DType out) {
+  const char* name = op_name(op);
+  Node* in = a.node();
+  const Shape& s = in->layout.shape;
+  Shape os;
+  for (int i = 0; i < s.size(); ++i) {
+    bool reduced = mask & (1u << i);
+    if (reduced && s[i] == 0 && (op == OpCode::max || op == OpCode::min || op == OpCode::argmax))
+      fail(name, "cannot reduce over the zero-size dim {} of shape {}", i, s);
+    if (!reduced) os.push_back(s[i]);
+    else if (keepdim) os.push_back(1);
+  }
+  Node* n = new_node(op, out, in->device, os);
+  n->axes = mask;
+  n->keepdim = keepdim;
+  add_input(n, in);
+  return publish(n);
+}
+
+} // namespace
+
+Tensor sum(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
+  Node* n = arg(a, "sum");
+  DType out = is_floating(n->dtype) ? n->dtype : DType::i64;
+  return reduce(OpCode::sum, a, axes_mask("sum", axes, n->layout.shape.size()), keepdim, out);
+}
+
+Tensor mean(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
+  Node* n = arg(a, "mean");
+  if (!is_floating(n->dtype))
+    fail("mean", "needs a floating-point input, got {} (cast first)", dtype_name(n->dtype));
+  return reduce(OpCode::mean, a, axes_mask("mean", axes, n->layout.shape.size()), keepdim,
+                n->dtype);
+}
+
+Tensor max(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
+  Node* n = arg(a, "max");
+  return reduce(OpCode::max, a, axes_mask("max", axes, n->layout.shape.size()), keepdim,
+                n->dtype);
+}
+
+Tensor min(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
+  Node* n = arg(a, "min");
+  return reduce(OpCode::min, a, axes_mask("min", axes, n->layout.shape.size()), keepdim,
+                n->dtype);
+}
+
+Tensor argmax(const Tensor& a, std::optional<int> axis, bool keepdim) {
+  Node* n = arg(a, "argmax");
+  if (!axis) {
+    if (n->numel() == 0) fail("argmax", "cannot reduce an empty tensor of shape {}", n->layout.shape);
+    Tensor flat = reshape(a, Shape{n->numel()});
+    Tensor r = reduce(OpCode::argmax, flat, 1u, false, DType::i64);
+    if (!keepdim) return r;
+    Shape ones;
+    ones.resize(n->layout.shape.size(), 1);
+    return reshape(r, ones);
+  }
+  int d = norm_dim("argmax", *axis, n->layout.shape.size());
+  return reduce(OpCode::argmax, a, 1u << d, keepdim, DType::i64);
+}
+
+Tensor softmax(const Tensor& a, int axis) {
+  Node* n = arg(a, "softmax");
+  int d = norm_dim("softmax", axis, n->layout.shape.size());
+  Tensor x = is_floating(n->dtype) ? a : cast(a, DType::f32);
+  Tensor e = exp(x - max(x, {d}, true));
+  return e / sum(e, {d}, true);
+}
+
+Tensor log_softmax(const Tensor& a, int axis) {
+  Node* n = arg(a, "log_softmax");
+  int d = norm_dim("log_softmax", axis, n->layout.shape.size());
+  Tensor x = is_floating(n->dtype) ? a : cast(a, DType::f32);
+  Tensor shifted = x - max(x, {d}, true);
+  return shifted - log(sum(exp(shifted), {d}, true));
+}
+
+} // namespace kiln

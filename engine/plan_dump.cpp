@@ -1,0 +1,68 @@
+// The readable plan: kiln::last_plan() and KILN_DUMP=plan.
+#include "codegen/kernel_key.h"
+#include "engine/schedule.h"
+
+#include <fmt/format.h>
+
+namespace kiln::detail {
+
+namespace {
+
+std::string operand(const TapeInst& t) {
+  std::string s;
+  for (int v : {t.a, t.b, t.c})
+    if (v >= 0) s += fmt::format(" v{}", v);
+  return s;
+}
+
+void dump_kernel(std::string& out, const FusedKernel& k) {
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    const KernelInput& in = k.inputs[i];
+    out += fmt::format("    in{} {} {} strides {} offset {} <- {}\n", i, dtype_name(in.dtype),
+                       index_class_name(in.cls), in.strides.str(), in.offset, in.origin);
+  }
+  for (size_t i = 0; i < k.tape.size(); ++i) {
+    const TapeInst& t = k.tape[i];
+    std::string what;
+    if (t.op == OpCode::load) what = fmt::format("load in{}", t.a);
+    else if (t.op == OpCode::constant) what = fmt::format("constant {}", t.imm);
+    else what = std::string(op_name(t.op)) + operand(t);
+    out += fmt::format("    v{} = {} : {}\n", i, what, dtype_name(t.dtype));
+  }
+  if (k.kind == FusedKernel::Kind::reduce)
+    out += fmt::format("    reduce {} of v{} over axes mask {:#x}\n", op_name(k.reduce_op),
+                       k.reduce_value, k.reduce_axes);
+  for (size_t i = 0; i < k.outputs.size(); ++i) {
+    const KernelOutput& o = k.outputs[i];
+    out += fmt::format("    out{} = v{} {} -> {}\n", i, o.value, dtype_name(o.dtype), o.origin);
+  }
+}
+
+} // namespace
+
+std::string dump_schedule(const Schedule& s) {
+  int written = 0;
+  for (const Step& st : s.steps) written += static_cast<int>(st.writes.size());
+  std::string out = fmt::format("plan: {} step(s), {} buffer(s) written\n", s.steps.size(), written);
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const Step& st = s.steps[i];
+    if (st.kind == Step::Kind::gemm) {
+      const GemmStep& g = st.gemm;
+      out += fmt::format("[{}] gemm {} {} @ {} -> {} on {}\n", i, dtype_name(g.dtype),
+                         g.a.shape.str(), g.b.shape.str(), g.out_shape.str(), st.device.str());
+    } else {
+      const FusedKernel& k = st.kernel;
+      out += fmt::format("[{}] kernel {} ({}) over {} on {}: {} op(s) fused, {} node(s) kept in "
+                         "registers\n",
+                         i, kernel_name(k),
+                         k.kind == FusedKernel::Kind::reduce ? "reduction" : "elementwise",
+                         k.shape.str(), st.device.str(), k.compute_ops(), st.fused.size());
+      dump_kernel(out, k);
+    }
+    for (const std::string& n : st.notes) out += "    why: " + n + "\n";
+  }
+  for (Node* v : s.aliases) out += fmt::format("view %{} realized as an alias of its root\n", v->id);
+  return out;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,149 @@
+// The fusion planner: pending graph -> Schedule.
+//
+// 1. collect   the pending nodes the targets depend on, in creation (= topological) order;
+// 2. mark      the nodes that must be written to memory, each with the reason why
+//              (requested, live handle, used outside this evaluation, reduction/GEMM result,
+//              GEMM/concat operand, used by several kernels);
+// 3. group     walking consumers before producers: an unmarked elementwise node joins the one
+//              kernel all its consumers are in (diamonds included); a marked elementwise node
+//              whose consumers all sit in one kernel over the same space joins it as an extra
+//              output (multi-output fusion); anything else starts a kernel;
+// 4. build     each group's FusedKernel (kernel_builder.cpp). Views and broadcasts become index
+//              maps on the loads. If a view cannot be expressed that way the builder asks for
+//              one more node to be marked, and planning starts again from step 3;
+// Steps come out in dependency order (see build_all).
+#include "engine/planner_impl.h"
+
+#include <algorithm>
+
+namespace kiln::detail {
+
+Info* Planner::info(Node* n) {
+  auto it = index_.find(n);
+  return it == index_.end() ? nullptr : &infos_[it->second];
+}
+
+void Planner::collect(llvm::ArrayRef<Node*> targets) {
+  llvm::SmallVector<Node*, 64> stack(targets.begin(), targets.end());
+  std::vector<Node*> found;
+  while (!stack.empty()) {
+    Node* n = stack.pop_back_val();
+    if (n->realized() || index_.count(n)) continue;
+    index_[n] = 0;
+    found.push_back(n);
+    for (Node* in : n->inputs) stack.push_back(in);
+  }
+  std::sort(found.begin(), found.end(), [](Node* a, Node* b) { return a->id < b->id; });
+  infos_.resize(found.size());
+  for (size_t i = 0; i < found.size(); ++i) {
+    infos_[i].n = found[i];
+    index_[found[i]] = static_cast<unsigned>(i);
+  }
+  for (Info& in : infos_)
+    for (Node* x : in.n->inputs)
+      if (Info* xi = info(x)) xi->consumers.push_back(in.n);
+}
+
+void Planner::mark(Node* n, const char* reason) {
+  Node* r = view_root(n);
+  Info* ri = info(r);
+  if (!ri || ri->materialize) return; // realized, or already marked (first reason wins)
+  ri->materialize = true;
+  ri->reason = r == n ? reason : "read through a view that must be kept";
+  if (r != n && std::string_view(reason) == "requested") ri->reason = "requested (through a view)";
+}
+
+void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
+  for (Node* t : targets) mark(t, "requested");
+  for (Info& in : infos_) {
+    Node* n = in.n;
+    if (n->handles > 0) mark(n, n->op == OpCode::view ? "viewed by a live tensor" : "live handle");
+    if (n->uses > in.consumers.size()) mark(n, "also used by pending work outside this evaluation");
+    switch (op_kind(n->op)) {
+    case OpKind::Reduce: mark(n, "reduction result"); break;
+    case OpKind::Gemm:
+      mark(n, "GEMM result");
+      for (Node* x : n->inputs) mark(x, "GEMM operand");
+      break;
+    case OpKind::Concat:
+      mark(n, "concat result");
+      for (Node* x : n->inputs) mark(x, "concat input");
+      break;
+    default: break;
+    }
+  }
+}
+
+// Groups of the kernels that consume n, looking through views.
+void Planner::consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view) {
+  for (Node* c : info(n)->consumers) {
+    if (c->op == OpCode::view) {
+      through_view = true;
+      consumer_groups(c, out, through_view);
+      continue;
+    }
+    int g = info(c)->group;
+    if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+  }
+}
+
+int Planner::new_group(Node* root) {
+  Group g;
+  OpKind k = op_kind(root->op);
+  g.kind = k == OpKind::Reduce ? Group::Kind::reduce
+           : k == OpKind::Gemm ? Group::Kind::gemm
+           : k == OpKind::Concat ? Group::Kind::concat
+                                 : Group::Kind::elementwise;
+  g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();
+  g.roots.push_back(root);
+  groups_.push_back(std::move(g));
+  return static_cast<int>(groups_.size()) - 1;
+}
+
+void Planner::group_all() {
+  groups_.clear();
+  for (Info& in : infos_) in.group = -1;
+  for (auto it = infos_.rbegin(); it != infos_.rend(); ++it) {
+    Info& in = *it;
+    Node* n = in.n;
+    if (n->op == OpCode::view) continue; // views are index maps, never computed
+    bool elementwise = is_elementwise(op_kind(n->op)) || n->op == OpCode::copy;
+    llvm::SmallVector<int, 4> cg;
+    bool through_view = false;
+    if (elementwise) consumer_groups(n, cg, through_view);
+    if (elementwise && !in.materialize) {
+      if (cg.size() == 1) {
+        in.group = cg[0];
+        continue;
+      }
+      in.materialize = true;
+      in.reason = "used by several kernels";
+    }
+    if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
+        groups_[cg[0]].kind == Group::Kind::elementwise && groups_[cg[0]].shape == n->shape()) {
+      in.group = cg[0];
+      groups_[cg[0]].roots.push_back(n); // multi-output: written by its consumers' kernel
+      continue;
+    }
+    in.group = new_group(n);
+  }
+}
+
+Schedule plan(llvm::ArrayRef<Node*> targets) {
+  Planner p;
+  p.collect(targets);
+  p.mark_all(targets);
+  for (int attempt = 0;; ++attempt) {
+    p.group_all();
+    if (auto retry = p.build_all()) {
+      Info* ri = p.info(retry->node);
+      ri->materialize = true;
+      ri->no_merge = true;
+      ri->reason = retry->reason;
+      continue;
+    }
+    return p.take();
+  }
+}
+
+} // namespace kiln::detail

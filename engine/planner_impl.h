@@ -1,0 +1,62 @@
+#pragma once
+// Planner internals shared by planner.cpp (marking, grouping) and kernel_builder.cpp.
+#include "engine/schedule.h"
+
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <optional>
+#include <vector>
+
+namespace kiln::detail {
+
+struct Info {
+  Node* n = nullptr;
+  llvm::SmallVector<Node*, 2> consumers; // in-plan consumers, one entry per use
+  bool materialize = false;
+  bool no_merge = false; // must get its own kernel (set when a merge failed)
+  const char* reason = nullptr;
+  int group = -1;
+};
+
+struct Group {
+  enum class Kind : uint8_t { elementwise, reduce, gemm, concat } kind = Kind::elementwise;
+  Shape shape; // iteration space
+  std::vector<Node*> roots; // nodes this group writes (roots[0] is the primary)
+};
+
+/// The builder's request to mark one more node and plan again.
+struct Retry {
+  Node* node;
+  const char* reason;
+};
+
+class Planner {
+public:
+  void collect(llvm::ArrayRef<Node*> targets);
+  void mark_all(llvm::ArrayRef<Node*> targets);
+  void group_all();
+  /// Build every group's step; a Retry if a node must be materialized first.
+  std::optional<Retry> build_all();
+  /// The schedule built by the last successful build_all (steps in dependency order).
+  Schedule take();
+  Info* info(Node* n);
+
+  // Used by the kernel builder.
+  std::vector<Group> groups_;
+  Schedule sched_;
+  llvm::DenseMap<Node*, int> slot_of_;   // node (root or realized leaf) -> slot
+  llvm::DenseMap<Buffer*, int> slot_of_buffer_;
+  int slot_for_leaf(Node* n);            // realized node or materialized root
+
+private:
+  void mark(Node* n, const char* reason);
+  void consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view);
+  int new_group(Node* root);
+  std::optional<Retry> build_group(int g);
+
+  llvm::DenseMap<Node*, unsigned> index_;
+  std::vector<Info> infos_;
+};
+
+} // namespace kiln::detail

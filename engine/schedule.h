@@ -1,0 +1,40 @@
+#pragma once
+// Schedule: the ordered steps of one evaluation, and the buffer slots they read and write.
+#include "engine/fused_kernel.h"
+#include "engine/node.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::detail {
+
+struct Slot {
+  BufferRef buffer;       // set for realized inputs; allocated when the producing step runs
+  size_t bytes = 0;       // for produced slots
+  Node* producer = nullptr; // the node this slot will realize (produced slots)
+};
+
+struct Step {
+  enum class Kind : uint8_t { kernel, gemm } kind = Kind::kernel;
+  Device device;
+  FusedKernel kernel;
+  GemmStep gemm;
+  std::vector<int> writes;  // slots this step produces (allocated before it runs)
+  std::vector<Node*> realizes; // nodes that become realized when the step is done
+  std::string name;        // readable kernel name
+  std::vector<std::string> notes; // why fusion stopped at this step's inputs/outputs
+  std::vector<Node*> fused; // nodes computed in registers, never stored
+};
+
+struct Schedule {
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<Node*> aliases; // pending views realized as aliases of their root afterwards
+};
+
+/// Plan the evaluation of `targets` (pending nodes; views allowed).
+Schedule plan(llvm::ArrayRef<Node*> targets);
+/// Human-readable dump of a schedule (kiln::last_plan()).
+std::string dump_schedule(const Schedule& s);
+
+} // namespace kiln::detail

@@ -1,0 +1,100 @@
+// Tensor handle methods and host reads.
+#include "engine/errors.h"
+#include "engine/graph.h"
+#include "engine/host_convert.h"
+
+#include <kiln/ops.h>
+#include <kiln/tensor.h>
+
+#include <vector>
+
+namespace kiln {
+
+using detail::Node;
+
+Tensor::Tensor(Node* adopt) : node_(adopt) {}
+Tensor::Tensor(const Tensor& o) : node_(o.node_) {
+  if (node_) detail::retain_handle(node_);
+}
+Tensor& Tensor::operator=(const Tensor& o) {
+  if (o.node_) detail::retain_handle(o.node_);
+  if (node_) detail::release_handle(node_);
+  node_ = o.node_;
+  return *this;
+}
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+  if (this != &o) {
+    if (node_) detail::release_handle(node_);
+    node_ = o.node_;
+    o.node_ = nullptr;
+  }
+  return *this;
+}
+Tensor::~Tensor() {
+  if (node_) detail::release_handle(node_);
+}
+
+namespace {
+Node* need(const Tensor& t, const char* what) {
+  if (!t.defined()) throw Error(std::string("[") + what + "] the tensor is undefined");
+  return t.node();
+}
+} // namespace
+
+const Shape& Tensor::shape() const { return need(*this, "shape")->layout.shape; }
+const Shape& Tensor::strides() const { return need(*this, "strides")->layout.strides; }
+DType Tensor::dtype() const { return need(*this, "dtype")->dtype; }
+Device Tensor::device() const { return need(*this, "device")->device; }
+bool Tensor::is_realized() const { return need(*this, "is_realized")->realized(); }
+bool Tensor::is_contiguous() const {
+  return detail::is_contiguous(need(*this, "is_contiguous")->layout);
+}
+
+int64_t Tensor::size(int dim) const {
+  const Shape& s = shape();
+  int d = dim < 0 ? dim + s.size() : dim;
+  if (d < 0 || d >= s.size())
+    detail::fail("size", "dim {} out of range for a tensor of shape {}", dim, s);
+  return s[d];
+}
+
+Tensor Tensor::to(Device d) const {
+  Node* n = need(*this, "to");
+  if (n->device == d) return *this;
+  detail::backend_for(d, "to"); // throws: no second backend in this build
+  detail::fail("to", "copies from {} to {} are not supported yet", n->device.str(), d.str());
+}
+
+Tensor Tensor::astype(DType t) const { return cast(*this, t); }
+Tensor Tensor::contiguous() const { return kiln::contiguous(*this); }
+Tensor Tensor::reshape(const Shape& s) const { return kiln::reshape(*this, s); }
+
+void Tensor::copy_to_host(void* dst, DType as, size_t count) const {
+  Node* n = need(*this, "read");
+  if (count != static_cast<size_t>(n->numel()))
+    detail::fail("item", "a tensor of shape {} has {} elements, not 1", n->layout.shape,
+                 n->numel());
+  if (count == 0) return;
+  Tensor src = *this;
+  if (!detail::is_contiguous(n->layout)) src = kiln::contiguous(*this);
+  Node* s = src.node();
+  if (!s->realized()) detail::realize({s});
+  detail::Backend& be = detail::backend_for(s->device, "to_vector");
+  size_t bytes = count * itemsize(s->dtype);
+  size_t offset = static_cast<size_t>(s->layout.offset) * itemsize(s->dtype);
+  if (s->dtype == as) {
+    be.copy_to_host(dst, *s->buffer, offset, bytes);
+    return;
+  }
+  std::vector<unsigned char> tmp(bytes);
+  be.copy_to_host(tmp.data(), *s->buffer, offset, bytes);
+  if (as == DType::boolean) { // the host type is bool; stored as one byte 0/1
+    std::vector<uint8_t> b(count);
+    detail::convert_elements(tmp.data(), s->dtype, b.data(), DType::boolean, count);
+    for (size_t i = 0; i < count; ++i) static_cast<bool*>(dst)[i] = b[i] != 0;
+    return;
+  }
+  detail::convert_elements(tmp.data(), s->dtype, dst, as, count);
+}
+
+} // namespace kiln

@@ -1,0 +1,47 @@
+#pragma once
+// Backend interface: memory, and running the steps the planner produces. The engine talks to
+// devices only through this interface; runtime/ never builds source.
+#include <kiln/device.h>
+#include <kiln/dtype.h>
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/IntrusiveRefCntPtr.h>
+
+#include <cstddef>
+
+namespace kiln::detail {
+
+struct FusedKernel;
+struct GemmStep;
+class Backend;
+
+/// A block of device memory. Freed (returned to its backend) when the last reference goes.
+struct Buffer : llvm::RefCountedBase<Buffer> {
+  void* data = nullptr;
+  size_t bytes = 0;
+  Backend* owner = nullptr;
+  ~Buffer();
+};
+using BufferRef = llvm::IntrusiveRefCntPtr<Buffer>;
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  /// Throws kiln::Error when memory cannot be had.
+  virtual BufferRef allocate(size_t bytes) = 0;
+  virtual void release(Buffer& b) = 0;
+  /// Host <-> device copies of raw bytes.
+  virtual void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) = 0;
+  /// Run a fused kernel; buffers[i] is the storage of kernel slot i.
+  virtual void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) = 0;
+  virtual void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) = 0;
+  /// Wait until all work issued so far is done.
+  virtual void synchronize() = 0;
+};
+
+/// The backend for a device; throws kiln::Error naming `op` if the device is unavailable.
+Backend& backend_for(Device d, const char* op);
+
+} // namespace kiln::detail

@@ -1,0 +1,74 @@
+// The CPU backend: 64-byte aligned host memory, the tape interpreter and BLAS.
+#include "runtime/cpu/cpu_backend.h"
+
+#include "engine/errors.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/cpu/interpreter.h"
+#include "runtime/memory_stats.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln::detail {
+
+MemoryStats& memory_stats() {
+  static MemoryStats s;
+  return s;
+}
+
+namespace {
+
+class CpuBackend final : public Backend {
+public:
+  Device device() const override { return Device::cpu(); }
+
+  BufferRef allocate(size_t bytes) override {
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) fail("alloc", "out of host memory allocating {} bytes", bytes);
+    BufferRef b(new Buffer);
+    b->data = p;
+    b->bytes = bytes;
+    b->owner = this;
+    memory_stats().on_alloc(static_cast<int64_t>(bytes));
+    return b;
+  }
+
+  void release(Buffer& b) override {
+    std::free(b.data);
+    memory_stats().on_free(static_cast<int64_t>(b.bytes));
+    b.data = nullptr;
+  }
+
+  void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
+    std::memcpy(static_cast<char*>(dst.data) + offset, src, bytes);
+  }
+
+  void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
+    std::memcpy(dst, static_cast<const char*>(src.data) + offset, bytes);
+  }
+
+  void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) override {
+    llvm::SmallVector<char*, 16> base;
+    for (Buffer* b : buffers) base.push_back(b ? static_cast<char*>(b->data) : nullptr);
+    if (k.kind == FusedKernel::Kind::reduce) cpu::run_reduce(k, base);
+    else cpu::run_elementwise(k, base);
+  }
+
+  void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) override {
+    cpu::run_gemm(g, static_cast<const char*>(buffers[g.a_slot]->data),
+                  static_cast<const char*>(buffers[g.b_slot]->data),
+                  static_cast<char*>(buffers[g.out_slot]->data));
+  }
+
+  void synchronize() override {}
+};
+
+} // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend b;
+  return b;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,120 @@
+// CPU GEMM: OpenBLAS for f32/f64 (f16/bf16 widened to f32 and rounded back), a plain loop for
+// integers. Operands with a unit stride in either matrix dim go to BLAS as they are (a
+// transposed view is a CblasTrans flag, not a copy); other layouts are packed first.
+#include "runtime/cpu/gemm.h"
+
+#include "engine/host_convert.h"
+
+#include <cblas.h>
+
+#include <vector>
+
+namespace kiln::detail::cpu {
+
+namespace {
+
+struct Mat {
+  const char* data; // first element of this batch's matrix
+  int64_t rows, cols, rs, cs; // strides in elements
+};
+
+// A matrix as a BLAS operand: row-major with leading dim ld, possibly transposed.
+template <class T> struct BlasOperand {
+  const T* p;
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+  std::vector<T> packed;
+};
+
+template <class T> BlasOperand<T> prepare(const Mat& m) {
+  BlasOperand<T> op;
+  const T* p = reinterpret_cast<const T*>(m.data);
+  int64_t rs = m.rows == 1 ? std::max<int64_t>(m.cols, 1) : m.rs;
+  int64_t cs = m.cols == 1 ? 1 : m.cs;
+  if (cs == 1 && rs >= std::max<int64_t>(m.cols, 1)) return {p, CblasNoTrans, rs, {}};
+  int64_t cs2 = m.cols == 1 ? std::max<int64_t>(m.rows, 1) : m.cs;
+  int64_t rs2 = m.rows == 1 ? 1 : m.rs;
+  if (rs2 == 1 && cs2 >= std::max<int64_t>(m.rows, 1)) return {p, CblasTrans, cs2, {}};
+  op.packed.resize(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t i = 0; i < m.rows; ++i)
+    for (int64_t j = 0; j < m.cols; ++j) op.packed[i * m.cols + j] = p[i * m.rs + j * m.cs];
+  op.p = op.packed.data();
+  op.trans = CblasNoTrans;
+  op.ld = std::max<int64_t>(m.cols, 1);
+  return op;
+}
+
+template <class T> void blas_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K) {
+  auto A = prepare<T>(a);
+  auto B = prepare<T>(b);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, A.trans, B.trans, M, N, K, 1.0f, A.p, A.ld, B.p, B.ld, 0.0f, c,
+                std::max<int64_t>(N, 1));
+  else
+    cblas_dgemm(CblasRowMajor, A.trans, B.trans, M, N, K, 1.0, A.p, A.ld, B.p, B.ld, 0.0, c,
+                std::max<int64_t>(N, 1));
+}
+
+template <class T> void int_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K) {
+  const T* A = reinterpret_cast<const T*>(a.data);
+  const T* B = reinterpret_cast<const T*>(b.data);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      uint64_t s = 0; // wrapping, as the elementwise integer ops
+      for (int64_t k = 0; k < K; ++k)
+        s += uint64_t(int64_t(A[i * a.rs + k * a.cs])) * uint64_t(int64_t(B[k * b.rs + j * b.cs]));
+      c[i * N + j] = static_cast<T>(s);
+    }
+}
+
+} // namespace
+
+void run_gemm(const GemmStep& g, const char* a_base, const char* b_base, char* out) {
+  const int rank = g.out_shape.size();
+  const int64_t M = g.out_shape[rank - 2], N = g.out_shape[rank - 1], K = g.a.shape[rank - 1];
+  const int64_t isz = itemsize(g.dtype);
+  Shape batch(g.out_shape.begin(), g.out_shape.end() - 2);
+  const int64_t batches = batch.numel();
+  std::vector<float> wa, wb, wc;
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t ra = bi, offa = g.a.offset, offb = g.b.offset;
+    for (int d = batch.size() - 1; d >= 0; --d) {
+      int64_t idx = ra % batch[d];
+      ra /= batch[d];
+      offa += idx * g.a.strides[d];
+      offb += idx * g.b.strides[d];
+    }
+    Mat a{a_base + offa * isz, M, K, g.a.strides[rank - 2], g.a.strides[rank - 1]};
+    Mat b{b_base + offb * isz, K, N, g.b.strides[rank - 2], g.b.strides[rank - 1]};
+    char* c = out + bi * M * N * isz;
+    if (M == 0 || N == 0) continue;
+    if (K == 0) {
+      std::vector<double> z(static_cast<size_t>(M * N), 0.0);
+      convert_elements(z.data(), DType::f64, c, g.dtype, z.size());
+      continue;
+    }
+    switch (g.dtype) {
+    case DType::f32: blas_gemm<float>(a, b, reinterpret_cast<float*>(c), M, N, K); break;
+    case DType::f64: blas_gemm<double>(a, b, reinterpret_cast<double*>(c), M, N, K); break;
+    case DType::i32: int_gemm<int32_t>(a, b, reinterpret_cast<int32_t*>(c), M, N, K); break;
+    case DType::i64: int_gemm<int64_t>(a, b, reinterpret_cast<int64_t*>(c), M, N, K); break;
+    default: { // f16 / bf16
+      wa.resize(M * K);
+      wb.resize(K * N);
+      wc.resize(M * N);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < K; ++k)
+          wa[i * K + k] = static_cast<float>(load_as_double(a.data, g.dtype, i * a.rs + k * a.cs));
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j)
+          wb[k * N + j] = static_cast<float>(load_as_double(b.data, g.dtype, k * b.rs + j * b.cs));
+      Mat fa{reinterpret_cast<const char*>(wa.data()), M, K, K, 1};
+      Mat fb{reinterpret_cast<const char*>(wb.data()), K, N, N, 1};
+      blas_gemm<float>(fa, fb, wc.data(), M, N, K);
+      convert_elements(wc.data(), DType::f32, c, g.dtype, wc.size());
+    }
+    }
+  }
+}
+
+} // namespace kiln::detail::cpu

@@ -1,0 +1,385 @@
+#include "runtime/cpu/tape_eval.h"
+
+#include "engine/host_convert.h"
+#include "runtime/cpu/cpu_math.h"
+#include "runtime/philox.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace kiln::detail::cpu {
+
+CT compute_type(DType t) {
+  switch (t) {
+  case DType::f64: return CT::f64;
+  case DType::i64: return CT::i64;
+  case DType::i32: case DType::boolean: return CT::i32;
+  default: return CT::f32;
+  }
+}
+
+namespace {
+
+// ---- memory <-> compute types -------------------------------------------------------------
+template <class M> struct Mem {
+  using C = M;
+  static C get(M v) { return v; }
+};
+template <> struct Mem<half> {
+  using C = float;
+  static float get(half v) { return static_cast<float>(v); }
+};
+template <> struct Mem<bfloat16> {
+  using C = float;
+  static float get(bfloat16 v) { return static_cast<float>(v); }
+};
+template <> struct Mem<uint8_t> { // boolean
+  using C = int32_t;
+  static int32_t get(uint8_t v) { return v != 0; }
+};
+
+template <class M> void gather(const BoundInput& in, const Shape& shape, int64_t start, int len,
+                               typename Mem<M>::C* out) {
+  const M* p = reinterpret_cast<const M*>(in.data);
+  if (in.cls == IndexClass::contiguous) {
+    for (int e = 0; e < len; ++e) out[e] = Mem<M>::get(p[start + e]);
+    return;
+  }
+  if (in.cls == IndexClass::scalar) {
+    auto v = Mem<M>::get(p[0]);
+    for (int e = 0; e < len; ++e) out[e] = v;
+    return;
+  }
+  int rank = shape.size();
+  int64_t idx[kMaxRank];
+  int64_t off = 0, rest = start;
+  for (int d = rank - 1; d >= 0; --d) {
+    idx[d] = rest % shape[d];
+    rest /= shape[d];
+    off += idx[d] * in.strides[d];
+  }
+  const int last = rank - 1;
+  const int64_t s = in.strides[last];
+  for (int e = 0; e < len;) {
+    int run = static_cast<int>(std::min<int64_t>(len - e, shape[last] - idx[last]));
+    for (int r = 0; r < run; ++r) out[e + r] = Mem<M>::get(p[off + r * s]);
+    e += run;
+    idx[last] += run;
+    off += run * s;
+    for (int d = last; d > 0 && idx[d] == shape[d]; --d) {
+      off -= idx[d] * in.strides[d];
+      idx[d] = 0;
+      idx[d - 1]++;
+      off += in.strides[d - 1];
+    }
+  }
+}
+
+void gather_any(const BoundInput& in, const Shape& shape, int64_t start, int len, Slab& out) {
+  switch (in.dtype) {
+  case DType::f32: return gather<float>(in, shape, start, len, out.as<float>());
+  case DType::f64: return gather<double>(in, shape, start, len, out.as<double>());
+  case DType::f16: return gather<half>(in, shape, start, len, out.as<float>());
+  case DType::bf16: return gather<bfloat16>(in, shape, start, len, out.as<float>());
+  case DType::i32: return gather<int32_t>(in, shape, start, len, out.as<int32_t>());
+  case DType::i64: return gather<int64_t>(in, shape, start, len, out.as<int64_t>());
+  case DType::boolean: return gather<uint8_t>(in, shape, start, len, out.as<int32_t>());
+  }
+}
+
+// Round float values to the precision of f16/bf16 (what storing and reloading would do).
+void round_to(DType t, float* v, int len) {
+  if (t == DType::f16)
+    for (int e = 0; e < len; ++e) v[e] = static_cast<float>(half(v[e]));
+  else if (t == DType::bf16)
+    for (int e = 0; e < len; ++e) v[e] = static_cast<float>(bfloat16(v[e]));
+}
+
+// A double (constants, random numbers, iota) in the compute type of dtype t.
+template <class C> C from_double(double v, DType t) {
+  if constexpr (std::is_floating_point_v<C>) return static_cast<C>(v);
+  else if (t == DType::boolean) return v != 0;
+  else return saturate_cast<C>(v);
+}
+
+template <class C> void source(const TapeInst& in, int64_t start, int len, C* out) {
+  switch (in.op) {
+  case OpCode::constant: {
+    C v = from_double<C>(in.imm, in.dtype);
+    for (int e = 0; e < len; ++e) out[e] = v;
+    return;
+  }
+  case OpCode::iota:
+    for (int e = 0; e < len; ++e)
+      out[e] = from_double<C>(in.imm + static_cast<double>(start + e) * in.imm2, in.dtype);
+    return;
+  case OpCode::rand_uniform: {
+    int bits = in.dtype == DType::f64 ? 53 : in.dtype == DType::f16 ? 11
+               : in.dtype == DType::bf16 ? 8 : 24;
+    for (int e = 0; e < len; ++e)
+      out[e] = static_cast<C>(philox_uniform(in.seed, in.counter + start + e, bits));
+    return;
+  }
+  case OpCode::rand_normal:
+    for (int e = 0; e < len; ++e)
+      out[e] = static_cast<C>(philox_normal(in.seed, in.counter + start + e));
+    return;
+  default: return;
+  }
+}
+
+// Wrapping integer arithmetic (signed overflow is undefined in C++).
+template <class T> T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <class T> T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <class T> T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+template <class T> void unary(OpCode op, const T* a, T* o, int n) {
+  constexpr bool F = std::is_floating_point_v<T>;
+  constexpr bool F32 = std::is_same_v<T, float>;
+  switch (op) {
+  case OpCode::copy: std::memcpy(o, a, sizeof(T) * n); return;
+  case OpCode::neg:
+    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = -a[i];
+    else for (int i = 0; i < n; ++i) o[i] = wrap_sub<T>(0, a[i]);
+    return;
+  case OpCode::abs:
+    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = std::fabs(a[i]);
+    else for (int i = 0; i < n; ++i) o[i] = a[i] < 0 ? wrap_sub<T>(0, a[i]) : a[i];
+    return;
+  case OpCode::relu: for (int i = 0; i < n; ++i) o[i] = a[i] < 0 ? T(0) : a[i]; return;
+  default: break;
+  }
+  if constexpr (F) {
+    switch (op) {
+    case OpCode::exp:
+      if constexpr (F32) for (int i = 0; i < n; ++i) o[i] = exp_f32(a[i]);
+      else for (int i = 0; i < n; ++i) o[i] = std::exp(a[i]);
+      return;
+    case OpCode::log: for (int i = 0; i < n; ++i) o[i] = std::log(a[i]); return;
+    case OpCode::sqrt: for (int i = 0; i < n; ++i) o[i] = std::sqrt(a[i]); return;
+    case OpCode::rsqrt: for (int i = 0; i < n; ++i) o[i] = T(1) / std::sqrt(a[i]); return;
+    case OpCode::sin: for (int i = 0; i < n; ++i) o[i] = std::sin(a[i]); return;
+    case OpCode::cos: for (int i = 0; i < n; ++i) o[i] = std::cos(a[i]); return;
+    case OpCode::tanh:
+      if constexpr (F32) for (int i = 0; i < n; ++i) o[i] = tanh_f32(a[i]);
+      else for (int i = 0; i < n; ++i) o[i] = std::tanh(a[i]);
+      return;
+    case OpCode::sigmoid:
+      if constexpr (F32) for (int i = 0; i < n; ++i) o[i] = sigmoid_f32(a[i]);
+      else for (int i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-a[i]));
+      return;
+    case OpCode::gelu:
+      for (int i = 0; i < n; ++i)
+        o[i] = T(0.5) * a[i] * (T(1) + std::erf(a[i] * T(0.70710678118654752440)));
+      return;
+    default: break;
+    }
+  }
+}
+
+template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n) {
+  constexpr bool F = std::is_floating_point_v<T>;
+  switch (op) {
+  case OpCode::add:
+    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = a[i] + b[i];
+    else for (int i = 0; i < n; ++i) o[i] = wrap_add(a[i], b[i]);
+    return;
+  case OpCode::sub:
+    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = a[i] - b[i];
+    else for (int i = 0; i < n; ++i) o[i] = wrap_sub(a[i], b[i]);
+    return;
+  case OpCode::mul:
+    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = a[i] * b[i];
+    else for (int i = 0; i < n; ++i) o[i] = wrap_mul(a[i], b[i]);
+    return;
+  case OpCode::div:
+    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = a[i] / b[i];
+    return;
+  case OpCode::pow:
+    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+    return;
+  case OpCode::maximum: // NaN propagates
+    for (int i = 0; i < n; ++i) {
+      T r = a[i] > b[i] ? a[i] : b[i];
+      if constexpr (F) r = b[i] != b[i] ? b[i] : (a[i] != a[i] ? a[i] : r);
+      o[i] = r;
+    }
+    return;
+  case OpCode::minimum:
+    for (int i = 0; i < n; ++i) {
+      T r = a[i] < b[i] ? a[i] : b[i];
+      if constexpr (F) r = b[i] != b[i] ? b[i] : (a[i] != a[i] ? a[i] : r);
+      o[i] = r;
+    }
+    return;
+  default: return;
+  }
+}
+
+template <class T> void compare(OpCode op, const T* a, const T* b, int32_t* o, int n) {
+  switch (op) {
+  case OpCode::eq: for (int i = 0; i < n; ++i) o[i] = a[i] == b[i]; return;
+  case OpCode::ne: for (int i = 0; i < n; ++i) o[i] = a[i] != b[i]; return;
+  case OpCode::lt: for (int i = 0; i < n; ++i) o[i] = a[i] < b[i]; return;
+  case OpCode::le: for (int i = 0; i < n; ++i) o[i] = a[i] <= b[i]; return;
+  case OpCode::gt: for (int i = 0; i < n; ++i) o[i] = a[i] > b[i]; return;
+  case OpCode::ge: for (int i = 0; i < n; ++i) o[i] = a[i] >= b[i]; return;
+  default: return;
+  }
+}
+
+template <class T> void where(const int32_t* c, const T* a, const T* b, T* o, int n) {
+  for (int i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
+}
+
+template <class From, class To> void cast_values(const From* a, To* o, DType to, int n) {
+  if (to == DType::boolean) {
+    for (int i = 0; i < n; ++i) o[i] = a[i] != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    for (int i = 0; i < n; ++i) o[i] = saturate_cast<To>(static_cast<double>(a[i]));
+  } else {
+    for (int i = 0; i < n; ++i) o[i] = static_cast<To>(a[i]);
+  }
+}
+
+template <class From> void cast_from(const From* a, Slab& out, DType to, int n) {
+  switch (compute_type(to)) {
+  case CT::f32: return cast_values(a, out.as<float>(), to, n);
+  case CT::f64: return cast_values(a, out.as<double>(), to, n);
+  case CT::i32: return cast_values(a, out.as<int32_t>(), to, n);
+  case CT::i64: return cast_values(a, out.as<int64_t>(), to, n);
+  }
+}
+
+// Run `f` with the C++ type of a compute type.
+template <class F> void with_ct(CT ct, F&& f) {
+  switch (ct) {
+  case CT::f32: return f(float{});
+  case CT::f64: return f(double{});
+  case CT::i32: return f(int32_t{});
+  case CT::i64: return f(int64_t{});
+  }
+}
+
+} // namespace
+
+void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundInput> inputs,
+                int64_t start, int len, std::vector<Slab>& slabs) {
+  for (size_t i = 0; i < k.tape.size(); ++i) {
+    const TapeInst& in = k.tape[i];
+    Slab& out = slabs[i];
+    OpKind kind = op_kind(in.op);
+    if (kind == OpKind::Load) {
+      gather_any(inputs[in.a], shape, start, len, out);
+      continue;
+    }
+    switch (kind) {
+    case OpKind::Source:
+      with_ct(compute_type(in.dtype), [&](auto t) {
+        source(in, start, len, out.as<decltype(t)>());
+      });
+      break;
+    case OpKind::Cast:
+      with_ct(compute_type(k.tape[in.a].dtype), [&](auto t) {
+        cast_from(slabs[in.a].as<decltype(t)>(), out, in.dtype, len);
+      });
+      break;
+    case OpKind::Unary: case OpKind::UnaryFloat:
+      with_ct(compute_type(in.dtype), [&](auto t) {
+        using T = decltype(t);
+        unary<T>(in.op, slabs[in.a].as<T>(), out.as<T>(), len);
+      });
+      break;
+    case OpKind::Binary:
+      with_ct(compute_type(in.dtype), [&](auto t) {
+        using T = decltype(t);
+        binary<T>(in.op, slabs[in.a].as<T>(), slabs[in.b].as<T>(), out.as<T>(), len);
+      });
+      break;
+    case OpKind::Compare:
+      with_ct(compute_type(k.tape[in.a].dtype), [&](auto t) {
+        using T = decltype(t);
+        compare<T>(in.op, slabs[in.a].as<T>(), slabs[in.b].as<T>(), out.as<int32_t>(), len);
+      });
+      break;
+    case OpKind::Logical: {
+      const int32_t* a = slabs[in.a].as<int32_t>();
+      int32_t* o = out.as<int32_t>();
+      if (in.op == OpCode::logical_not) {
+        for (int e = 0; e < len; ++e) o[e] = !a[e];
+      } else {
+        const int32_t* b = slabs[in.b].as<int32_t>();
+        if (in.op == OpCode::logical_and) for (int e = 0; e < len; ++e) o[e] = a[e] & b[e];
+        else for (int e = 0; e < len; ++e) o[e] = a[e] | b[e];
+      }
+      break;
+    }
+    case OpKind::Ternary:
+      with_ct(compute_type(in.dtype), [&](auto t) {
+        using T = decltype(t);
+        where<T>(slabs[in.a].as<int32_t>(), slabs[in.b].as<T>(), slabs[in.c].as<T>(),
+                 out.as<T>(), len);
+      });
+      break;
+    default: break;
+    }
+    if (in.dtype == DType::f16 || in.dtype == DType::bf16) round_to(in.dtype, out.as<float>(), len);
+  }
+}
+
+namespace {
+
+template <class M, class C>
+void store(const C* v, M* p, const Shape& shape, const int64_t* strides, bool contiguous,
+           int64_t start, int len) {
+  auto put = [](C x) {
+    if constexpr (std::is_same_v<M, uint8_t>) return static_cast<uint8_t>(x != 0);
+    else return static_cast<M>(x);
+  };
+  if (contiguous) {
+    for (int e = 0; e < len; ++e) p[start + e] = put(v[e]);
+    return;
+  }
+  int rank = shape.size();
+  for (int e = 0; e < len; ++e) { // general strided store (concat pieces, rare)
+    int64_t rest = start + e, off = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      off += (rest % shape[d]) * strides[d];
+      rest /= shape[d];
+    }
+    p[off] = put(v[e]);
+  }
+}
+
+} // namespace
+
+void store_block(const Slab& slab, DType dt, char* data, const Shape& shape,
+                 const int64_t* strides, bool contiguous, int64_t start, int len) {
+  switch (dt) {
+  case DType::f32:
+    return store(slab.as<float>(), reinterpret_cast<float*>(data), shape, strides, contiguous, start, len);
+  case DType::f64:
+    return store(slab.as<double>(), reinterpret_cast<double*>(data), shape, strides, contiguous, start, len);
+  case DType::f16:
+    return store(slab.as<float>(), reinterpret_cast<half*>(data), shape, strides, contiguous, start, len);
+  case DType::bf16:
+    return store(slab.as<float>(), reinterpret_cast<bfloat16*>(data), shape, strides, contiguous, start, len);
+  case DType::i32:
+    return store(slab.as<int32_t>(), reinterpret_cast<int32_t*>(data), shape, strides, contiguous, start, len);
+  case DType::i64:
+    return store(slab.as<int64_t>(), reinterpret_cast<int64_t*>(data), shape, strides, contiguous, start, len);
+  case DType::boolean:
+    return store(slab.as<int32_t>(), reinterpret_cast<uint8_t*>(data), shape, strides, contiguous, start, len);
+  }
+}
+
+} // namespace kiln::detail::cpu

@@ -1,0 +1,67 @@
+// Device selection and the backend registry. Only the CPU backend exists in this build; the
+// CUDA backend registers here once it lands.
+#include "engine/errors.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/cpu_backend.h"
+
+#include <kiln/device.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+namespace kiln {
+
+std::string Device::str() const {
+  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+}
+std::ostream& operator<<(std::ostream& os, Device d) { return os << d.str(); }
+
+bool is_available(Device d) { return d.is_cpu(); }
+
+namespace {
+std::optional<Device>& default_slot() {
+  static std::optional<Device> d;
+  return d;
+}
+} // namespace
+
+Device default_device() {
+  auto& slot = default_slot();
+  if (slot) return *slot;
+  const char* env = std::getenv("KILN_DEVICE");
+  if (env && std::strncmp(env, "cuda", 4) == 0) {
+    int index = env[4] == ':' ? std::atoi(env + 5) : 0;
+    Device d = Device::cuda(index);
+    if (!is_available(d))
+      throw Error(fmt::format("[default_device] KILN_DEVICE={} but {} is not available (this "
+                              "build of kiln has no CUDA backend)",
+                              env, d.str()));
+    return *(slot = d);
+  }
+  if (env && *env && std::strcmp(env, "cpu") != 0)
+    throw Error(fmt::format("[default_device] KILN_DEVICE={} is not one of cpu, cuda, cuda:N", env));
+  return *(slot = Device::cpu());
+}
+
+void set_default_device(Device d) {
+  if (!is_available(d))
+    throw Error(fmt::format("[set_default_device] {} is not available (this build of kiln has no "
+                            "CUDA backend)",
+                            d.str()));
+  default_slot() = d;
+}
+
+namespace detail {
+
+Buffer::~Buffer() {
+  if (owner) owner->release(*this);
+}
+
+Backend& backend_for(Device d, const char* op) {
+  if (d.is_cpu()) return cpu_backend();
+  fail(op, "{} is not available (this build of kiln has no CUDA backend)", d.str());
+}
+
+} // namespace detail
+} // namespace kiln

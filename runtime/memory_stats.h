@@ -1,0 +1,21 @@
+#pragma once
+// Byte counters kept by the backends' allocators, read by kiln::stats().
+#include <cstdint>
+
+namespace kiln::detail {
+
+struct MemoryStats {
+  int64_t allocated = 0; // total bytes handed out since the last reset
+  int64_t in_use = 0;
+  int64_t peak = 0;
+  void on_alloc(int64_t bytes) {
+    allocated += bytes;
+    in_use += bytes;
+    if (in_use > peak) peak = in_use;
+  }
+  void on_free(int64_t bytes) { in_use -= bytes; }
+};
+
+MemoryStats& memory_stats();
+
+} // namespace kiln::detail
