@@ -84,6 +84,8 @@ TEST_P(Broadcast, MatchesReference) {
   EXPECT_TRUE(matches(r, sp.out, out, e)) << sp.name << " " << op.name;
 }
 
+void PrintTo(const BParam& p, std::ostream* os) { *os << shape_pairs()[p.pair].name << "/" << bops()[p.op].name; }
+
 INSTANTIATE_TEST_SUITE_P(Shapes, Broadcast, ::testing::ValuesIn(bparams()), [](const auto& info) {
   return std::string(shape_pairs()[info.param.pair].name) + "_" + bops()[info.param.op].name;
 });

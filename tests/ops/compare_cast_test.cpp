@@ -99,6 +99,8 @@ TEST_P(Compare, TensorScalar) {
   }
 }
 
+void PrintTo(const CmpParam& p, std::ostream* os) { *os << cmp_ops()[p.op].name << "/" << name(p.dtype); }
+
 INSTANTIATE_TEST_SUITE_P(Ops, Compare, ::testing::ValuesIn(cmp_params()), [](const auto& info) {
   return std::string(cmp_ops()[info.param.op].name) + "_" + name(info.param.dtype);
 });
@@ -198,9 +200,10 @@ TEST_P(Where, BroadcastAllThree) {
   EXPECT_TRUE(matches(r, Shape{4, 3, 5}, t, e, Tol{0, 0}));
 }
 
-TEST_P(Where, ScalarBranches) {
+class WhereNumeric : public OpsTestP<DType> {};
+
+TEST_P(WhereNumeric, ScalarBranches) {
   DType t = GetParam();
-  if (t == DType::boolean) GTEST_SKIP() << "numeric branches only";
   Rng rng;
   Shape s{3, 8};
   Vals c = rng.pick(24, {0, 1});
@@ -219,9 +222,8 @@ TEST_P(Where, ScalarBranches) {
   EXPECT_TRUE(matches(kiln::where(cond, x, 0.5), s, is_float(t) ? t : DType::f32, e3, Tol{0, 0}));
 }
 
-TEST_P(Where, CondFromComparison) {
+TEST_P(WhereNumeric, CondFromComparison) {
   DType t = GetParam();
-  if (t == DType::boolean) GTEST_SKIP() << "numeric only";
   Rng rng;
   Shape s{50};
   Vals a = rng.uniform(50, t, -20, 20);
@@ -231,6 +233,8 @@ TEST_P(Where, CondFromComparison) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Where, ::testing::ValuesIn(all_dtypes()),
+                         [](const auto& info) { return name(info.param); });
+INSTANTIATE_TEST_SUITE_P(Ops, WhereNumeric, ::testing::ValuesIn(numeric_dtypes()),
                          [](const auto& info) { return name(info.param); });
 
 // ---- cast ----------------------------------------------------------------------------------
@@ -284,10 +288,11 @@ TEST_P(Cast, MatchesHostConversion) {
   EXPECT_TRUE(matches(x.astype(to), s, to, e, Tol{0, 0}));
 }
 
-TEST_P(Cast, InsideChain) {
+class CastChain : public OpsTestP<CastParam> {};
+
+TEST_P(CastChain, InsideChain) {
   // cast inside a fused chain: cast(x) * 2, read back in the target dtype.
   DType from = GetParam().from, to = GetParam().to;
-  if (to == DType::boolean || from == DType::boolean) GTEST_SKIP() << "numeric only";
   Rng rng;
   Vals a = rng.uniform(24, from == DType::f64 ? DType::f32 : from, -40, 40);
   Shape s{24};
@@ -296,9 +301,21 @@ TEST_P(Cast, InsideChain) {
   EXPECT_TRUE(matches(y, s, to, e, Tol{0, 0}));
 }
 
+void PrintTo(const CastParam& p, std::ostream* os) { *os << name(p.from) << "->" << name(p.to); }
+
 INSTANTIATE_TEST_SUITE_P(Ops, Cast, ::testing::ValuesIn(cast_params()), [](const auto& info) {
   return name(info.param.from) + "_to_" + name(info.param.to);
 });
+std::vector<CastParam> numeric_cast_params() {
+  std::vector<CastParam> ps;
+  for (const auto& p : cast_params())
+    if (p.from != DType::boolean && p.to != DType::boolean) ps.push_back(p);
+  return ps;
+}
+INSTANTIATE_TEST_SUITE_P(Ops, CastChain, ::testing::ValuesIn(numeric_cast_params()),
+                         [](const auto& info) {
+                           return name(info.param.from) + "_to_" + name(info.param.to);
+                         });
 
 class CastSame : public OpsTest {};
 

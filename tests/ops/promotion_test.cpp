@@ -53,18 +53,20 @@ TEST_P(PromoteTable, MulResultDtypeAndValues) {
   Vals vb = b == DType::boolean ? rng.pick(12, {0, 1}) : rng.pick(12, {-3, -2, -1, 1, 2, 3});
   Tensor x = make(va, Shape{3, 4}, a), y = make(vb, Shape{3, 4}, b);
   Vals e = ref_binary(va, Shape{3, 4}, vb, Shape{3, 4}, [](double u, double v) { return u * v; });
-  if (out == DType::boolean) e = quantize_all(DType::boolean, e); // bool * bool = logical and
+  if (a == DType::boolean && b == DType::boolean) {
+    // bool op bool arithmetic is checked in Promotion.BoolBoolArithmeticLikeTorch.
+    EXPECT_EQ(kiln::logical_and(x, y).dtype(), DType::boolean);
+    return;
+  }
   EXPECT_TRUE(matches(kiln::mul(x, y), Shape{3, 4}, out, e, Tol{0, 0}));
   EXPECT_EQ(kiln::maximum(x, y).dtype(), out);
-  if (a != DType::boolean || b != DType::boolean) {
-    EXPECT_EQ(kiln::add(x, y).dtype(), out);
-    EXPECT_EQ(kiln::sub(x, y).dtype(), out) ;
-  }
+  EXPECT_EQ(kiln::add(x, y).dtype(), out);
+  EXPECT_EQ(kiln::sub(x, y).dtype(), out);
   // Comparisons are boolean whatever the operands.
   EXPECT_EQ(kiln::lt(x, y).dtype(), DType::boolean);
   EXPECT_EQ(kiln::eq(x, y).dtype(), DType::boolean);
   // True division: floating result; integer/bool pairs give the default f32.
-  if (a != DType::boolean || b != DType::boolean) {
+  {
     DType dv = is_float(out) ? out : DType::f32;
     Vals nz = rng.pick(12, {-3, -2, -1, 1, 2, 3});
     if (b == DType::boolean) nz = Vals(12, 1.0);
@@ -73,6 +75,8 @@ TEST_P(PromoteTable, MulResultDtypeAndValues) {
     EXPECT_TRUE(matches(d, Shape{3, 4}, dv, ed));
   }
 }
+
+void PrintTo(const PairParam& p, std::ostream* os) { *os << name(p.a) << "," << name(p.b); }
 
 INSTANTIATE_TEST_SUITE_P(Ops, PromoteTable, ::testing::ValuesIn(all_pairs()),
                          [](const auto& info) {
@@ -117,7 +121,18 @@ TEST_F(Promotion, ScalarsDoNotWidenSameCategory) {
   // A double scalar that f16 cannot hold exactly is still applied in f16.
   EXPECT_EQ((f16 * 1e-3).dtype(), DType::f16);
   EXPECT_EQ((bf16 + 0.1).dtype(), DType::bf16);
-  EXPECT_EQ((b + true).dtype(), DType::boolean);
+  EXPECT_EQ((b * 3).dtype(), DType::i64);
+}
+
+TEST_F(Promotion, BoolBoolArithmeticLikeTorch) {
+  // dtype.h: among tensors the result is the smallest type that holds both, so bool op bool
+  // is bool (torch: True + True -> True, True * False -> False; a bool scalar keeps bool).
+  Tensor b = make({1, 0, 1, 0}, Shape{4}, DType::boolean);
+  Tensor c = make({1, 1, 0, 0}, Shape{4}, DType::boolean);
+  EXPECT_TRUE(matches(b * c, Shape{4}, DType::boolean, {1, 0, 0, 0}));
+  EXPECT_TRUE(matches(b + c, Shape{4}, DType::boolean, {1, 1, 1, 0}));
+  EXPECT_TRUE(matches(b + true, Shape{4}, DType::boolean, {1, 1, 1, 1}));
+  EXPECT_TRUE(matches(b * false, Shape{4}, DType::boolean, {0, 0, 0, 0}));
 }
 
 TEST_F(Promotion, ScalarsOfHigherCategoryGiveDefaultType) {

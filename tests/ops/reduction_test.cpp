@@ -122,6 +122,8 @@ TEST_P(Reduce, NonContiguousAndPendingInputs) {
       << op.name << " of pending x * 2";
 }
 
+void PrintTo(const RedParam& p, std::ostream* os) { *os << red_ops()[p.op].name << "/" << name(p.dtype); }
+
 INSTANTIATE_TEST_SUITE_P(Ops, Reduce, ::testing::ValuesIn(red_params()), [](const auto& info) {
   return std::string(red_ops()[info.param.op].name) + "_" + name(info.param.dtype);
 });
