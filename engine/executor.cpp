@@ -46,7 +46,7 @@ void run_step(Schedule& s, Step& st, Stats& stats) {
     stats.gemms_run++;
   } else {
     be.run_kernel(st.kernel, bufs);
-    if (st.kernel.tape.size() == 1 && st.kernel.tape[0].op == OpCode::load) {
+    if (st.kernel.kind == FusedKernel::Kind::elementwise && st.kernel.compute_ops() == 0) {
       stats.copies_run++;
     } else {
       int ops = st.kernel.compute_ops();

@@ -100,14 +100,15 @@ void discard(Node* n) {
   delete n;
 }
 
-Tensor publish(Node* n) {
+Tensor publish(Node* n, bool internal) {
   EngineState& e = engine();
   n->id = e.next_id++;
+  n->internal = internal;
   e.stats.ops_recorded++;
   if (!n->realized()) link_pending(e, n);
   Tensor t(n);
   n->handles = 1;
-  if (n->realized() || e.flushing) return t;
+  if (n->realized() || e.flushing || internal) return t;
   if (e.eager) {
     realize({n});
   } else if (e.pending_nodes > e.max_nodes || e.pending_bytes > e.max_bytes) {
@@ -141,7 +142,7 @@ void flush_all() {
   EngineState& e = engine();
   std::vector<Node*> live;
   for (Node* n = e.pending_head; n; n = n->next_pending)
-    if (n->handles > 0) live.push_back(n);
+    if (n->handles > 0 && !n->internal) live.push_back(n);
   if (!live.empty()) realize(live);
 }
 

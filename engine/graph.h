@@ -35,8 +35,10 @@ Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape);
 Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l);
 void add_input(Node* n, Node* input);
 /// Publish a recorded node: count it, link it into the pending graph, flush when the graph is
-/// over its limits or in eager mode, and return its first handle.
-Tensor publish(Node* n);
+/// over its limits or in eager mode, and return its first handle. `internal` nodes (operand
+/// casts and scalar constants an op records for itself) are not realized on their own in
+/// eager mode: they fuse into the op that asked for them.
+Tensor publish(Node* n, bool internal = false);
 /// Free a node that was never published (a validation failure after new_node).
 void discard(Node* n);
 

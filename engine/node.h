@@ -37,6 +37,7 @@ struct Node {
   ViewPrim view;              // view
   uint32_t axes = 0;          // reduce: bitmask over input dims
   bool keepdim = false;       // reduce
+  bool internal = false;      // an op's own operand (cast, scalar): its handle is not the user's
   bool fused = false;         // computed in registers by a kernel that ran (not "dropped")
   int dim = 0;                // concat
 

@@ -32,8 +32,9 @@ inline Device resolve_device(const std::optional<Device>& d, const char* op) {
   return dev;
 }
 
-/// `t` as dtype `to`, recording a cast only when the dtype differs.
-Tensor cast_to(const Tensor& t, DType to);
+/// `t` as dtype `to`, recording a cast only when the dtype differs. Internal casts (operand
+/// promotion) fuse into their op even in eager mode.
+Tensor cast_to(const Tensor& t, DType to, bool internal = true);
 /// A 0-d constant of dtype `dt`.
 Tensor scalar_tensor(Scalar s, DType dt, Device dev);
 /// A pending view of `a` (or a realized alias when `a` is realized) with layout `l`.

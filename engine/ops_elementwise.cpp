@@ -9,17 +9,17 @@ using namespace detail;
 
 namespace detail {
 
-Tensor cast_to(const Tensor& t, DType to) {
+Tensor cast_to(const Tensor& t, DType to, bool internal) {
   if (t.dtype() == to) return t;
   Node* n = new_node(OpCode::cast, to, t.device(), t.shape());
   add_input(n, t.node());
-  return publish(n);
+  return publish(n, internal);
 }
 
 Tensor scalar_tensor(Scalar s, DType dt, Device dev) {
   Node* n = new_node(OpCode::constant, dt, dev, Shape{});
   n->scalar = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
-  return publish(n);
+  return publish(n, /*internal=*/true);
 }
 
 } // namespace detail
@@ -203,7 +203,7 @@ KILN_UNARY_FRONTEND(logical_not)
 
 Tensor cast(const Tensor& a, DType to) {
   arg(a, "cast");
-  return cast_to(a, to);
+  return cast_to(a, to, /*internal=*/false);
 }
 
 Tensor clamp(const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi) {

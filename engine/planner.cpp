@@ -57,7 +57,7 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
   for (Node* t : targets) mark(t, "requested");
   for (Info& in : infos_) {
     Node* n = in.n;
-    if (n->handles > 0) mark(n, n->op == OpCode::view ? "viewed by a live tensor" : "live handle");
+    if (n->handles > 0 && !n->internal) mark(n, n->op == OpCode::view ? "viewed by a live tensor" : "live handle");
     if (n->uses > in.consumers.size()) mark(n, "also used by pending work outside this evaluation");
     switch (op_kind(n->op)) {
     case OpKind::Reduce: mark(n, "reduction result"); break;
