@@ -254,4 +254,47 @@ TEST_F(EdgeGraph, DroppedPendingWorkNeverRuns) {
   EXPECT_GT(kiln::stats().nodes_dropped, 0);
 }
 
+TEST_F(EdgeGraph, HandlesCopyMoveAndMetadata) {
+  Tensor x = make({1, 2, 3, 4, 5, 6}, Shape{2, 3}, DType::f32);
+  Tensor c = x; // copy shares the node
+  EXPECT_EQ(c.node(), x.node());
+  Tensor m = std::move(c);
+  EXPECT_FALSE(c.defined()); // NOLINT(bugprone-use-after-move): moved-from is documented empty
+  EXPECT_EQ(m.node(), x.node());
+  EXPECT_EQ(x.size(0), 2);
+  EXPECT_EQ(x.size(1), 3);
+  EXPECT_EQ(x.size(-1), 3);
+  EXPECT_EQ(x.size(-2), 2);
+  EXPECT_EQ(x.ndim(), 2);
+  EXPECT_EQ(x.numel(), 6);
+  EXPECT_EQ(x.device(), kiln::Device::cpu());
+  EXPECT_EQ(x.to(kiln::Device::cpu()).node(), x.node()) << "to() the same device returns *this";
+  Tensor y = x * 2;
+  y = y + 1; // reassigning a handle to a value that depends on its old value
+  EXPECT_TRUE(matches(y, Shape{2, 3}, DType::f32, {3, 5, 7, 9, 11, 13}));
+}
+
+TEST_F(EdgeGraph, EvalSeveralSharingASubgraph) {
+  Rng rng;
+  Vals a = rng.uniform(10, DType::f64, -1, 1);
+  Tensor x = make(a, Shape{10}, DType::f64);
+  Tensor shared = kiln::exp(x) + 1;
+  Tensor p = shared * 2, q = kiln::log(shared), r = kiln::sum(shared);
+  kiln::eval(p, q, r);
+  EXPECT_TRUE(p.is_realized());
+  EXPECT_TRUE(q.is_realized());
+  EXPECT_TRUE(r.is_realized());
+  EXPECT_TRUE(matches(p, Shape{10}, DType::f64,
+                      ref_unary(a, [](double v) { return 2 * (std::exp(v) + 1); })));
+  EXPECT_TRUE(matches(q, Shape{10}, DType::f64,
+                      ref_unary(a, [](double v) { return std::log(std::exp(v) + 1); })));
+  double s = 0;
+  for (double v : a) s += std::exp(v) + 1;
+  EXPECT_NEAR(r.item<double>(), s, 1e-12 * s);
+  // sync() computes everything pending that has a handle.
+  Tensor later = p - q;
+  kiln::sync();
+  EXPECT_TRUE(later.is_realized());
+}
+
 } // namespace
