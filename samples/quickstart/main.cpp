@@ -7,6 +7,7 @@
 int main() {
   std::cout << "device: " << kiln::default_device() << "\n\n"; // GPU if present, else CPU
   kiln::manual_seed(0);
+  kiln::reset_stats();
 
   auto x = kiln::randn({4, 3});                                     // lazy: nothing runs yet
   auto w = kiln::from_vector<float>({1, 0, -1, 2, 0.5f, 0, 0, 1, 1}, {3, 3});
@@ -15,7 +16,6 @@ int main() {
   auto total = kiln::sum(y);                                        // reduction
   auto z = kiln::matmul(y, w);                                      // GEMM
 
-  kiln::reset_stats();
   kiln::eval(y, total, z);                                          // run everything pending
   auto stats = kiln::stats();
   auto plan = kiln::last_plan();
@@ -24,6 +24,6 @@ int main() {
   std::cout << "sum(y) = " << total.item<float>() << "\n\n";
   std::cout << "y @ w =\n" << z << "\n\n";
 
-  std::cout << "what eval ran: " << stats << "\n\n";
-  std::cout << "its plan:\n" << plan << "\n";
+  std::cout << "stats: " << stats << "\n\n";
+  std::cout << "plan of the eval:\n" << plan << "\n";
 }
