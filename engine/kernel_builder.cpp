@@ -116,6 +116,7 @@ private:
         return 0;
       }
       inst.imm = n->scalar;
+      inst.iimm = n->iscalar;
       inst.imm2 = n->scalar2;
       inst.seed = n->seed;
       inst.counter = n->counter;

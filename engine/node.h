@@ -31,6 +31,7 @@ struct Node {
 
   // Attributes (meaning depends on op).
   double scalar = 0;          // constant value; iota start
+  int64_t iscalar = 0;        // constant value for integer dtypes (exact beyond 2^53)
   double scalar2 = 0;         // iota step
   uint64_t seed = 0;          // rand: Philox key
   uint64_t counter = 0;       // rand: first counter

@@ -35,6 +35,8 @@ inline Device resolve_device(const std::optional<Device>& d, const char* op) {
 /// `t` as dtype `to`, recording a cast only when the dtype differs. Internal casts (operand
 /// promotion) fuse into their op even in eager mode.
 Tensor cast_to(const Tensor& t, DType to, bool internal = true);
+/// Store a scalar's value in a constant node (double, and exact int64 for integer dtypes).
+void set_constant(Node* n, Scalar s);
 /// A 0-d constant of dtype `dt`.
 Tensor scalar_tensor(Scalar s, DType dt, Device dev);
 /// A pending view of `a` (or a realized alias when `a` is realized) with layout `l`.

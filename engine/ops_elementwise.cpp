@@ -1,4 +1,5 @@
 // Front-ends of the elementwise ops: type promotion, broadcasting checks, node recording.
+#include "engine/host_convert.h"
 #include "engine/ops_common.h"
 
 #include <algorithm>
@@ -16,9 +17,14 @@ Tensor cast_to(const Tensor& t, DType to, bool internal) {
   return publish(n, internal);
 }
 
+void set_constant(Node* n, Scalar s) {
+  n->scalar = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
+  n->iscalar = s.kind == Scalar::Kind::floating ? saturate_cast<int64_t>(s.f) : s.i;
+}
+
 Tensor scalar_tensor(Scalar s, DType dt, Device dev) {
   Node* n = new_node(OpCode::constant, dt, dev, Shape{});
-  n->scalar = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
+  set_constant(n, s);
   return publish(n, /*internal=*/true);
 }
 
@@ -68,13 +74,17 @@ Shape broadcast_or_fail(const char* op, const Shape& a, const Shape& b) {
   return *s;
 }
 
-bool float_only(OpCode op) { return op == OpCode::div || op == OpCode::pow; }
-
-void check_bool_arith(OpCode op, DType t) {
-  if (t == DType::boolean && (op == OpCode::add || op == OpCode::sub || op == OpCode::mul ||
-                              op == OpCode::div || op == OpCode::pow))
-    fail(op_name(op), "arithmetic on boolean tensors is not supported; use logical_and/"
-                      "logical_or or cast first");
+// Arithmetic whose result type is boolean, as PyTorch: + is "or", * is "and"; - and pow have
+// no boolean meaning. Division is true division and never boolean.
+OpCode boolean_op(OpCode op) {
+  switch (op) {
+  case OpCode::add: return OpCode::logical_or;
+  case OpCode::mul: return OpCode::logical_and;
+  case OpCode::sub: case OpCode::pow:
+    fail(op_name(op), "not supported for two boolean operands; use logical_not/logical_and/"
+                      "logical_or, or cast first");
+  default: return op;
+  }
 }
 
 Tensor record(OpCode op, DType out, const Shape& shape, Device dev,
@@ -95,7 +105,7 @@ Tensor binary_typed(OpCode op, const Tensor& a, const Tensor& b, DType compute, 
 
 DType compute_type(OpCode op, DType r) {
   if (op_kind(op) == OpKind::Logical) return DType::boolean;
-  if (float_only(op) && !is_floating(r)) return DType::f32;
+  if (op == OpCode::div && !is_floating(r)) return DType::f32; // true division
   return r;
 }
 
@@ -109,7 +119,7 @@ Tensor binary(OpCode op, const Tensor& a, const Tensor& b) {
   rt.add_tensor(na);
   rt.add_tensor(nb);
   DType r = rt.get();
-  check_bool_arith(op, r);
+  if (r == DType::boolean) op = boolean_op(op);
   return binary_typed(op, a, b, compute_type(op, r), s);
 }
 
@@ -121,7 +131,7 @@ Tensor binary_scalar(OpCode op, const Tensor& a, Scalar b, bool reversed = false
   rt.add_tensor(na);
   rt.add_scalar(b);
   DType r = rt.get();
-  check_bool_arith(op, r);
+  if (r == DType::boolean) op = boolean_op(op);
   DType c = compute_type(op, r);
   Tensor sb = scalar_tensor(b, c, na->device);
   return reversed ? binary_typed(op, sb, a, c, na->layout.shape)

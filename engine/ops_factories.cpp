@@ -27,22 +27,27 @@ Tensor random(OpCode op, const char* name, const Shape& shape, DType dt,
   return publish(n);
 }
 
-} // namespace
-
-Tensor full(const Shape& shape, Scalar value, DType dtype, std::optional<Device> device) {
-  check_shape("full", shape);
-  Device dev = resolve_device(device, "full");
+Tensor constant(const char* op, const Shape& shape, Scalar value, DType dtype,
+                std::optional<Device> device) {
+  check_shape(op, shape);
+  Device dev = resolve_device(device, op);
   Node* n = new_node(OpCode::constant, dtype, dev, shape);
-  n->scalar = value.kind == Scalar::Kind::floating ? value.f : static_cast<double>(value.i);
+  set_constant(n, value);
   return publish(n);
 }
 
+} // namespace
+
+Tensor full(const Shape& shape, Scalar value, DType dtype, std::optional<Device> device) {
+  return constant("full", shape, value, dtype, device);
+}
+
 Tensor zeros(const Shape& shape, DType dtype, std::optional<Device> device) {
-  return full(shape, 0, dtype, device);
+  return constant("zeros", shape, 0, dtype, device);
 }
 
 Tensor ones(const Shape& shape, DType dtype, std::optional<Device> device) {
-  return full(shape, 1, dtype, device);
+  return constant("ones", shape, 1, dtype, device);
 }
 
 Tensor arange(double start, double stop, double step, DType dtype, std::optional<Device> device) {

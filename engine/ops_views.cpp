@@ -146,6 +146,8 @@ Tensor expand(const Tensor& a, const Shape& shape) {
 Tensor unsqueeze(const Tensor& a, int dim) {
   Node* n = arg(a, "unsqueeze");
   Shape s = n->layout.shape;
+  if (s.size() == kMaxRank)
+    fail("unsqueeze", "a tensor of shape {} already has the maximum of {} dims", s, kMaxRank);
   int d = norm_dim("unsqueeze", dim, s.size() + 1);
   s.insert(d, 1);
   return reshape(a, s);

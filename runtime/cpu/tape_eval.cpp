@@ -105,7 +105,9 @@ template <class C> C from_double(double v, DType t) {
 template <class C> void source(const TapeInst& in, int64_t start, int len, C* out) {
   switch (in.op) {
   case OpCode::constant: {
-    C v = from_double<C>(in.imm, in.dtype);
+    C v;
+    if constexpr (std::is_integral_v<C>) v = in.dtype == DType::boolean ? C(in.imm != 0) : static_cast<C>(in.iimm);
+    else v = static_cast<C>(in.imm);
     for (int e = 0; e < len; ++e) out[e] = v;
     return;
   }
@@ -140,6 +142,19 @@ template <class T> T wrap_sub(T a, T b) {
 template <class T> T wrap_mul(T a, T b) {
   using U = std::make_unsigned_t<T>;
   return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+// Integer power by squaring, wrapping like the other integer ops. Negative exponents give
+// 0 (|base| > 1), 1 or +-1 (base 1 or -1), as integer division would; 0 ** negative is 0.
+template <class T> T int_pow(T base, T e) {
+  if (e < 0) return base == 1 ? T(1) : base == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0);
+  T r = 1;
+  while (e) {
+    if (e & 1) r = wrap_mul(r, base);
+    base = wrap_mul(base, base);
+    e >>= 1;
+  }
+  return r;
 }
 
 template <class T> void unary(OpCode op, const T* a, T* o, int n) {
@@ -206,6 +221,7 @@ template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n) {
     return;
   case OpCode::pow:
     if constexpr (F) for (int i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+    else for (int i = 0; i < n; ++i) o[i] = int_pow(a[i], b[i]);
     return;
   case OpCode::maximum: // NaN propagates
     for (int i = 0; i < n; ++i) {
