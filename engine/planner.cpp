@@ -14,6 +14,8 @@
 // Steps come out in dependency order (see build_all).
 #include "engine/planner_impl.h"
 
+#include "engine/errors.h"
+
 #include <algorithm>
 
 namespace kiln::detail {
@@ -133,9 +135,12 @@ Schedule plan(llvm::ArrayRef<Node*> targets) {
   Planner p;
   p.collect(targets);
   p.mark_all(targets);
-  for (int attempt = 0;; ++attempt) {
+  // Each retry marks one more node, so the loop ends within one pass per node.
+  for (size_t attempt = 0;; ++attempt) {
     p.group_all();
     if (auto retry = p.build_all()) {
+      if (attempt > targets.size() + p.size())
+        fail("eval", "internal error: the planner did not converge ({})", retry->reason);
       Info* ri = p.info(retry->node);
       ri->materialize = true;
       ri->no_merge = true;

@@ -41,6 +41,7 @@ public:
   /// The schedule built by the last successful build_all (steps in dependency order).
   Schedule take();
   Info* info(Node* n);
+  size_t size() const { return infos_.size(); }
 
   // Used by the kernel builder.
   std::vector<Group> groups_;
