@@ -321,4 +321,63 @@ TEST_F(Views, ConcatIntsAndChunkRoundTrip) {
   EXPECT_TRUE(matches(kiln::concat(rows, 0), Shape{5, 6}, DType::i64, v));
 }
 
+TEST_F(Views, ReductionsOverExpandedViews) {
+  Rng rng;
+  Vals a = rng.uniform(4, DType::f64, -2, 2);
+  Tensor x = make(a, Shape{4, 1}, DType::f64);
+  Tensor e = kiln::expand(x, {3, 4, 5}); // stride-0 dims
+  EXPECT_TRUE(matches(kiln::sum(e, {0, 2}), Shape{4}, DType::f64,
+                      ref_unary(a, [](double v) { return 15 * v; })));
+  EXPECT_TRUE(matches(kiln::max(e, {1}), Shape{3, 5}, DType::f64,
+                      Vals(15, *std::max_element(a.begin(), a.end()))));
+  EXPECT_TRUE(matches(kiln::contiguous(e), Shape{3, 4, 5}, DType::f64,
+                      gather(a, {3, 4, 5}, {0, 1, 0})));
+  EXPECT_TRUE(kiln::contiguous(e).is_contiguous());
+  EXPECT_TRUE(matches(kiln::reshape(e, {12, 5}), Shape{12, 5}, DType::f64,
+                      gather(a, {3, 4, 5}, {0, 1, 0})));
+}
+
+TEST_F(Views, ViewOutlivesItsBaseHandle) {
+  Rng rng;
+  Vals a = rng.uniform(12, DType::f32, -2, 2);
+  Tensor t, s;
+  {
+    Tensor x = make(a, Shape{3, 4}, DType::f32);
+    Tensor y = x * 3; // pending; its handle dies at the end of this scope
+    t = kiln::transpose(y, 0, 1);
+    s = kiln::slice(x, 1, 1, 3);
+  }
+  Vals y3 = ref_unary(a, [](double v) { return v * 3; });
+  EXPECT_TRUE(matches(t, Shape{4, 3}, DType::f32, gather(y3, {4, 3}, {1, 4})));
+  EXPECT_TRUE(matches(s, Shape{3, 2}, DType::f32, gather(a, {3, 2}, {4, 1}, 1)));
+}
+
+TEST_F(Views, ReshapeOfPendingTransposeAndSlicedReshapeView) {
+  Rng rng;
+  Vals a = rng.uniform(24, DType::f32, -2, 2);
+  Tensor x = make(a, Shape{4, 6}, DType::f32);
+  Tensor r = kiln::reshape(kiln::transpose(x + 1, 0, 1), {3, 8}); // copy of a pending view
+  Vals a1 = ref_unary(a, [](double v) { return v + 1; });
+  EXPECT_TRUE(matches(r, Shape{3, 8}, DType::f32, gather(a1, {6, 4}, {1, 6})));
+  // Rows 1..3 of a contiguous tensor are contiguous: reshape stays a view.
+  Tensor rows = kiln::slice(x, 0, 1, 3);
+  EXPECT_TRUE(rows.is_contiguous());
+  Tensor rr = kiln::reshape(rows, {3, 4});
+  EXPECT_TRUE(matches(rr, Shape{3, 4}, DType::f32, gather(a, {12}, {1}, 6)));
+}
+
+TEST_F(Views, ToVectorAndItemConvertLikeAstype) {
+  Tensor x = make({3.7, -3.7, 0.5, 1e6}, Shape{4}, DType::f32);
+  EXPECT_EQ(x.to_vector<int32_t>(), (std::vector<int32_t>{3, -3, 0, 1000000}));
+  EXPECT_EQ(x.to_vector<int64_t>(), (std::vector<int64_t>{3, -3, 0, 1000000}));
+  EXPECT_EQ(kiln::slice(x, 0, 1, 2).item<int32_t>(), -3);
+  Tensor h = make({0.1, 2049}, Shape{2}, DType::f32);
+  std::vector<kiln::half> hv = h.to_vector<kiln::half>();
+  EXPECT_EQ(hv[0].bits, half_bits(quantize(DType::f16, static_cast<float>(0.1))));
+  EXPECT_EQ(static_cast<float>(hv[1]), 2048.0f); // ties to even
+  Tensor t = kiln::transpose(make({1, 2, 3, 4, 5, 6}, Shape{2, 3}, DType::i32), 0, 1);
+  EXPECT_EQ(t.to_vector<int32_t>(), (std::vector<int32_t>{1, 4, 2, 5, 3, 6}))
+      << "to_vector of a view is in the view's row-major order";
+}
+
 } // namespace
