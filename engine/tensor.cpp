@@ -88,12 +88,7 @@ void Tensor::copy_to_host(void* dst, DType as, size_t count) const {
   }
   std::vector<unsigned char> tmp(bytes);
   be.copy_to_host(tmp.data(), *s->buffer, offset, bytes);
-  if (as == DType::boolean) { // the host type is bool; stored as one byte 0/1
-    std::vector<uint8_t> b(count);
-    detail::convert_elements(tmp.data(), s->dtype, b.data(), DType::boolean, count);
-    for (size_t i = 0; i < count; ++i) static_cast<bool*>(dst)[i] = b[i] != 0;
-    return;
-  }
+  // Booleans land as bytes 0/1, which is also the representation of bool.
   detail::convert_elements(tmp.data(), s->dtype, dst, as, count);
 }
 

@@ -53,6 +53,7 @@ template <> struct dtype_of<bfloat16> { static constexpr DType value = DType::bf
 template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
+template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::boolean; }; // 0/1
 template <class T> inline constexpr DType dtype_of_v = dtype_of<T>::value;
 
 } // namespace kiln

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {
@@ -49,9 +50,14 @@ public:
   }
   /// All elements in row-major order, converted to T as astype would. Evaluates.
   template <class T> std::vector<T> to_vector() const {
-    std::vector<T> v(static_cast<size_t>(numel()));
-    copy_to_host(v.data(), dtype_of_v<T>, v.size());
-    return v;
+    if constexpr (std::is_same_v<T, bool>) { // std::vector<bool> has no data(): go via bytes
+      std::vector<uint8_t> bytes = to_vector<uint8_t>();
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> v(static_cast<size_t>(numel()));
+      copy_to_host(v.data(), dtype_of_v<T>, v.size());
+      return v;
+    }
   }
 
   /// Copy to another device (lazy); returns *this if already there.

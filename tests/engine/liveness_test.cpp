@@ -322,3 +322,8 @@ TEST_F(Lazy, MatmulOperandsAreMaterializedAndTransposesAreNotCopied) {
   EXPECT_EQ(stats().kernels_run, 1); // a*2; b^T goes to BLAS as a transpose flag
   EXPECT_NE(last_plan().find("GEMM operand"), std::string::npos) << last_plan();
 }
+
+TEST_F(Lazy, ToVectorOfBool) {
+  Tensor m = arange(6) > 2;
+  EXPECT_EQ(m.to_vector<bool>(), (std::vector<bool>{false, false, false, true, true, true}));
+}
