@@ -1,6 +1,7 @@
 // Public engine controls: eval, sync, eager mode, limits, stats, plan dump.
 #include "engine/errors.h"
 #include "engine/graph.h"
+#include "engine/schedule.h"
 #include "runtime/memory_stats.h"
 
 #include <kiln/engine.h>
@@ -60,6 +61,6 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              s.peak_bytes_in_use);
 }
 
-std::string last_plan() { return detail::engine().last_plan; }
+std::string last_plan() { return detail::dump_schedule(detail::last_schedule()); }
 
 } // namespace kiln

@@ -26,6 +26,27 @@ struct Pins {
   }
 };
 
+Schedule& last() {
+  static Schedule s;
+  return s;
+}
+
+// Keeps the schedule for kiln::last_plan(), minus its buffers and node pointers, which must not
+// outlive the run. Formatting happens only when someone asks.
+struct KeepForDump {
+  Schedule& s;
+  explicit KeepForDump(Schedule& sched) : s(sched) {}
+  ~KeepForDump() {
+    s.slots.clear();
+    s.aliases.clear();
+    for (Step& st : s.steps) {
+      st.realizes.clear();
+      st.fused.clear();
+    }
+    last() = std::move(s);
+  }
+};
+
 struct FlushGuard {
   bool& flag;
   explicit FlushGuard(bool& f) : flag(f) { flag = true; }
@@ -65,6 +86,8 @@ void run_step(Schedule& s, Step& st, Stats& stats) {
 
 } // namespace
 
+const Schedule& last_schedule() { return last(); }
+
 void realize(llvm::ArrayRef<Node*> targets) {
   EngineState& e = engine();
   if (e.flushing) fail("eval", "re-entered while a plan is running");
@@ -75,15 +98,17 @@ void realize(llvm::ArrayRef<Node*> targets) {
 
   Schedule s = plan(pending);
   e.stats.flushes++;
-  e.last_plan = dump_schedule(s);
-  if (e.dump_plan) std::fprintf(stderr, "%s\n", e.last_plan.c_str());
+  if (e.dump_plan) std::fprintf(stderr, "%s\n", dump_schedule(s).c_str());
 
-  Pins pins(s);
-  FlushGuard guard(e.flushing);
-  for (Step& st : s.steps) run_step(s, st, e.stats);
-  for (Node* v : s.aliases) {
-    Node* root = view_root(v);
-    if (!v->realized() && root->realized()) mark_realized(v, root->buffer);
+  {
+    Pins pins(s);
+    FlushGuard guard(e.flushing);
+    KeepForDump keep(s);
+    for (Step& st : s.steps) run_step(s, st, e.stats);
+    for (Node* v : s.aliases) {
+      Node* root = view_root(v);
+      if (!v->realized() && root->realized()) mark_realized(v, root->buffer);
+    }
   }
   // Targets that are views of roots realized now (or earlier) become aliases too.
   for (Node* t : pending) {

@@ -17,6 +17,12 @@
 
 namespace kiln::detail {
 
+/// Which graph node a kernel operand is, for plan dumps (formatted only when asked for).
+struct Origin {
+  uint64_t id = 0;
+  OpCode op = OpCode::buffer;
+};
+
 /// How an input is indexed; part of a kernel's structural key (sizes are not).
 enum class IndexClass : uint8_t {
   contiguous, // offset + linear index
@@ -31,7 +37,7 @@ struct KernelInput {
   Shape strides; // over the kernel's iteration space
   int64_t offset = 0;
   IndexClass cls = IndexClass::strided;
-  std::string origin; // for dumps: which value this is ("%12 x", "buffer")
+  Origin origin;
 };
 
 struct TapeInst {
@@ -49,7 +55,7 @@ struct KernelOutput {
   DType dtype = DType::f32;
   Shape strides; // elementwise: over the iteration space; reduce: over the kept dims (in order)
   int64_t offset = 0;
-  std::string origin;
+  Origin origin;
 };
 
 struct FusedKernel {

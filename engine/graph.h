@@ -24,7 +24,6 @@ struct EngineState {
   uint64_t seed = 0;
   uint64_t rng_counter = 0;
   Stats stats;
-  std::string last_plan;
 };
 
 EngineState& engine();

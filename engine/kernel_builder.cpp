@@ -27,7 +27,7 @@ IndexClass classify(const Shape& shape, const Shape& strides) {
   return is_contiguous(Layout{shape, strides, 0}) ? IndexClass::contiguous : IndexClass::strided;
 }
 
-std::string origin(Node* n) { return fmt::format("%{} {}", n->id, op_name(n->op)); }
+Origin origin(Node* n) { return {n->id, n->op}; }
 
 class Builder {
 public:
@@ -197,16 +197,13 @@ std::pair<int, Layout> operand(Planner& p, Node* x) {
 }
 
 // Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
-void note_input(Planner& p, Step& st, int slot, const std::string& what) {
+void note_input(Planner& p, Step& st, int slot, Origin what) {
   Node* producer = p.sched_.slots[slot].producer;
-  if (producer)
-    st.notes.push_back(fmt::format("{} read from memory: {}", what, p.info(producer)->reason));
-  else st.notes.push_back(fmt::format("{} read from memory: realized before this plan", what));
+  st.notes.push_back({what, false, producer ? p.info(producer)->reason : "realized before this plan"});
 }
 
 void note_outputs(Planner& p, Step& st) {
-  for (Node* n : st.realizes)
-    st.notes.push_back(fmt::format("%{} {} written: {}", n->id, op_name(n->op), p.info(n)->reason));
+  for (Node* n : st.realizes) st.notes.push_back({origin(n), true, p.info(n)->reason});
 }
 
 } // namespace
@@ -298,6 +295,7 @@ std::optional<Retry> Planner::build_group(int g) {
   }
   if (b.retry) return b.retry;
   st.fused = std::move(b.fused);
+  st.fused_count = static_cast<int>(st.fused.size());
   for (const KernelInput& in : k.inputs) note_input(*this, st, in.slot, in.origin);
   note_outputs(*this, st);
   sched_.steps.push_back(std::move(st));
@@ -315,7 +313,10 @@ std::optional<Retry> Planner::build_all() {
   // Pending views that must survive are realized as aliases of their (now written) roots.
   for (Info& in : infos_) {
     Node* n = in.n;
-    if (n->op == OpCode::view && n->handles > 0) sched_.aliases.push_back(n);
+    if (n->op == OpCode::view && n->handles > 0) {
+      sched_.aliases.push_back(n);
+      sched_.alias_ids.push_back(n->id);
+    }
   }
   return std::nullopt;
 }

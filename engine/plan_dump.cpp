@@ -8,6 +8,8 @@ namespace kiln::detail {
 
 namespace {
 
+std::string name(Origin o) { return fmt::format("%{} {}", o.id, op_name(o.op)); }
+
 std::string operand(const TapeInst& t) {
   std::string s;
   for (int v : {t.a, t.b, t.c})
@@ -19,7 +21,7 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     const KernelInput& in = k.inputs[i];
     out += fmt::format("    in{} {} {} strides {} offset {} <- {}\n", i, dtype_name(in.dtype),
-                       index_class_name(in.cls), in.strides.str(), in.offset, in.origin);
+                       index_class_name(in.cls), in.strides.str(), in.offset, name(in.origin));
   }
   for (size_t i = 0; i < k.tape.size(); ++i) {
     const TapeInst& t = k.tape[i];
@@ -34,7 +36,7 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
                        k.reduce_value, k.reduce_axes);
   for (size_t i = 0; i < k.outputs.size(); ++i) {
     const KernelOutput& o = k.outputs[i];
-    out += fmt::format("    out{} = v{} {} -> {}\n", i, o.value, dtype_name(o.dtype), o.origin);
+    out += fmt::format("    out{} = v{} {} -> {}\n", i, o.value, dtype_name(o.dtype), name(o.origin));
   }
 }
 
@@ -56,12 +58,14 @@ std::string dump_schedule(const Schedule& s) {
                          "registers\n",
                          i, kernel_name(k),
                          k.kind == FusedKernel::Kind::reduce ? "reduction" : "elementwise",
-                         k.shape.str(), st.device.str(), k.compute_ops(), st.fused.size());
+                         k.shape.str(), st.device.str(), k.compute_ops(), st.fused_count);
       dump_kernel(out, k);
     }
-    for (const std::string& n : st.notes) out += "    why: " + n + "\n";
+    for (const Note& n : st.notes)
+      out += fmt::format("    why: {} {}: {}\n", name(n.value),
+                         n.written ? "written" : "read from memory", n.reason);
   }
-  for (Node* v : s.aliases) out += fmt::format("view %{} realized as an alias of its root\n", v->id);
+  for (uint64_t id : s.alias_ids) out += fmt::format("view %{} realized as an alias of its root\n", id);
   return out;
 }
 

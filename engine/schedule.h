@@ -14,6 +14,13 @@ struct Slot {
   Node* producer = nullptr; // the node this slot will realize (produced slots)
 };
 
+/// Why a value crossed memory at a step boundary. Reasons are string literals.
+struct Note {
+  Origin value;
+  bool written = false; // written by this step (else read from memory)
+  const char* reason = "";
+};
+
 struct Step {
   enum class Kind : uint8_t { kernel, gemm } kind = Kind::kernel;
   Device device;
@@ -22,19 +29,23 @@ struct Step {
   std::vector<int> writes;  // slots this step produces (allocated before it runs)
   std::vector<Node*> realizes; // nodes that become realized when the step is done
   std::string name;        // readable kernel name
-  std::vector<std::string> notes; // why fusion stopped at this step's inputs/outputs
+  std::vector<Note> notes;  // why fusion stopped at this step's inputs and outputs
   std::vector<Node*> fused; // nodes computed in registers, never stored
+  int fused_count = 0;      // fused.size(), kept for the dump after the nodes are gone
 };
 
 struct Schedule {
   std::vector<Slot> slots;
   std::vector<Step> steps;
   std::vector<Node*> aliases; // pending views realized as aliases of their root afterwards
+  std::vector<uint64_t> alias_ids;
 };
 
 /// Plan the evaluation of `targets` (pending nodes; views allowed).
 Schedule plan(llvm::ArrayRef<Node*> targets);
-/// Human-readable dump of a schedule (kiln::last_plan()).
+/// Human-readable dump of a schedule (kiln::last_plan()). Reads no Node.
 std::string dump_schedule(const Schedule& s);
+/// The last schedule run, without buffers or nodes (for kiln::last_plan()).
+const Schedule& last_schedule();
 
 } // namespace kiln::detail
