@@ -6,8 +6,8 @@
 namespace kiln::detail {
 
 std::string kernel_key(const FusedKernel& k) {
-  std::string key = fmt::format("{} r{}", k.kind == FusedKernel::Kind::reduce ? "reduce" : "ew",
-                                k.shape.size());
+  std::string key =
+      fmt::format("{} r{}", k.kind == FusedKernel::Kind::reduce ? "reduce" : "ew", k.shape.size());
   for (const KernelInput& in : k.inputs) {
     key += fmt::format(" in:{}:{}", dtype_name(in.dtype), index_class_name(in.cls));
     if (in.cls == IndexClass::strided) { // which dims broadcast is structural, sizes are not
@@ -21,7 +21,8 @@ std::string kernel_key(const FusedKernel& k) {
     if (t.b >= 0) key += fmt::format(",{}", t.b);
     if (t.c >= 0) key += fmt::format(",{}", t.c);
   }
-  for (const KernelOutput& o : k.outputs) key += fmt::format(" out:{}:{}", o.value, dtype_name(o.dtype));
+  for (const KernelOutput& o : k.outputs)
+    key += fmt::format(" out:{}:{}", o.value, dtype_name(o.dtype));
   if (k.kind == FusedKernel::Kind::reduce)
     key += fmt::format(" {}:axes{:x}:v{}", op_name(k.reduce_op), k.reduce_axes, k.reduce_value);
   return key;

@@ -9,23 +9,37 @@ namespace kiln {
 
 int itemsize(DType t) {
   switch (t) {
-  case DType::f32: case DType::i32: return 4;
-  case DType::f64: case DType::i64: return 8;
-  case DType::f16: case DType::bf16: return 2;
-  case DType::boolean: return 1;
+  case DType::f32:
+  case DType::i32:
+    return 4;
+  case DType::f64:
+  case DType::i64:
+    return 8;
+  case DType::f16:
+  case DType::bf16:
+    return 2;
+  case DType::boolean:
+    return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-  case DType::f32: return "f32";
-  case DType::f64: return "f64";
-  case DType::f16: return "f16";
-  case DType::bf16: return "bf16";
-  case DType::i32: return "i32";
-  case DType::i64: return "i64";
-  case DType::boolean: return "bool";
+  case DType::f32:
+    return "f32";
+  case DType::f64:
+    return "f64";
+  case DType::f16:
+    return "f16";
+  case DType::bf16:
+    return "bf16";
+  case DType::i32:
+    return "i32";
+  case DType::i64:
+    return "i64";
+  case DType::boolean:
+    return "bool";
   }
   return "?";
 }
@@ -33,7 +47,9 @@ const char* dtype_name(DType t) {
 bool is_floating(DType t) {
   return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
 }
-bool is_integral(DType t) { return t == DType::i32 || t == DType::i64; }
+bool is_integral(DType t) {
+  return t == DType::i32 || t == DType::i64;
+}
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
@@ -46,7 +62,9 @@ DType promote_types(DType a, DType b) {
   return DType::f32; // f16/bf16/f32 mixes
 }
 
-std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+std::ostream& operator<<(std::ostream& os, DType t) {
+  return os << dtype_name(t);
+}
 
 // IEEE binary16 conversions, round to nearest even (the usual bit-manipulation approach).
 half::half(float f) {
@@ -98,6 +116,8 @@ bfloat16::bfloat16(float f) {
   bits = static_cast<uint16_t>((x + rounding) >> 16);
 }
 
-bfloat16::operator float() const { return std::bit_cast<float>(uint32_t(bits) << 16); }
+bfloat16::operator float() const {
+  return std::bit_cast<float>(uint32_t(bits) << 16);
+}
 
 } // namespace kiln

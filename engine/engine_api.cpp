@@ -22,8 +22,12 @@ void sync() {
   detail::backend_for(Device::cpu(), "sync").synchronize();
 }
 
-void set_eager(bool on) { detail::engine().eager = on; }
-bool eager() { return detail::engine().eager; }
+void set_eager(bool on) {
+  detail::engine().eager = on;
+}
+bool eager() {
+  return detail::engine().eager;
+}
 
 void set_pending_limits(int64_t max_nodes, int64_t max_bytes) {
   if (max_nodes < 1 || max_bytes < 1)
@@ -55,12 +59,13 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              "ops recorded {}, dropped unseen {}, fused in registers {}, buffers written {}, "
              "kernels {} ({:.1f} ops/kernel, max {}), gemms {}, copies {}, flushes {} ({} "
              "automatic), bytes allocated {}, in use {}, peak {}",
-             s.ops_recorded, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
-             s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops, s.gemms_run,
-             s.copies_run, s.flushes, s.auto_flushes, s.bytes_allocated, s.bytes_in_use,
-             s.peak_bytes_in_use);
+             s.ops_recorded, s.nodes_dropped, s.nodes_fused, s.buffers_materialized, s.kernels_run,
+             s.fused_ops_per_kernel(), s.max_fused_ops, s.gemms_run, s.copies_run, s.flushes,
+             s.auto_flushes, s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);
 }
 
-std::string last_plan() { return detail::dump_schedule(detail::last_schedule()); }
+std::string last_plan() {
+  return detail::dump_schedule(detail::last_schedule());
+}
 
 } // namespace kiln

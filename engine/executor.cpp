@@ -86,7 +86,9 @@ void run_step(Schedule& s, Step& st, Stats& stats) {
 
 } // namespace
 
-const Schedule& last_schedule() { return last(); }
+const Schedule& last_schedule() {
+  return last();
+}
 
 void realize(llvm::ArrayRef<Node*> targets) {
   EngineState& e = engine();

@@ -42,10 +42,10 @@ struct KernelInput {
 
 struct TapeInst {
   OpCode op = OpCode::load;
-  DType dtype = DType::f32; // dtype of the value this instruction defines
-  int a = -1, b = -1, c = -1; // operands (value ids); for load: a = input index
-  double imm = 0, imm2 = 0;   // constant value; iota start/step
-  int64_t iimm = 0;           // constant value for integer dtypes
+  DType dtype = DType::f32;       // dtype of the value this instruction defines
+  int a = -1, b = -1, c = -1;     // operands (value ids); for load: a = input index
+  double imm = 0, imm2 = 0;       // constant value; iota start/step
+  int64_t iimm = 0;               // constant value for integer dtypes
   uint64_t seed = 0, counter = 0; // rand
 };
 

@@ -40,8 +40,10 @@ void link_pending(EngineState& e, Node* n) {
 }
 
 void unlink_pending(EngineState& e, Node* n) {
-  if (n->prev_pending) n->prev_pending->next_pending = n->next_pending;
-  else e.pending_head = n->next_pending;
+  if (n->prev_pending)
+    n->prev_pending->next_pending = n->next_pending;
+  else
+    e.pending_head = n->next_pending;
   if (n->next_pending) n->next_pending->prev_pending = n->prev_pending;
   n->prev_pending = n->next_pending = nullptr;
   e.pending_nodes--;
@@ -118,11 +120,15 @@ Tensor publish(Node* n, bool internal) {
   return t;
 }
 
-void retain_handle(Node* n) { n->handles++; }
+void retain_handle(Node* n) {
+  n->handles++;
+}
 void release_handle(Node* n) {
   if (--n->handles == 0 && n->uses == 0) destroy(n);
 }
-void retain_use(Node* n) { n->uses++; }
+void retain_use(Node* n) {
+  n->uses++;
+}
 void release_use(Node* n) {
   if (--n->uses == 0 && n->handles == 0) destroy(n);
 }

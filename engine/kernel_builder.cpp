@@ -27,7 +27,9 @@ IndexClass classify(const Shape& shape, const Shape& strides) {
   return is_contiguous(Layout{shape, strides, 0}) ? IndexClass::contiguous : IndexClass::strided;
 }
 
-Origin origin(Node* n) { return {n->id, n->op}; }
+Origin origin(Node* n) {
+  return {n->id, n->op};
+}
 
 class Builder {
 public:
@@ -160,9 +162,12 @@ int FusedKernel::compute_ops() const {
 
 const char* index_class_name(IndexClass c) {
   switch (c) {
-  case IndexClass::contiguous: return "contiguous";
-  case IndexClass::scalar: return "scalar";
-  case IndexClass::strided: return "strided";
+  case IndexClass::contiguous:
+    return "contiguous";
+  case IndexClass::scalar:
+    return "scalar";
+  case IndexClass::strided:
+    return "strided";
   }
   return "?";
 }
@@ -199,7 +204,8 @@ std::pair<int, Layout> operand(Planner& p, Node* x) {
 // Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
 void note_input(Planner& p, Step& st, int slot, Origin what) {
   Node* producer = p.sched_.slots[slot].producer;
-  st.notes.push_back({what, false, producer ? p.info(producer)->reason : "realized before this plan"});
+  st.notes.push_back(
+      {what, false, producer ? p.info(producer)->reason : "realized before this plan"});
 }
 
 void note_outputs(Planner& p, Step& st) {
@@ -267,8 +273,8 @@ std::optional<Retry> Planner::build_group(int g) {
 
   FusedKernel& k = st.kernel;
   k.shape = grp.shape;
-  k.kind = grp.kind == Group::Kind::reduce ? FusedKernel::Kind::reduce
-                                           : FusedKernel::Kind::elementwise;
+  k.kind =
+      grp.kind == Group::Kind::reduce ? FusedKernel::Kind::reduce : FusedKernel::Kind::elementwise;
   Builder b(*this, g, k);
   if (k.kind == FusedKernel::Kind::reduce) {
     Node* r = grp.roots[0];
@@ -321,6 +327,8 @@ std::optional<Retry> Planner::build_all() {
   return std::nullopt;
 }
 
-Schedule Planner::take() { return std::move(sched_); }
+Schedule Planner::take() {
+  return std::move(sched_);
+}
 
 } // namespace kiln::detail

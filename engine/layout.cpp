@@ -15,7 +15,9 @@ Shape contiguous_strides(const Shape& shape) {
   return st;
 }
 
-Layout contiguous_layout(const Shape& shape) { return {shape, contiguous_strides(shape), 0}; }
+Layout contiguous_layout(const Shape& shape) {
+  return {shape, contiguous_strides(shape), 0};
+}
 
 bool is_contiguous(const Layout& l) {
   if (l.shape.numel() == 0) return true;
@@ -99,8 +101,10 @@ std::optional<Layout> apply_view(const Layout& in, const ViewPrim& v) {
     out.strides.resize(v.shape.size());
     for (int i = 0; i < v.shape.size(); ++i) {
       int j = i - lead;
-      if (j < 0 || (in.shape[j] == 1 && v.shape[i] != 1)) out.strides[i] = 0;
-      else out.strides[i] = in.strides[j];
+      if (j < 0 || (in.shape[j] == 1 && v.shape[i] != 1))
+        out.strides[i] = 0;
+      else
+        out.strides[i] = in.strides[j];
     }
     return out;
   }

@@ -30,17 +30,17 @@ struct Node {
   BufferRef buffer;                   // set once realized
 
   // Attributes (meaning depends on op).
-  double scalar = 0;          // constant value; iota start
-  int64_t iscalar = 0;        // constant value for integer dtypes (exact beyond 2^53)
-  double scalar2 = 0;         // iota step
-  uint64_t seed = 0;          // rand: Philox key
-  uint64_t counter = 0;       // rand: first counter
-  ViewPrim view;              // view
-  uint32_t axes = 0;          // reduce: bitmask over input dims
-  bool keepdim = false;       // reduce
-  bool internal = false;      // an op's own operand (cast, scalar): its handle is not the user's
-  bool fused = false;         // computed in registers by a kernel that ran (not "dropped")
-  int dim = 0;                // concat
+  double scalar = 0;     // constant value; iota start
+  int64_t iscalar = 0;   // constant value for integer dtypes (exact beyond 2^53)
+  double scalar2 = 0;    // iota step
+  uint64_t seed = 0;     // rand: Philox key
+  uint64_t counter = 0;  // rand: first counter
+  ViewPrim view;         // view
+  uint32_t axes = 0;     // reduce: bitmask over input dims
+  bool keepdim = false;  // reduce
+  bool internal = false; // an op's own operand (cast, scalar): its handle is not the user's
+  bool fused = false;    // computed in registers by a kernel that ran (not "dropped")
+  int dim = 0;           // concat
 
   Node* prev_pending = nullptr; // intrusive list of pending nodes
   Node* next_pending = nullptr;

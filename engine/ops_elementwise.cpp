@@ -39,9 +39,13 @@ Category category(DType t) {
          : is_floating(t)    ? Category::floating
                              : Category::integer;
 }
-Category category(Scalar::Kind k) { return static_cast<Category>(static_cast<int>(k)); }
+Category category(Scalar::Kind k) {
+  return static_cast<Category>(static_cast<int>(k));
+}
 DType default_type(Category c) {
-  return c == Category::floating ? DType::f32 : c == Category::integer ? DType::i64 : DType::boolean;
+  return c == Category::floating  ? DType::f32
+         : c == Category::integer ? DType::i64
+                                  : DType::boolean;
 }
 
 // PyTorch's result_type: dimensioned tensors, then 0-d tensors, then scalars; a lower tier
@@ -60,7 +64,8 @@ struct ResultType {
     bool any = false;
     for (int tier = 0; tier < 3; ++tier) {
       if (!have[tier]) continue;
-      if (!any) r = type[tier], any = true;
+      if (!any)
+        r = type[tier], any = true;
       else if (category(type[tier]) > category(r))
         r = tier == 2 ? type[tier] : promote_types(r, type[tier]);
     }
@@ -78,12 +83,16 @@ Shape broadcast_or_fail(const char* op, const Shape& a, const Shape& b) {
 // no boolean meaning. Division is true division and never boolean.
 OpCode boolean_op(OpCode op) {
   switch (op) {
-  case OpCode::add: return OpCode::logical_or;
-  case OpCode::mul: return OpCode::logical_and;
-  case OpCode::sub: case OpCode::pow:
+  case OpCode::add:
+    return OpCode::logical_or;
+  case OpCode::mul:
+    return OpCode::logical_and;
+  case OpCode::sub:
+  case OpCode::pow:
     fail(op_name(op), "not supported for two boolean operands; use logical_not/logical_and/"
                       "logical_or, or cast first");
-  default: return op;
+  default:
+    return op;
   }
 }
 
@@ -97,8 +106,8 @@ Tensor record(OpCode op, DType out, const Shape& shape, Device dev,
 // Binary op where `a` and `b` are the tensor operands after result typing. `compute` is the
 // type both operands are cast to; the output type is boolean for comparisons.
 Tensor binary_typed(OpCode op, const Tensor& a, const Tensor& b, DType compute, const Shape& s) {
-  DType out = op_kind(op) == OpKind::Compare || op_kind(op) == OpKind::Logical ? DType::boolean
-                                                                               : compute;
+  DType out =
+      op_kind(op) == OpKind::Compare || op_kind(op) == OpKind::Logical ? DType::boolean : compute;
   Tensor ca = cast_to(a, compute), cb = cast_to(b, compute);
   return record(op, out, s, a.device(), {&ca, &cb});
 }
@@ -156,8 +165,10 @@ Tensor unary(OpCode op, const Tensor& a) {
 
 } // namespace
 
-#define KILN_BINARY_FRONTEND(fn)                                                                 \
-  Tensor fn(const Tensor& a, const Tensor& b) { return binary(OpCode::fn, a, b); }
+#define KILN_BINARY_FRONTEND(fn)                                                                   \
+  Tensor fn(const Tensor& a, const Tensor& b) {                                                    \
+    return binary(OpCode::fn, a, b);                                                               \
+  }
 KILN_BINARY_FRONTEND(add)
 KILN_BINARY_FRONTEND(sub)
 KILN_BINARY_FRONTEND(mul)
@@ -175,8 +186,10 @@ KILN_BINARY_FRONTEND(logical_and)
 KILN_BINARY_FRONTEND(logical_or)
 #undef KILN_BINARY_FRONTEND
 
-#define KILN_SCALAR_FRONTEND(fn)                                                                 \
-  Tensor fn(const Tensor& a, Scalar b) { return binary_scalar(OpCode::fn, a, b); }
+#define KILN_SCALAR_FRONTEND(fn)                                                                   \
+  Tensor fn(const Tensor& a, Scalar b) {                                                           \
+    return binary_scalar(OpCode::fn, a, b);                                                        \
+  }
 KILN_SCALAR_FRONTEND(add)
 KILN_SCALAR_FRONTEND(sub)
 KILN_SCALAR_FRONTEND(mul)
@@ -191,11 +204,17 @@ KILN_SCALAR_FRONTEND(le)
 KILN_SCALAR_FRONTEND(gt)
 KILN_SCALAR_FRONTEND(ge)
 #undef KILN_SCALAR_FRONTEND
-Tensor rsub(const Tensor& a, Scalar b) { return binary_scalar(OpCode::sub, a, b, true); }
-Tensor rdiv(const Tensor& a, Scalar b) { return binary_scalar(OpCode::div, a, b, true); }
+Tensor rsub(const Tensor& a, Scalar b) {
+  return binary_scalar(OpCode::sub, a, b, true);
+}
+Tensor rdiv(const Tensor& a, Scalar b) {
+  return binary_scalar(OpCode::div, a, b, true);
+}
 
-#define KILN_UNARY_FRONTEND(fn)                                                                  \
-  Tensor fn(const Tensor& a) { return unary(OpCode::fn, a); }
+#define KILN_UNARY_FRONTEND(fn)                                                                    \
+  Tensor fn(const Tensor& a) {                                                                     \
+    return unary(OpCode::fn, a);                                                                   \
+  }
 KILN_UNARY_FRONTEND(neg)
 KILN_UNARY_FRONTEND(abs)
 KILN_UNARY_FRONTEND(exp)
@@ -274,7 +293,11 @@ Tensor where_scalar(const Tensor& cond, const Tensor& t, Scalar s, bool scalar_s
 }
 } // namespace
 
-Tensor where(const Tensor& cond, const Tensor& a, Scalar b) { return where_scalar(cond, a, b, true); }
-Tensor where(const Tensor& cond, Scalar a, const Tensor& b) { return where_scalar(cond, b, a, false); }
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
+  return where_scalar(cond, a, b, true);
+}
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
+  return where_scalar(cond, b, a, false);
+}
 
 } // namespace kiln

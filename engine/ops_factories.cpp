@@ -51,7 +51,8 @@ Tensor ones(const Shape& shape, DType dtype, std::optional<Device> device) {
 }
 
 Tensor arange(double start, double stop, double step, DType dtype, std::optional<Device> device) {
-  if (step == 0 || !std::isfinite(step)) fail("arange", "step must be finite and nonzero, got {}", step);
+  if (step == 0 || !std::isfinite(step))
+    fail("arange", "step must be finite and nonzero, got {}", step);
   if (!std::isfinite(start) || !std::isfinite(stop))
     fail("arange", "start and stop must be finite, got {} and {}", start, stop);
   double count = std::ceil((stop - start) / step);

@@ -27,8 +27,10 @@ Tensor reduce(OpCode op, const Tensor& a, uint32_t mask, bool keepdim, DType out
     bool reduced = mask & (1u << i);
     if (reduced && s[i] == 0 && (op == OpCode::max || op == OpCode::min || op == OpCode::argmax))
       fail(name, "cannot reduce over the zero-size dim {} of shape {}", i, s);
-    if (!reduced) os.push_back(s[i]);
-    else if (keepdim) os.push_back(1);
+    if (!reduced)
+      os.push_back(s[i]);
+    else if (keepdim)
+      os.push_back(1);
   }
   Node* n = new_node(op, out, in->device, os);
   n->axes = mask;
@@ -55,20 +57,19 @@ Tensor mean(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
 
 Tensor max(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
   Node* n = arg(a, "max");
-  return reduce(OpCode::max, a, axes_mask("max", axes, n->layout.shape.size()), keepdim,
-                n->dtype);
+  return reduce(OpCode::max, a, axes_mask("max", axes, n->layout.shape.size()), keepdim, n->dtype);
 }
 
 Tensor min(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
   Node* n = arg(a, "min");
-  return reduce(OpCode::min, a, axes_mask("min", axes, n->layout.shape.size()), keepdim,
-                n->dtype);
+  return reduce(OpCode::min, a, axes_mask("min", axes, n->layout.shape.size()), keepdim, n->dtype);
 }
 
 Tensor argmax(const Tensor& a, std::optional<int> axis, bool keepdim) {
   Node* n = arg(a, "argmax");
   if (!axis) {
-    if (n->numel() == 0) fail("argmax", "cannot reduce an empty tensor of shape {}", n->layout.shape);
+    if (n->numel() == 0)
+      fail("argmax", "cannot reduce an empty tensor of shape {}", n->layout.shape);
     Tensor flat = reshape(a, Shape{n->numel()});
     Tensor r = reduce(OpCode::argmax, flat, 1u, false, DType::i64);
     if (!keepdim) return r;

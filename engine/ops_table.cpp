@@ -9,6 +9,8 @@ constexpr OpInfo kOps[] = {
 };
 } // namespace
 
-const OpInfo& op_info(OpCode op) { return kOps[static_cast<int>(op)]; }
+const OpInfo& op_info(OpCode op) {
+  return kOps[static_cast<int>(op)];
+}
 
 } // namespace kiln::detail

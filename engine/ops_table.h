@@ -5,8 +5,20 @@
 namespace kiln::detail {
 
 enum class OpKind : uint8_t {
-  Leaf, Source, Unary, UnaryFloat, Logical, Cast, Binary, Compare, Ternary, View, Reduce, Gemm,
-  Concat, Load
+  Leaf,
+  Source,
+  Unary,
+  UnaryFloat,
+  Logical,
+  Cast,
+  Binary,
+  Compare,
+  Ternary,
+  View,
+  Reduce,
+  Gemm,
+  Concat,
+  Load
 };
 
 enum class OpCode : uint8_t {
@@ -21,14 +33,24 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(OpCode op);
-inline const char* op_name(OpCode op) { return op_info(op).name; }
-inline OpKind op_kind(OpCode op) { return op_info(op).kind; }
+inline const char* op_name(OpCode op) {
+  return op_info(op).name;
+}
+inline OpKind op_kind(OpCode op) {
+  return op_info(op).kind;
+}
 
 /// Elementwise ops (and sources) can be computed inside a fused kernel.
 inline bool is_elementwise(OpKind k) {
   switch (k) {
-  case OpKind::Source: case OpKind::Unary: case OpKind::UnaryFloat: case OpKind::Logical:
-  case OpKind::Cast: case OpKind::Binary: case OpKind::Compare: case OpKind::Ternary:
+  case OpKind::Source:
+  case OpKind::Unary:
+  case OpKind::UnaryFloat:
+  case OpKind::Logical:
+  case OpKind::Cast:
+  case OpKind::Binary:
+  case OpKind::Compare:
+  case OpKind::Ternary:
     return true;
   default:
     return false;

@@ -180,8 +180,8 @@ std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, in
     total += s;
   }
   if (total != n->layout.shape[d])
-    fail("split", "sizes sum to {} but dim {} of shape {} has extent {}", total, d,
-         n->layout.shape, n->layout.shape[d]);
+    fail("split", "sizes sum to {} but dim {} of shape {} has extent {}", total, d, n->layout.shape,
+         n->layout.shape[d]);
   std::vector<Tensor> out;
   int64_t at = 0;
   for (int64_t s : sizes) {
@@ -234,8 +234,7 @@ Tensor concat(const std::vector<Tensor>& ts, int dim) {
     const Shape& s = n->layout.shape;
     bool ok = s.size() == rank;
     for (int i = 0; ok && i < rank; ++i) ok = i == d || s[i] == first->layout.shape[i];
-    if (!ok)
-      fail("concat", "shapes {} and {} differ outside dim {}", first->layout.shape, s, d);
+    if (!ok) fail("concat", "shapes {} and {} differ outside dim {}", first->layout.shape, s, d);
     out[d] += s[d];
     dt = promote_types(dt, n->dtype);
   }

@@ -8,7 +8,9 @@ namespace kiln::detail {
 
 namespace {
 
-std::string name(Origin o) { return fmt::format("%{} {}", o.id, op_name(o.op)); }
+std::string name(Origin o) {
+  return fmt::format("%{} {}", o.id, op_name(o.op));
+}
 
 std::string operand(const TapeInst& t) {
   std::string s;
@@ -26,9 +28,12 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
   for (size_t i = 0; i < k.tape.size(); ++i) {
     const TapeInst& t = k.tape[i];
     std::string what;
-    if (t.op == OpCode::load) what = fmt::format("load in{}", t.a);
-    else if (t.op == OpCode::constant) what = fmt::format("constant {}", t.imm);
-    else what = std::string(op_name(t.op)) + operand(t);
+    if (t.op == OpCode::load)
+      what = fmt::format("load in{}", t.a);
+    else if (t.op == OpCode::constant)
+      what = fmt::format("constant {}", t.imm);
+    else
+      what = std::string(op_name(t.op)) + operand(t);
     out += fmt::format("    v{} = {} : {}\n", i, what, dtype_name(t.dtype));
   }
   if (k.kind == FusedKernel::Kind::reduce)
@@ -36,7 +41,8 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
                        k.reduce_value, k.reduce_axes);
   for (size_t i = 0; i < k.outputs.size(); ++i) {
     const KernelOutput& o = k.outputs[i];
-    out += fmt::format("    out{} = v{} {} -> {}\n", i, o.value, dtype_name(o.dtype), name(o.origin));
+    out +=
+        fmt::format("    out{} = v{} {} -> {}\n", i, o.value, dtype_name(o.dtype), name(o.origin));
   }
 }
 
@@ -45,7 +51,8 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
 std::string dump_schedule(const Schedule& s) {
   int written = 0;
   for (const Step& st : s.steps) written += static_cast<int>(st.writes.size());
-  std::string out = fmt::format("plan: {} step(s), {} buffer(s) written\n", s.steps.size(), written);
+  std::string out =
+      fmt::format("plan: {} step(s), {} buffer(s) written\n", s.steps.size(), written);
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
     if (st.kind == Step::Kind::gemm) {
@@ -65,7 +72,8 @@ std::string dump_schedule(const Schedule& s) {
       out += fmt::format("    why: {} {}: {}\n", name(n.value),
                          n.written ? "written" : "read from memory", n.reason);
   }
-  for (uint64_t id : s.alias_ids) out += fmt::format("view %{} realized as an alias of its root\n", id);
+  for (uint64_t id : s.alias_ids)
+    out += fmt::format("view %{} realized as an alias of its root\n", id);
   return out;
 }
 

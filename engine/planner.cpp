@@ -59,10 +59,13 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
   for (Node* t : targets) mark(t, "requested");
   for (Info& in : infos_) {
     Node* n = in.n;
-    if (n->handles > 0 && !n->internal) mark(n, n->op == OpCode::view ? "viewed by a live tensor" : "live handle");
+    if (n->handles > 0 && !n->internal)
+      mark(n, n->op == OpCode::view ? "viewed by a live tensor" : "live handle");
     if (n->uses > in.consumers.size()) mark(n, "also used by pending work outside this evaluation");
     switch (op_kind(n->op)) {
-    case OpKind::Reduce: mark(n, "reduction result"); break;
+    case OpKind::Reduce:
+      mark(n, "reduction result");
+      break;
     case OpKind::Gemm:
       mark(n, "GEMM result");
       for (Node* x : n->inputs) mark(x, "GEMM operand");
@@ -71,7 +74,8 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
       mark(n, "concat result");
       for (Node* x : n->inputs) mark(x, "concat input");
       break;
-    default: break;
+    default:
+      break;
     }
   }
 }
@@ -92,8 +96,8 @@ void Planner::consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& th
 int Planner::new_group(Node* root) {
   Group g;
   OpKind k = op_kind(root->op);
-  g.kind = k == OpKind::Reduce ? Group::Kind::reduce
-           : k == OpKind::Gemm ? Group::Kind::gemm
+  g.kind = k == OpKind::Reduce   ? Group::Kind::reduce
+           : k == OpKind::Gemm   ? Group::Kind::gemm
            : k == OpKind::Concat ? Group::Kind::concat
                                  : Group::Kind::elementwise;
   g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();

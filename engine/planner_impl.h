@@ -21,7 +21,7 @@ struct Info {
 
 struct Group {
   enum class Kind : uint8_t { elementwise, reduce, gemm, concat } kind = Kind::elementwise;
-  Shape shape; // iteration space
+  Shape shape;              // iteration space
   std::vector<Node*> roots; // nodes this group writes (roots[0] is the primary)
 };
 
@@ -46,9 +46,9 @@ public:
   // Used by the kernel builder.
   std::vector<Group> groups_;
   Schedule sched_;
-  llvm::DenseMap<Node*, int> slot_of_;   // node (root or realized leaf) -> slot
+  llvm::DenseMap<Node*, int> slot_of_; // node (root or realized leaf) -> slot
   llvm::DenseMap<Buffer*, int> slot_of_buffer_;
-  int slot_for_leaf(Node* n);            // realized node or materialized root
+  int slot_for_leaf(Node* n); // realized node or materialized root
 
 private:
   void mark(Node* n, const char* reason);

@@ -26,8 +26,10 @@ struct Printer {
   void dim(int d, int64_t base, int indent) {
     if (d == shape.size()) {
       std::string c = cell(base);
-      if (measuring) width = std::max(width, c.size());
-      else out += std::string(width - c.size(), ' ') + c;
+      if (measuring)
+        width = std::max(width, c.size());
+      else
+        out += std::string(width - c.size(), ' ') + c;
       return;
     }
     out += '[';
@@ -42,9 +44,9 @@ struct Printer {
       dim(d + 1, base + i * stride, indent + 1);
       if (i + 1 < n) {
         out += ',';
-        out += d + 1 == shape.size() ? std::string(" ")
-                                     : std::string(shape.size() - d - 1, '\n') +
-                                           std::string(indent + 1, ' ');
+        out += d + 1 == shape.size()
+                   ? std::string(" ")
+                   : std::string(shape.size() - d - 1, '\n') + std::string(indent + 1, ' ');
       }
     }
     out += ']';
@@ -83,8 +85,10 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     p.cell = [&](int64_t i) { return format_float(fv[i], all_int, sci); };
   } else {
     iv = t.to_vector<int64_t>();
-    if (dt == DType::boolean) p.cell = [&](int64_t i) { return std::string(iv[i] ? "True" : "False"); };
-    else p.cell = [&](int64_t i) { return std::to_string(iv[i]); };
+    if (dt == DType::boolean)
+      p.cell = [&](int64_t i) { return std::string(iv[i] ? "True" : "False"); };
+    else
+      p.cell = [&](int64_t i) { return std::to_string(iv[i]); };
   }
   p.dim(0, 0, 7);
   p.measuring = false;

@@ -9,8 +9,8 @@
 namespace kiln::detail {
 
 struct Slot {
-  BufferRef buffer;       // set for realized inputs; allocated when the producing step runs
-  size_t bytes = 0;       // for produced slots
+  BufferRef buffer;         // set for realized inputs; allocated when the producing step runs
+  size_t bytes = 0;         // for produced slots
   Node* producer = nullptr; // the node this slot will realize (produced slots)
 };
 
@@ -26,12 +26,12 @@ struct Step {
   Device device;
   FusedKernel kernel;
   GemmStep gemm;
-  std::vector<int> writes;  // slots this step produces (allocated before it runs)
+  std::vector<int> writes;     // slots this step produces (allocated before it runs)
   std::vector<Node*> realizes; // nodes that become realized when the step is done
-  std::string name;        // readable kernel name
-  std::vector<Note> notes;  // why fusion stopped at this step's inputs and outputs
-  std::vector<Node*> fused; // nodes computed in registers, never stored
-  int fused_count = 0;      // fused.size(), kept for the dump after the nodes are gone
+  std::string name;            // readable kernel name
+  std::vector<Note> notes;     // why fusion stopped at this step's inputs and outputs
+  std::vector<Node*> fused;    // nodes computed in registers, never stored
+  int fused_count = 0;         // fused.size(), kept for the dump after the nodes are gone
 };
 
 struct Schedule {

@@ -53,6 +53,8 @@ std::string Shape::str() const {
   return s + ")";
 }
 
-std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  return os << s.str();
+}
 
 } // namespace kiln

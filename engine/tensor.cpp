@@ -41,11 +41,21 @@ Node* need(const Tensor& t, const char* what) {
 }
 } // namespace
 
-const Shape& Tensor::shape() const { return need(*this, "shape")->layout.shape; }
-const Shape& Tensor::strides() const { return need(*this, "strides")->layout.strides; }
-DType Tensor::dtype() const { return need(*this, "dtype")->dtype; }
-Device Tensor::device() const { return need(*this, "device")->device; }
-bool Tensor::is_realized() const { return need(*this, "is_realized")->realized(); }
+const Shape& Tensor::shape() const {
+  return need(*this, "shape")->layout.shape;
+}
+const Shape& Tensor::strides() const {
+  return need(*this, "strides")->layout.strides;
+}
+DType Tensor::dtype() const {
+  return need(*this, "dtype")->dtype;
+}
+Device Tensor::device() const {
+  return need(*this, "device")->device;
+}
+bool Tensor::is_realized() const {
+  return need(*this, "is_realized")->realized();
+}
 bool Tensor::is_contiguous() const {
   return detail::is_contiguous(need(*this, "is_contiguous")->layout);
 }
@@ -65,9 +75,15 @@ Tensor Tensor::to(Device d) const {
   detail::fail("to", "copies from {} to {} are not supported yet", n->device.str(), d.str());
 }
 
-Tensor Tensor::astype(DType t) const { return cast(*this, t); }
-Tensor Tensor::contiguous() const { return kiln::contiguous(*this); }
-Tensor Tensor::reshape(const Shape& s) const { return kiln::reshape(*this, s); }
+Tensor Tensor::astype(DType t) const {
+  return cast(*this, t);
+}
+Tensor Tensor::contiguous() const {
+  return kiln::contiguous(*this);
+}
+Tensor Tensor::reshape(const Shape& s) const {
+  return kiln::reshape(*this, s);
+}
 
 void Tensor::copy_to_host(void* dst, DType as, size_t count) const {
   Node* n = need(*this, "read");

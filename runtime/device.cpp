@@ -15,9 +15,13 @@ namespace kiln {
 std::string Device::str() const {
   return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
 }
-std::ostream& operator<<(std::ostream& os, Device d) { return os << d.str(); }
+std::ostream& operator<<(std::ostream& os, Device d) {
+  return os << d.str();
+}
 
-bool is_available(Device d) { return d.is_cpu(); }
+bool is_available(Device d) {
+  return d.is_cpu();
+}
 
 namespace {
 std::optional<Device>& default_slot() {
@@ -40,7 +44,8 @@ Device default_device() {
     return *(slot = d);
   }
   if (env && *env && std::strcmp(env, "cpu") != 0)
-    throw Error(fmt::format("[default_device] KILN_DEVICE={} is not one of cpu, cuda, cuda:N", env));
+    throw Error(
+        fmt::format("[default_device] KILN_DEVICE={} is not one of cpu, cuda, cuda:N", env));
   return *(slot = Device::cpu());
 }
 

@@ -11,7 +11,9 @@ namespace kiln {
 
 /// Compute the given tensors (and everything pending they depend on) now.
 void eval(const std::vector<Tensor>& ts);
-template <class... Ts> void eval(const Ts&... ts) { eval(std::vector<Tensor>{ts...}); }
+template <class... Ts> void eval(const Ts&... ts) {
+  eval(std::vector<Tensor>{ts...});
+}
 /// Compute every pending value that has a live handle, and wait for all devices.
 void sync();
 
@@ -26,19 +28,19 @@ bool eager();
 void set_pending_limits(int64_t max_nodes, int64_t max_bytes);
 
 struct Stats {
-  int64_t ops_recorded = 0;        // nodes created by op calls (views included)
-  int64_t nodes_dropped = 0;       // pending nodes released unseen: their work never ran
-  int64_t nodes_fused = 0;         // nodes computed in registers inside a kernel, never stored
+  int64_t ops_recorded = 0;         // nodes created by op calls (views included)
+  int64_t nodes_dropped = 0;        // pending nodes released unseen: their work never ran
+  int64_t nodes_fused = 0;          // nodes computed in registers inside a kernel, never stored
   int64_t buffers_materialized = 0; // kernel/GEMM/copy outputs written to memory
-  int64_t kernels_run = 0;         // fused kernels (elementwise and reduction) run
+  int64_t kernels_run = 0;          // fused kernels (elementwise and reduction) run
   int64_t gemms_run = 0;
-  int64_t copies_run = 0;          // device transfers and concat pieces
-  int64_t fused_ops = 0;           // compute ops inside fused kernels (sum over kernels)
-  int64_t max_fused_ops = 0;       // most compute ops in one kernel
-  int64_t flushes = 0;             // evaluations of the pending graph
-  int64_t auto_flushes = 0;        // of those, forced by the pending-graph limits
-  int64_t bytes_allocated = 0;     // total bytes of buffers allocated
-  int64_t bytes_in_use = 0;        // bytes of live buffers now (not reset)
+  int64_t copies_run = 0;      // device transfers and concat pieces
+  int64_t fused_ops = 0;       // compute ops inside fused kernels (sum over kernels)
+  int64_t max_fused_ops = 0;   // most compute ops in one kernel
+  int64_t flushes = 0;         // evaluations of the pending graph
+  int64_t auto_flushes = 0;    // of those, forced by the pending-graph limits
+  int64_t bytes_allocated = 0; // total bytes of buffers allocated
+  int64_t bytes_in_use = 0;    // bytes of live buffers now (not reset)
   int64_t peak_bytes_in_use = 0;
   double fused_ops_per_kernel() const {
     return kernels_run ? double(fused_ops) / double(kernels_run) : 0.0;

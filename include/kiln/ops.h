@@ -17,8 +17,8 @@ struct Scalar {
   Kind kind = Kind::floating;
   Scalar(bool v) : f(v), i(v), kind(Kind::boolean) {}
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  Scalar(T v) : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), kind(Kind::integer) {}
+  requires(!std::same_as<T, bool>) Scalar(T v)
+      : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), kind(Kind::integer) {}
   template <std::floating_point T>
   Scalar(T v) : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), kind(Kind::floating) {}
 };
@@ -151,30 +151,80 @@ Tensor log_softmax(const Tensor& a, int axis = -1);
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- operators ---------------------------------------------------------------------------
-inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-inline Tensor operator-(const Tensor& a) { return neg(a); }
-template <Number S> Tensor operator+(const Tensor& a, S b) { return add(a, Scalar(b)); }
-template <Number S> Tensor operator+(S a, const Tensor& b) { return add(b, Scalar(a)); }
-template <Number S> Tensor operator-(const Tensor& a, S b) { return sub(a, Scalar(b)); }
-template <Number S> Tensor operator-(S a, const Tensor& b) { return rsub(b, Scalar(a)); }
-template <Number S> Tensor operator*(const Tensor& a, S b) { return mul(a, Scalar(b)); }
-template <Number S> Tensor operator*(S a, const Tensor& b) { return mul(b, Scalar(a)); }
-template <Number S> Tensor operator/(const Tensor& a, S b) { return div(a, Scalar(b)); }
-template <Number S> Tensor operator/(S a, const Tensor& b) { return rdiv(b, Scalar(a)); }
-inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
-inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
-inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
-inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
-inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
-inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
-template <Number S> Tensor operator==(const Tensor& a, S b) { return eq(a, Scalar(b)); }
-template <Number S> Tensor operator!=(const Tensor& a, S b) { return ne(a, Scalar(b)); }
-template <Number S> Tensor operator<(const Tensor& a, S b) { return lt(a, Scalar(b)); }
-template <Number S> Tensor operator<=(const Tensor& a, S b) { return le(a, Scalar(b)); }
-template <Number S> Tensor operator>(const Tensor& a, S b) { return gt(a, Scalar(b)); }
-template <Number S> Tensor operator>=(const Tensor& a, S b) { return ge(a, Scalar(b)); }
+inline Tensor operator+(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+inline Tensor operator-(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+inline Tensor operator*(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+inline Tensor operator/(const Tensor& a, const Tensor& b) {
+  return div(a, b);
+}
+inline Tensor operator-(const Tensor& a) {
+  return neg(a);
+}
+template <Number S> Tensor operator+(const Tensor& a, S b) {
+  return add(a, Scalar(b));
+}
+template <Number S> Tensor operator+(S a, const Tensor& b) {
+  return add(b, Scalar(a));
+}
+template <Number S> Tensor operator-(const Tensor& a, S b) {
+  return sub(a, Scalar(b));
+}
+template <Number S> Tensor operator-(S a, const Tensor& b) {
+  return rsub(b, Scalar(a));
+}
+template <Number S> Tensor operator*(const Tensor& a, S b) {
+  return mul(a, Scalar(b));
+}
+template <Number S> Tensor operator*(S a, const Tensor& b) {
+  return mul(b, Scalar(a));
+}
+template <Number S> Tensor operator/(const Tensor& a, S b) {
+  return div(a, Scalar(b));
+}
+template <Number S> Tensor operator/(S a, const Tensor& b) {
+  return rdiv(b, Scalar(a));
+}
+inline Tensor operator==(const Tensor& a, const Tensor& b) {
+  return eq(a, b);
+}
+inline Tensor operator!=(const Tensor& a, const Tensor& b) {
+  return ne(a, b);
+}
+inline Tensor operator<(const Tensor& a, const Tensor& b) {
+  return lt(a, b);
+}
+inline Tensor operator<=(const Tensor& a, const Tensor& b) {
+  return le(a, b);
+}
+inline Tensor operator>(const Tensor& a, const Tensor& b) {
+  return gt(a, b);
+}
+inline Tensor operator>=(const Tensor& a, const Tensor& b) {
+  return ge(a, b);
+}
+template <Number S> Tensor operator==(const Tensor& a, S b) {
+  return eq(a, Scalar(b));
+}
+template <Number S> Tensor operator!=(const Tensor& a, S b) {
+  return ne(a, Scalar(b));
+}
+template <Number S> Tensor operator<(const Tensor& a, S b) {
+  return lt(a, Scalar(b));
+}
+template <Number S> Tensor operator<=(const Tensor& a, S b) {
+  return le(a, Scalar(b));
+}
+template <Number S> Tensor operator>(const Tensor& a, S b) {
+  return gt(a, Scalar(b));
+}
+template <Number S> Tensor operator>=(const Tensor& a, S b) {
+  return ge(a, Scalar(b));
+}
 
 } // namespace kiln

@@ -8,7 +8,9 @@
 
 namespace kiln::detail::cpu {
 
-inline float pow2i(int k) { return std::bit_cast<float>(static_cast<uint32_t>(k + 127) << 23); }
+inline float pow2i(int k) {
+  return std::bit_cast<float>(static_cast<uint32_t>(k + 127) << 23);
+}
 
 inline float exp_f32(float x) {
   bool nan = x != x;
@@ -54,6 +56,8 @@ inline float tanh_f32(float x) {
   return ax < 0.55f ? small : big;
 }
 
-inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+inline float sigmoid_f32(float x) {
+  return 1.0f / (1.0f + exp_f32(-x));
+}
 
 } // namespace kiln::detail::cpu

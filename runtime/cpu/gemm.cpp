@@ -14,7 +14,7 @@ namespace kiln::detail::cpu {
 namespace {
 
 struct Mat {
-  const char* data; // first element of this batch's matrix
+  const char* data;           // first element of this batch's matrix
   int64_t rows, cols, rs, cs; // strides in elements
 };
 
@@ -44,7 +44,8 @@ template <class T> BlasOperand<T> prepare(const Mat& m) {
   return op;
 }
 
-template <class T> void blas_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K) {
+template <class T>
+void blas_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K) {
   auto A = prepare<T>(a);
   auto B = prepare<T>(b);
   if constexpr (std::is_same_v<T, float>)
@@ -55,7 +56,8 @@ template <class T> void blas_gemm(const Mat& a, const Mat& b, T* c, int64_t M, i
                 std::max<int64_t>(N, 1));
 }
 
-template <class T> void int_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K) {
+template <class T>
+void int_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K) {
   const T* A = reinterpret_cast<const T*>(a.data);
   const T* B = reinterpret_cast<const T*>(b.data);
   for (int64_t i = 0; i < M; ++i)
@@ -94,10 +96,18 @@ void run_gemm(const GemmStep& g, const char* a_base, const char* b_base, char* o
       continue;
     }
     switch (g.dtype) {
-    case DType::f32: blas_gemm<float>(a, b, reinterpret_cast<float*>(c), M, N, K); break;
-    case DType::f64: blas_gemm<double>(a, b, reinterpret_cast<double*>(c), M, N, K); break;
-    case DType::i32: int_gemm<int32_t>(a, b, reinterpret_cast<int32_t*>(c), M, N, K); break;
-    case DType::i64: int_gemm<int64_t>(a, b, reinterpret_cast<int64_t*>(c), M, N, K); break;
+    case DType::f32:
+      blas_gemm<float>(a, b, reinterpret_cast<float*>(c), M, N, K);
+      break;
+    case DType::f64:
+      blas_gemm<double>(a, b, reinterpret_cast<double*>(c), M, N, K);
+      break;
+    case DType::i32:
+      int_gemm<int32_t>(a, b, reinterpret_cast<int32_t*>(c), M, N, K);
+      break;
+    case DType::i64:
+      int_gemm<int64_t>(a, b, reinterpret_cast<int64_t*>(c), M, N, K);
+      break;
     default: { // f16 / bf16
       wa.resize(M * K);
       wb.resize(K * N);

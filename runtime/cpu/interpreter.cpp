@@ -11,15 +11,15 @@ namespace kiln::detail::cpu {
 namespace {
 
 std::vector<BoundInput> bind_inputs(const FusedKernel& k, llvm::ArrayRef<char*> base,
-                             llvm::ArrayRef<Shape> strides, const Shape& shape) {
+                                    llvm::ArrayRef<Shape> strides, const Shape& shape) {
   std::vector<BoundInput> out;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     const KernelInput& in = k.inputs[i];
     IndexClass cls = in.cls;
     if (cls == IndexClass::contiguous && !is_contiguous(Layout{shape, strides[i], 0}))
       cls = IndexClass::strided; // a reduction permuted the iteration space
-    out.push_back({base[in.slot] + in.offset * itemsize(in.dtype), in.dtype, cls,
-                   strides[i].data()});
+    out.push_back(
+        {base[in.slot] + in.offset * itemsize(in.dtype), in.dtype, cls, strides[i].data()});
   }
   return out;
 }
@@ -68,15 +68,20 @@ template <class T, class A> struct Reducer {
   void fold_segment(const T* v, int64_t n, int64_t o, int64_t first) {
     A a = acc[o];
     switch (op) {
-    case OpCode::sum: case OpCode::mean:
-      if constexpr (std::is_floating_point_v<A>) for (int64_t i = 0; i < n; ++i) a += A(v[i]);
-      else for (int64_t i = 0; i < n; ++i) a = static_cast<A>(uint64_t(a) + uint64_t(int64_t(v[i])));
+    case OpCode::sum:
+    case OpCode::mean:
+      if constexpr (std::is_floating_point_v<A>)
+        for (int64_t i = 0; i < n; ++i) a += A(v[i]);
+      else
+        for (int64_t i = 0; i < n; ++i) a = static_cast<A>(uint64_t(a) + uint64_t(int64_t(v[i])));
       break;
     case OpCode::max:
-      for (int64_t i = 0; i < n; ++i) a = (A(v[i]) > a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
+      for (int64_t i = 0; i < n; ++i)
+        a = (A(v[i]) > a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
       break;
     case OpCode::min:
-      for (int64_t i = 0; i < n; ++i) a = (A(v[i]) < a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
+      for (int64_t i = 0; i < n; ++i)
+        a = (A(v[i]) < a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
       break;
     case OpCode::argmax: {
       int64_t best = arg[o];
@@ -88,15 +93,20 @@ template <class T, class A> struct Reducer {
       arg[o] = best;
       break;
     }
-    default: break;
+    default:
+      break;
     }
     acc[o] = a;
   }
 };
 
 template <class A> A initial(OpCode op) {
-  if (op == OpCode::max) return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
-  if (op == OpCode::min) return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
+  if (op == OpCode::max)
+    return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                : std::numeric_limits<A>::lowest();
+  if (op == OpCode::min)
+    return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
+                                                : std::numeric_limits<A>::max();
   return A(0);
 }
 
@@ -154,10 +164,14 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base) {
   std::vector<BoundInput> inputs = bind_inputs(k, base, strides, pshape);
   DType vt = k.tape[k.reduce_value].dtype;
   switch (compute_type(vt)) {
-  case CT::f32: return reduce_typed<float, double>(k, base, pshape, inputs, O, R);
-  case CT::f64: return reduce_typed<double, double>(k, base, pshape, inputs, O, R);
-  case CT::i32: return reduce_typed<int32_t, int64_t>(k, base, pshape, inputs, O, R);
-  case CT::i64: return reduce_typed<int64_t, int64_t>(k, base, pshape, inputs, O, R);
+  case CT::f32:
+    return reduce_typed<float, double>(k, base, pshape, inputs, O, R);
+  case CT::f64:
+    return reduce_typed<double, double>(k, base, pshape, inputs, O, R);
+  case CT::i32:
+    return reduce_typed<int32_t, int64_t>(k, base, pshape, inputs, O, R);
+  case CT::i64:
+    return reduce_typed<int64_t, int64_t>(k, base, pshape, inputs, O, R);
   }
 }
 

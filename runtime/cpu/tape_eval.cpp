@@ -11,10 +11,15 @@ namespace kiln::detail::cpu {
 
 CT compute_type(DType t) {
   switch (t) {
-  case DType::f64: return CT::f64;
-  case DType::i64: return CT::i64;
-  case DType::i32: case DType::boolean: return CT::i32;
-  default: return CT::f32;
+  case DType::f64:
+    return CT::f64;
+  case DType::i64:
+    return CT::i64;
+  case DType::i32:
+  case DType::boolean:
+    return CT::i32;
+  default:
+    return CT::f32;
   }
 }
 
@@ -38,8 +43,9 @@ template <> struct Mem<uint8_t> { // boolean
   static int32_t get(uint8_t v) { return v != 0; }
 };
 
-template <class M> void gather(const BoundInput& in, const Shape& shape, int64_t start, int len,
-                               typename Mem<M>::C* out) {
+template <class M>
+void gather(const BoundInput& in, const Shape& shape, int64_t start, int len,
+            typename Mem<M>::C* out) {
   const M* p = reinterpret_cast<const M*>(in.data);
   if (in.cls == IndexClass::contiguous) {
     for (int e = 0; e < len; ++e) out[e] = Mem<M>::get(p[start + e]);
@@ -77,13 +83,20 @@ template <class M> void gather(const BoundInput& in, const Shape& shape, int64_t
 
 void gather_any(const BoundInput& in, const Shape& shape, int64_t start, int len, Slab& out) {
   switch (in.dtype) {
-  case DType::f32: return gather<float>(in, shape, start, len, out.as<float>());
-  case DType::f64: return gather<double>(in, shape, start, len, out.as<double>());
-  case DType::f16: return gather<half>(in, shape, start, len, out.as<float>());
-  case DType::bf16: return gather<bfloat16>(in, shape, start, len, out.as<float>());
-  case DType::i32: return gather<int32_t>(in, shape, start, len, out.as<int32_t>());
-  case DType::i64: return gather<int64_t>(in, shape, start, len, out.as<int64_t>());
-  case DType::boolean: return gather<uint8_t>(in, shape, start, len, out.as<int32_t>());
+  case DType::f32:
+    return gather<float>(in, shape, start, len, out.as<float>());
+  case DType::f64:
+    return gather<double>(in, shape, start, len, out.as<double>());
+  case DType::f16:
+    return gather<half>(in, shape, start, len, out.as<float>());
+  case DType::bf16:
+    return gather<bfloat16>(in, shape, start, len, out.as<float>());
+  case DType::i32:
+    return gather<int32_t>(in, shape, start, len, out.as<int32_t>());
+  case DType::i64:
+    return gather<int64_t>(in, shape, start, len, out.as<int64_t>());
+  case DType::boolean:
+    return gather<uint8_t>(in, shape, start, len, out.as<int32_t>());
   }
 }
 
@@ -97,17 +110,22 @@ void round_to(DType t, float* v, int len) {
 
 // A double (constants, random numbers, iota) in the compute type of dtype t.
 template <class C> C from_double(double v, DType t) {
-  if constexpr (std::is_floating_point_v<C>) return static_cast<C>(v);
-  else if (t == DType::boolean) return v != 0;
-  else return saturate_cast<C>(v);
+  if constexpr (std::is_floating_point_v<C>)
+    return static_cast<C>(v);
+  else if (t == DType::boolean)
+    return v != 0;
+  else
+    return saturate_cast<C>(v);
 }
 
 template <class C> void source(const TapeInst& in, int64_t start, int len, C* out) {
   switch (in.op) {
   case OpCode::constant: {
     C v;
-    if constexpr (std::is_integral_v<C>) v = in.dtype == DType::boolean ? C(in.imm != 0) : static_cast<C>(in.iimm);
-    else v = static_cast<C>(in.imm);
+    if constexpr (std::is_integral_v<C>)
+      v = in.dtype == DType::boolean ? C(in.imm != 0) : static_cast<C>(in.iimm);
+    else
+      v = static_cast<C>(in.imm);
     for (int e = 0; e < len; ++e) out[e] = v;
     return;
   }
@@ -116,8 +134,10 @@ template <class C> void source(const TapeInst& in, int64_t start, int len, C* ou
       out[e] = from_double<C>(in.imm + static_cast<double>(start + e) * in.imm2, in.dtype);
     return;
   case OpCode::rand_uniform: {
-    int bits = in.dtype == DType::f64 ? 53 : in.dtype == DType::f16 ? 11
-               : in.dtype == DType::bf16 ? 8 : 24;
+    int bits = in.dtype == DType::f64    ? 53
+               : in.dtype == DType::f16  ? 11
+               : in.dtype == DType::bf16 ? 8
+                                         : 24;
     for (int e = 0; e < len; ++e)
       out[e] = static_cast<C>(philox_uniform(in.seed, in.counter + start + e, bits));
     return;
@@ -126,7 +146,8 @@ template <class C> void source(const TapeInst& in, int64_t start, int len, C* ou
     for (int e = 0; e < len; ++e)
       out[e] = static_cast<C>(philox_normal(in.seed, in.counter + start + e));
     return;
-  default: return;
+  default:
+    return;
   }
 }
 
@@ -161,42 +182,68 @@ template <class T> void unary(OpCode op, const T* a, T* o, int n) {
   constexpr bool F = std::is_floating_point_v<T>;
   constexpr bool F32 = std::is_same_v<T, float>;
   switch (op) {
-  case OpCode::copy: std::memcpy(o, a, sizeof(T) * n); return;
+  case OpCode::copy:
+    std::memcpy(o, a, sizeof(T) * n);
+    return;
   case OpCode::neg:
-    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = -a[i];
-    else for (int i = 0; i < n; ++i) o[i] = wrap_sub<T>(0, a[i]);
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = -a[i];
+    else
+      for (int i = 0; i < n; ++i) o[i] = wrap_sub<T>(0, a[i]);
     return;
   case OpCode::abs:
-    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = std::fabs(a[i]);
-    else for (int i = 0; i < n; ++i) o[i] = a[i] < 0 ? wrap_sub<T>(0, a[i]) : a[i];
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = std::fabs(a[i]);
+    else
+      for (int i = 0; i < n; ++i) o[i] = a[i] < 0 ? wrap_sub<T>(0, a[i]) : a[i];
     return;
-  case OpCode::relu: for (int i = 0; i < n; ++i) o[i] = a[i] < 0 ? T(0) : a[i]; return;
-  default: break;
+  case OpCode::relu:
+    for (int i = 0; i < n; ++i) o[i] = a[i] < 0 ? T(0) : a[i];
+    return;
+  default:
+    break;
   }
   if constexpr (F) {
     switch (op) {
     case OpCode::exp:
-      if constexpr (F32) for (int i = 0; i < n; ++i) o[i] = exp_f32(a[i]);
-      else for (int i = 0; i < n; ++i) o[i] = std::exp(a[i]);
+      if constexpr (F32)
+        for (int i = 0; i < n; ++i) o[i] = exp_f32(a[i]);
+      else
+        for (int i = 0; i < n; ++i) o[i] = std::exp(a[i]);
       return;
-    case OpCode::log: for (int i = 0; i < n; ++i) o[i] = std::log(a[i]); return;
-    case OpCode::sqrt: for (int i = 0; i < n; ++i) o[i] = std::sqrt(a[i]); return;
-    case OpCode::rsqrt: for (int i = 0; i < n; ++i) o[i] = T(1) / std::sqrt(a[i]); return;
-    case OpCode::sin: for (int i = 0; i < n; ++i) o[i] = std::sin(a[i]); return;
-    case OpCode::cos: for (int i = 0; i < n; ++i) o[i] = std::cos(a[i]); return;
+    case OpCode::log:
+      for (int i = 0; i < n; ++i) o[i] = std::log(a[i]);
+      return;
+    case OpCode::sqrt:
+      for (int i = 0; i < n; ++i) o[i] = std::sqrt(a[i]);
+      return;
+    case OpCode::rsqrt:
+      for (int i = 0; i < n; ++i) o[i] = T(1) / std::sqrt(a[i]);
+      return;
+    case OpCode::sin:
+      for (int i = 0; i < n; ++i) o[i] = std::sin(a[i]);
+      return;
+    case OpCode::cos:
+      for (int i = 0; i < n; ++i) o[i] = std::cos(a[i]);
+      return;
     case OpCode::tanh:
-      if constexpr (F32) for (int i = 0; i < n; ++i) o[i] = tanh_f32(a[i]);
-      else for (int i = 0; i < n; ++i) o[i] = std::tanh(a[i]);
+      if constexpr (F32)
+        for (int i = 0; i < n; ++i) o[i] = tanh_f32(a[i]);
+      else
+        for (int i = 0; i < n; ++i) o[i] = std::tanh(a[i]);
       return;
     case OpCode::sigmoid:
-      if constexpr (F32) for (int i = 0; i < n; ++i) o[i] = sigmoid_f32(a[i]);
-      else for (int i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-a[i]));
+      if constexpr (F32)
+        for (int i = 0; i < n; ++i) o[i] = sigmoid_f32(a[i]);
+      else
+        for (int i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-a[i]));
       return;
     case OpCode::gelu:
       for (int i = 0; i < n; ++i)
         o[i] = T(0.5) * a[i] * (T(1) + std::erf(a[i] * T(0.70710678118654752440)));
       return;
-    default: break;
+    default:
+      break;
     }
   }
 }
@@ -205,23 +252,32 @@ template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n) {
   constexpr bool F = std::is_floating_point_v<T>;
   switch (op) {
   case OpCode::add:
-    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = a[i] + b[i];
-    else for (int i = 0; i < n; ++i) o[i] = wrap_add(a[i], b[i]);
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = a[i] + b[i];
+    else
+      for (int i = 0; i < n; ++i) o[i] = wrap_add(a[i], b[i]);
     return;
   case OpCode::sub:
-    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = a[i] - b[i];
-    else for (int i = 0; i < n; ++i) o[i] = wrap_sub(a[i], b[i]);
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = a[i] - b[i];
+    else
+      for (int i = 0; i < n; ++i) o[i] = wrap_sub(a[i], b[i]);
     return;
   case OpCode::mul:
-    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = a[i] * b[i];
-    else for (int i = 0; i < n; ++i) o[i] = wrap_mul(a[i], b[i]);
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = a[i] * b[i];
+    else
+      for (int i = 0; i < n; ++i) o[i] = wrap_mul(a[i], b[i]);
     return;
   case OpCode::div:
-    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = a[i] / b[i];
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = a[i] / b[i];
     return;
   case OpCode::pow:
-    if constexpr (F) for (int i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
-    else for (int i = 0; i < n; ++i) o[i] = int_pow(a[i], b[i]);
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+    else
+      for (int i = 0; i < n; ++i) o[i] = int_pow(a[i], b[i]);
     return;
   case OpCode::maximum: // NaN propagates
     for (int i = 0; i < n; ++i) {
@@ -237,19 +293,33 @@ template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n) {
       o[i] = r;
     }
     return;
-  default: return;
+  default:
+    return;
   }
 }
 
 template <class T> void compare(OpCode op, const T* a, const T* b, int32_t* o, int n) {
   switch (op) {
-  case OpCode::eq: for (int i = 0; i < n; ++i) o[i] = a[i] == b[i]; return;
-  case OpCode::ne: for (int i = 0; i < n; ++i) o[i] = a[i] != b[i]; return;
-  case OpCode::lt: for (int i = 0; i < n; ++i) o[i] = a[i] < b[i]; return;
-  case OpCode::le: for (int i = 0; i < n; ++i) o[i] = a[i] <= b[i]; return;
-  case OpCode::gt: for (int i = 0; i < n; ++i) o[i] = a[i] > b[i]; return;
-  case OpCode::ge: for (int i = 0; i < n; ++i) o[i] = a[i] >= b[i]; return;
-  default: return;
+  case OpCode::eq:
+    for (int i = 0; i < n; ++i) o[i] = a[i] == b[i];
+    return;
+  case OpCode::ne:
+    for (int i = 0; i < n; ++i) o[i] = a[i] != b[i];
+    return;
+  case OpCode::lt:
+    for (int i = 0; i < n; ++i) o[i] = a[i] < b[i];
+    return;
+  case OpCode::le:
+    for (int i = 0; i < n; ++i) o[i] = a[i] <= b[i];
+    return;
+  case OpCode::gt:
+    for (int i = 0; i < n; ++i) o[i] = a[i] > b[i];
+    return;
+  case OpCode::ge:
+    for (int i = 0; i < n; ++i) o[i] = a[i] >= b[i];
+    return;
+  default:
+    return;
   }
 }
 
@@ -269,20 +339,28 @@ template <class From, class To> void cast_values(const From* a, To* o, DType to,
 
 template <class From> void cast_from(const From* a, Slab& out, DType to, int n) {
   switch (compute_type(to)) {
-  case CT::f32: return cast_values(a, out.as<float>(), to, n);
-  case CT::f64: return cast_values(a, out.as<double>(), to, n);
-  case CT::i32: return cast_values(a, out.as<int32_t>(), to, n);
-  case CT::i64: return cast_values(a, out.as<int64_t>(), to, n);
+  case CT::f32:
+    return cast_values(a, out.as<float>(), to, n);
+  case CT::f64:
+    return cast_values(a, out.as<double>(), to, n);
+  case CT::i32:
+    return cast_values(a, out.as<int32_t>(), to, n);
+  case CT::i64:
+    return cast_values(a, out.as<int64_t>(), to, n);
   }
 }
 
 // Run `f` with the C++ type of a compute type.
 template <class F> void with_ct(CT ct, F&& f) {
   switch (ct) {
-  case CT::f32: return f(float{});
-  case CT::f64: return f(double{});
-  case CT::i32: return f(int32_t{});
-  case CT::i64: return f(int64_t{});
+  case CT::f32:
+    return f(float{});
+  case CT::f64:
+    return f(double{});
+  case CT::i32:
+    return f(int32_t{});
+  case CT::i64:
+    return f(int64_t{});
   }
 }
 
@@ -300,16 +378,15 @@ void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundIn
     }
     switch (kind) {
     case OpKind::Source:
-      with_ct(compute_type(in.dtype), [&](auto t) {
-        source(in, start, len, out.as<decltype(t)>());
-      });
+      with_ct(compute_type(in.dtype),
+              [&](auto t) { source(in, start, len, out.as<decltype(t)>()); });
       break;
     case OpKind::Cast:
-      with_ct(compute_type(k.tape[in.a].dtype), [&](auto t) {
-        cast_from(slabs[in.a].as<decltype(t)>(), out, in.dtype, len);
-      });
+      with_ct(compute_type(k.tape[in.a].dtype),
+              [&](auto t) { cast_from(slabs[in.a].as<decltype(t)>(), out, in.dtype, len); });
       break;
-    case OpKind::Unary: case OpKind::UnaryFloat:
+    case OpKind::Unary:
+    case OpKind::UnaryFloat:
       with_ct(compute_type(in.dtype), [&](auto t) {
         using T = decltype(t);
         unary<T>(in.op, slabs[in.a].as<T>(), out.as<T>(), len);
@@ -334,19 +411,22 @@ void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundIn
         for (int e = 0; e < len; ++e) o[e] = !a[e];
       } else {
         const int32_t* b = slabs[in.b].as<int32_t>();
-        if (in.op == OpCode::logical_and) for (int e = 0; e < len; ++e) o[e] = a[e] & b[e];
-        else for (int e = 0; e < len; ++e) o[e] = a[e] | b[e];
+        if (in.op == OpCode::logical_and)
+          for (int e = 0; e < len; ++e) o[e] = a[e] & b[e];
+        else
+          for (int e = 0; e < len; ++e) o[e] = a[e] | b[e];
       }
       break;
     }
     case OpKind::Ternary:
       with_ct(compute_type(in.dtype), [&](auto t) {
         using T = decltype(t);
-        where<T>(slabs[in.a].as<int32_t>(), slabs[in.b].as<T>(), slabs[in.c].as<T>(),
-                 out.as<T>(), len);
+        where<T>(slabs[in.a].as<int32_t>(), slabs[in.b].as<T>(), slabs[in.c].as<T>(), out.as<T>(),
+                 len);
       });
       break;
-    default: break;
+    default:
+      break;
     }
     if (in.dtype == DType::f16 || in.dtype == DType::bf16) round_to(in.dtype, out.as<float>(), len);
   }
@@ -358,8 +438,10 @@ template <class M, class C>
 void store(const C* v, M* p, const Shape& shape, const int64_t* strides, bool contiguous,
            int64_t start, int len) {
   auto put = [](C x) {
-    if constexpr (std::is_same_v<M, uint8_t>) return static_cast<uint8_t>(x != 0);
-    else return static_cast<M>(x);
+    if constexpr (std::is_same_v<M, uint8_t>)
+      return static_cast<uint8_t>(x != 0);
+    else
+      return static_cast<M>(x);
   };
   if (contiguous) {
     for (int e = 0; e < len; ++e) p[start + e] = put(v[e]);
@@ -378,23 +460,30 @@ void store(const C* v, M* p, const Shape& shape, const int64_t* strides, bool co
 
 } // namespace
 
-void store_block(const Slab& slab, DType dt, char* data, const Shape& shape,
-                 const int64_t* strides, bool contiguous, int64_t start, int len) {
+void store_block(const Slab& slab, DType dt, char* data, const Shape& shape, const int64_t* strides,
+                 bool contiguous, int64_t start, int len) {
   switch (dt) {
   case DType::f32:
-    return store(slab.as<float>(), reinterpret_cast<float*>(data), shape, strides, contiguous, start, len);
+    return store(slab.as<float>(), reinterpret_cast<float*>(data), shape, strides, contiguous,
+                 start, len);
   case DType::f64:
-    return store(slab.as<double>(), reinterpret_cast<double*>(data), shape, strides, contiguous, start, len);
+    return store(slab.as<double>(), reinterpret_cast<double*>(data), shape, strides, contiguous,
+                 start, len);
   case DType::f16:
-    return store(slab.as<float>(), reinterpret_cast<half*>(data), shape, strides, contiguous, start, len);
+    return store(slab.as<float>(), reinterpret_cast<half*>(data), shape, strides, contiguous, start,
+                 len);
   case DType::bf16:
-    return store(slab.as<float>(), reinterpret_cast<bfloat16*>(data), shape, strides, contiguous, start, len);
+    return store(slab.as<float>(), reinterpret_cast<bfloat16*>(data), shape, strides, contiguous,
+                 start, len);
   case DType::i32:
-    return store(slab.as<int32_t>(), reinterpret_cast<int32_t*>(data), shape, strides, contiguous, start, len);
+    return store(slab.as<int32_t>(), reinterpret_cast<int32_t*>(data), shape, strides, contiguous,
+                 start, len);
   case DType::i64:
-    return store(slab.as<int64_t>(), reinterpret_cast<int64_t*>(data), shape, strides, contiguous, start, len);
+    return store(slab.as<int64_t>(), reinterpret_cast<int64_t*>(data), shape, strides, contiguous,
+                 start, len);
   case DType::boolean:
-    return store(slab.as<int32_t>(), reinterpret_cast<uint8_t*>(data), shape, strides, contiguous, start, len);
+    return store(slab.as<int32_t>(), reinterpret_cast<uint8_t*>(data), shape, strides, contiguous,
+                 start, len);
   }
 }
 

@@ -36,7 +36,7 @@ void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundIn
 
 /// Store `len` values of `slab` (compute type of dt) as dt at the strided positions of flat
 /// indices [start, start+len) of `shape`.
-void store_block(const Slab& slab, DType dt, char* data, const Shape& shape,
-                 const int64_t* strides, bool contiguous, int64_t start, int len);
+void store_block(const Slab& slab, DType dt, char* data, const Shape& shape, const int64_t* strides,
+                 bool contiguous, int64_t start, int len);
 
 } // namespace kiln::detail::cpu

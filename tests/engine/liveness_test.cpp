@@ -92,7 +92,7 @@ TEST_F(Lazy, LiveIntermediateIsAnExtraOutputOfTheSameKernel) {
   Tensor x = randn({256}), y = randn({256});
   eval(x, y);
   reset_stats();
-  Tensor t = tanh(x * y);   // kept by the user
+  Tensor t = tanh(x * y);    // kept by the user
   Tensor o = sigmoid(t) + y; // consumer fuses t
   eval(o);
   EXPECT_EQ(stats().kernels_run, 1);
@@ -138,8 +138,8 @@ TEST_F(Lazy, ValueUsedByTwoKernelsIsWrittenOnce) {
   reset_stats();
   Tensor r;
   {
-    Tensor e = exp(x);           // consumed by a reduction and by an elementwise kernel
-    r = e / sum(e, {1}, true);   // softmax without the max
+    Tensor e = exp(x);         // consumed by a reduction and by an elementwise kernel
+    r = e / sum(e, {1}, true); // softmax without the max
   }
   eval(r);
   std::string plan = last_plan();
