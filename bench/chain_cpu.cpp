@@ -51,8 +51,7 @@ int main(int argc, char** argv) try {
   int reps = argc > 1 ? std::atoi(argv[1]) : 7;
   int64_t n = argc > 2 ? std::atoll(argv[2]) : int64_t(1) << 24;
   if (reps < 1) reps = 1;
-  bench::print_header("chain_cpu: fused vs eager vs hand loop, 9-op elementwise chain", argc,
-                      argv);
+  bench::print_header("chain_cpu: fused vs eager vs hand loop, 9-op elementwise chain", argc, argv);
   std::printf("- chain: `t = x*y + 1; t = tanh(t); s = sigmoid(t); o = relu(s*x + (1-s)*y)`\n");
   std::printf("- %lld f32 elements (%.0f MiB per tensor), %d timed repetitions each after one "
               "warm-up, median reported\n\n",
@@ -140,11 +139,13 @@ int main(int argc, char** argv) try {
   std::printf("- one eager evaluation: kernels_run = %lld\n", (long long)eager_stats.kernels_run);
   std::printf("- max |diff|: fused vs loop %.3g, eager vs loop %.3g, fused vs eager %.3g -> %s\n",
               d_fl, d_el, d_fe, std::max({d_fl, d_el, d_fe}) <= 1e-5 ? "agree" : "DISAGREE");
-  std::printf("\nfused stats: %s\n", [&] {
-    std::ostringstream os;
-    os << fused_stats;
-    return os.str();
-  }().c_str());
+  std::printf("\nfused stats: %s\n",
+              [&] {
+                std::ostringstream os;
+                os << fused_stats;
+                return os.str();
+              }()
+                  .c_str());
   return std::max({d_fl, d_el, d_fe}) <= 1e-5 ? 0 : 1;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "chain_cpu: %s\n", e.what());

@@ -89,24 +89,22 @@ int main(int argc, char** argv) try {
 
   using kiln::Tensor;
   std::vector<Row> rows;
-  rows.push_back(run_case("y = y * x + 1", 2, [](const Tensor& y, const Tensor& x) {
-    return y * x + 1.0f;
-  }, x, y0, batches));
-  rows.push_back(run_case("y = y + x", 1, [](const Tensor& y, const Tensor& x) {
-    return y + x;
-  }, x, y0, batches));
-  rows.push_back(run_case("y = y * 0.5", 1, [](const Tensor& y, const Tensor&) {
-    return y * 0.5f;
-  }, x, y0, batches));
-  rows.push_back(run_case("y = tanh(y)", 1, [](const Tensor& y, const Tensor&) {
-    return kiln::tanh(y);
-  }, x, y0, batches));
-  rows.push_back(run_case("y = transpose(y, 0, 1)", 1, [](const Tensor& y, const Tensor&) {
-    return kiln::transpose(y, 0, 1);
-  }, x, y0, batches));
-  rows.push_back(run_case("y = y + sum(y, {1}, true)", 2, [](const Tensor& y, const Tensor&) {
-    return y + kiln::sum(y, {1}, true);
-  }, x, y0, batches));
+  rows.push_back(run_case(
+      "y = y * x + 1", 2, [](const Tensor& y, const Tensor& x) { return y * x + 1.0f; }, x, y0,
+      batches));
+  rows.push_back(run_case(
+      "y = y + x", 1, [](const Tensor& y, const Tensor& x) { return y + x; }, x, y0, batches));
+  rows.push_back(run_case(
+      "y = y * 0.5", 1, [](const Tensor& y, const Tensor&) { return y * 0.5f; }, x, y0, batches));
+  rows.push_back(run_case(
+      "y = tanh(y)", 1, [](const Tensor& y, const Tensor&) { return kiln::tanh(y); }, x, y0,
+      batches));
+  rows.push_back(run_case(
+      "y = transpose(y, 0, 1)", 1,
+      [](const Tensor& y, const Tensor&) { return kiln::transpose(y, 0, 1); }, x, y0, batches));
+  rows.push_back(run_case(
+      "y = y + sum(y, {1}, true)", 2,
+      [](const Tensor& y, const Tensor&) { return y + kiln::sum(y, {1}, true); }, x, y0, batches));
 
   std::printf("| ops recorded | op calls/batch | nodes/batch | record ns/op (median) | p10 | p90 "
               "| drop ns/op | record+drop ns/op | computed nothing |\n");

@@ -9,14 +9,14 @@ int main() {
   kiln::manual_seed(0);
   kiln::reset_stats();
 
-  auto x = kiln::randn({4, 3});                                     // lazy: nothing runs yet
+  auto x = kiln::randn({4, 3}); // lazy: nothing runs yet
   auto w = kiln::from_vector<float>({1, 0, -1, 2, 0.5f, 0, 0, 1, 1}, {3, 3});
 
-  auto y = kiln::tanh(x * 2.0f + 1.0f) * kiln::sigmoid(x);          // elementwise: fuses
-  auto total = kiln::sum(y);                                        // reduction
-  auto z = kiln::matmul(y, w);                                      // GEMM
+  auto y = kiln::tanh(x * 2.0f + 1.0f) * kiln::sigmoid(x); // elementwise: fuses
+  auto total = kiln::sum(y);                               // reduction
+  auto z = kiln::matmul(y, w);                             // GEMM
 
-  kiln::eval(y, total, z);                                          // run everything pending
+  kiln::eval(y, total, z); // run everything pending
   auto stats = kiln::stats();
   auto plan = kiln::last_plan();
   std::cout << "x =\n" << x << "\n\n";

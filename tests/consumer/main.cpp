@@ -28,7 +28,7 @@ void check(const char* what, const std::vector<float>& got, const std::vector<fl
 int main() try {
   kiln::set_default_device(kiln::Device::cpu());
   auto a = kiln::from_vector<float>({1, 2, 3, 4}, {2, 2});
-  auto b = a * 2.0f + 1.0f;                     // 3 5 7 9
+  auto b = a * 2.0f + 1.0f; // 3 5 7 9
   check("elementwise", b.to_vector<float>(), {3, 5, 7, 9});
   check("sum", {kiln::sum(b).item<float>()}, {24});
   check("sum over axis 1", kiln::sum(b, {1}).to_vector<float>(), {8, 16});
