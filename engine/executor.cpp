@@ -3,6 +3,7 @@
 // step ran) or pending as before, so the engine stays usable.
 #include "engine/errors.h"
 #include "engine/graph.h"
+#include "engine/kernel_observer.h"
 #include "engine/schedule.h"
 #include "runtime/memory_stats.h"
 
@@ -11,6 +12,11 @@
 namespace kiln::detail {
 
 namespace {
+
+KernelObserver& observer() {
+  static KernelObserver f;
+  return f;
+}
 
 // Keeps the nodes a schedule will realize alive while it runs (as one more use each).
 struct Pins {
@@ -66,6 +72,7 @@ void run_step(Schedule& s, Step& st, Stats& stats) {
     be.run_gemm(st.gemm, bufs);
     stats.gemms_run++;
   } else {
+    if (observer()) observer()(st.kernel);
     be.run_kernel(st.kernel, bufs);
     if (st.kernel.kind == FusedKernel::Kind::elementwise && st.kernel.compute_ops() == 0) {
       stats.copies_run++;
@@ -85,6 +92,11 @@ void run_step(Schedule& s, Step& st, Stats& stats) {
 }
 
 } // namespace
+
+KernelObserver set_kernel_observer(KernelObserver f) {
+  std::swap(observer(), f);
+  return f;
+}
 
 const Schedule& last_schedule() {
   return last();

@@ -1,0 +1,53 @@
+#pragma once
+// FusedKernel -> CUDA C++ source, launch shape and packed parameters. Pure computation: no
+// driver calls (runtime/cuda launches what this produces).
+//
+// Parameter ABI: every kernel takes one struct by value (`const __grid_constant__ Params p`),
+// whose fields are all 8 bytes wide (pointers, int64_t, double) in the order pack_params
+// writes them. Sizes, strides, offsets and constant values are parameters, never part of the
+// source, so one compiled kernel serves every size and every constant value.
+#include "engine/fused_kernel.h"
+
+#include <llvm/ADT/ArrayRef.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::detail {
+
+/// Bumped whenever generated code changes meaning; part of every kernel key.
+inline constexpr int kCodegenVersion = 1;
+
+struct CudaTarget {
+  int arch = 90;       // compute capability * 10 (sm_90 -> 90)
+  int sm_count = 132;  // multiprocessors, for sizing grids
+  int nvrtc_version = 0; // major * 1000 + minor * 10, as CUDA_VERSION; part of the key
+};
+
+/// Size/alignment-dependent choices, decided per launch and part of the key.
+struct CudaVariant {
+  bool index32 = true; // every index fits in int32
+  bool vec = false;    // 16-byte vector loads/stores (all operands contiguous and aligned)
+};
+
+struct CudaKernelSource {
+  std::string name;   // readable name + short hash of `key`; also the extern "C" entry point
+  std::string key;    // structural key: kernel_key(k) + variant + target + versions
+  std::string source; // complete translation unit for NVRTC
+};
+
+struct CudaLaunch {
+  uint32_t grid = 1, block = 256, shared_bytes = 0;
+};
+
+/// The variant a launch with these slot base pointers needs.
+CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base);
+CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+/// The bytes of the Params struct for a launch; slot_base[i] is slot i's device pointer.
+std::vector<std::byte> pack_params(const FusedKernel& k, const CudaVariant& v,
+                                   llvm::ArrayRef<void*> slot_base);
+
+} // namespace kiln::detail

@@ -1,0 +1,42 @@
+#pragma once
+// The on-disk kernel cache (format: docs/kernel-cache.md). Keys are structural (see
+// cuda_codegen.h); an entry holds the binary, the source and a metadata record. Writes are
+// atomic (temp file + rename), so concurrent processes never see half an entry; a corrupt,
+// truncated or foreign-version entry is reported once, removed and rebuilt by the caller; an
+// unwritable directory degrades to no disk cache with one warning.
+#include "codegen/nvrtc_compiler.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kiln::detail {
+
+struct DiskCacheEntry {
+  CudaBinary binary;
+  std::string source;
+  std::string key;
+  int arch = 0;
+  int nvrtc_version = 0;
+  int codegen_version = 0;
+  int64_t created_unix = 0;
+  int64_t last_used_unix = 0;
+  int64_t hits = 0;
+};
+
+class DiskCache {
+public:
+  /// dir empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+  explicit DiskCache(std::string dir = {});
+  /// The entry for `src.key` if present and valid (bumps hits and last_used).
+  std::optional<DiskCacheEntry> load(const CudaKernelSource& src, const CudaTarget& t);
+  void store(const CudaKernelSource& src, const CudaTarget& t, const CudaBinary& bin);
+  bool enabled() const { return enabled_; }
+  const std::string& dir() const { return dir_; }
+
+private:
+  std::string dir_;
+  bool enabled_ = false;
+};
+
+} // namespace kiln::detail
