@@ -21,8 +21,10 @@ std::string kernel_key(const FusedKernel& k) {
     if (t.b >= 0) key += fmt::format(",{}", t.b);
     if (t.c >= 0) key += fmt::format(",{}", t.c);
   }
-  for (const KernelOutput& o : k.outputs)
-    key += fmt::format(" out:{}:{}", o.value, dtype_name(o.dtype));
+  for (const KernelOutput& o : k.outputs) {
+    bool contiguous = k.kind == FusedKernel::Kind::reduce || is_contiguous({k.shape, o.strides, 0});
+    key += fmt::format(" out:{}:{}:{}", o.value, dtype_name(o.dtype), contiguous ? 'c' : 's');
+  }
   if (k.kind == FusedKernel::Kind::reduce)
     key += fmt::format(" {}:axes{:x}:v{}", op_name(k.reduce_op), k.reduce_axes, k.reduce_value);
   return key;

@@ -19,8 +19,10 @@ void eval(const std::vector<Tensor>& ts) {
 
 void sync() {
   detail::flush_all();
-  detail::backend_for(Device::cpu(), "sync").synchronize();
+  detail::synchronize_all();
 }
+
+void set_allow_tf32(bool on) { detail::allow_tf32() = on; }
 
 void set_eager(bool on) {
   detail::engine().eager = on;

@@ -59,6 +59,25 @@ struct FlushGuard {
   ~FlushGuard() { flag = false; }
 };
 
+// Device-to-device copies go through the host when neither side is the CPU.
+void run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs) {
+  const auto& t = st.transfer;
+  if (t.bytes == 0) return;
+  Buffer& src = *bufs[t.src_slot];
+  Buffer& dst = *bufs[t.dst_slot];
+  Backend& from = backend_for(t.from, "to");
+  Backend& to = backend_for(st.device, "to");
+  if (t.from.is_cpu()) {
+    to.copy_from_host(dst, 0, static_cast<const char*>(src.data) + t.src_offset, t.bytes);
+  } else if (st.device.is_cpu()) {
+    from.copy_to_host(dst.data, src, t.src_offset, t.bytes);
+  } else {
+    std::vector<char> host(t.bytes);
+    from.copy_to_host(host.data(), src, t.src_offset, t.bytes);
+    to.copy_from_host(dst, 0, host.data(), t.bytes);
+  }
+}
+
 void run_step(Schedule& s, Step& st, Stats& stats) {
   Backend& be = backend_for(st.device, "eval");
   for (int w : st.writes) {
@@ -71,6 +90,9 @@ void run_step(Schedule& s, Step& st, Stats& stats) {
   if (st.kind == Step::Kind::gemm) {
     be.run_gemm(st.gemm, bufs);
     stats.gemms_run++;
+  } else if (st.kind == Step::Kind::transfer) {
+    run_transfer(st, bufs);
+    stats.copies_run++;
   } else {
     if (observer()) observer()(st.kernel);
     be.run_kernel(st.kernel, bufs);

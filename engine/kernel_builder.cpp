@@ -240,6 +240,24 @@ std::optional<Retry> Planner::build_group(int g) {
     return std::nullopt;
   }
 
+  if (grp.kind == Group::Kind::transfer) { // one contiguous block from device to device
+    Node* t = grp.roots[0];
+    Node* x = t->inputs[0];
+    auto [slot, l] = operand(*this, x);
+    st.kind = Step::Kind::transfer;
+    st.transfer.from = x->device;
+    st.transfer.src_slot = slot;
+    st.transfer.src_offset = static_cast<size_t>(l.offset) * itemsize(x->dtype);
+    st.transfer.bytes = static_cast<size_t>(t->nbytes());
+    st.transfer.dst_slot = slot_for_leaf(t);
+    st.writes.push_back(st.transfer.dst_slot);
+    st.realizes.push_back(t);
+    note_input(*this, st, slot, origin(x));
+    note_outputs(*this, st);
+    sched_.steps.push_back(std::move(st));
+    return std::nullopt;
+  }
+
   if (grp.kind == Group::Kind::concat) { // one copy kernel per piece, into slices of one buffer
     Node* c = grp.roots[0];
     int out = slot_for_leaf(c);

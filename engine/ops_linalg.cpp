@@ -5,6 +5,22 @@ namespace kiln {
 
 using namespace detail;
 
+namespace {
+
+// BLAS takes a matrix with a unit stride in one of its dims and a leading dimension at least
+// that wide; anything else (an expanded or doubly strided matrix) is made contiguous first.
+Tensor gemm_operand(const Tensor& t) {
+  const Layout& l = t.node()->layout;
+  int r = l.shape.size();
+  int64_t rows = l.shape[r - 2], cols = l.shape[r - 1];
+  int64_t rs = l.strides[r - 2], cs = l.strides[r - 1];
+  bool row_major = (cs == 1 || cols == 1) && (rows == 1 || rs >= std::max<int64_t>(cols, 1));
+  bool col_major = (rs == 1 || rows == 1) && (cols == 1 || cs >= std::max<int64_t>(rows, 1));
+  return row_major || col_major ? t : contiguous(t);
+}
+
+} // namespace
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   Node* na = arg(a, "matmul");
   Node* nb = arg(b, "matmul");
@@ -31,8 +47,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   fa.push_back(k);
   fb.push_back(k);
   fb.push_back(n);
-  x = expand(x, fa);
-  y = expand(y, fb);
+  x = gemm_operand(expand(x, fa));
+  y = gemm_operand(expand(y, fb));
   Shape out = *batch;
   out.push_back(m);
   out.push_back(n);

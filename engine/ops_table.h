@@ -18,6 +18,7 @@ enum class OpKind : uint8_t {
   Reduce,
   Gemm,
   Concat,
+  Transfer,
   Load
 };
 

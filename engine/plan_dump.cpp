@@ -55,7 +55,10 @@ std::string dump_schedule(const Schedule& s) {
       fmt::format("plan: {} step(s), {} buffer(s) written\n", s.steps.size(), written);
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
-    if (st.kind == Step::Kind::gemm) {
+    if (st.kind == Step::Kind::transfer) {
+      out += fmt::format("[{}] copy {} bytes from {} to {}\n", i, st.transfer.bytes,
+                         st.transfer.from.str(), st.device.str());
+    } else if (st.kind == Step::Kind::gemm) {
       const GemmStep& g = st.gemm;
       out += fmt::format("[{}] gemm {} {} @ {} -> {} on {}\n", i, dtype_name(g.dtype),
                          g.a.shape.str(), g.b.shape.str(), g.out_shape.str(), st.device.str());

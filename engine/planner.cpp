@@ -74,6 +74,10 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
       mark(n, "concat result");
       for (Node* x : n->inputs) mark(x, "concat input");
       break;
+    case OpKind::Transfer:
+      mark(n, "device transfer");
+      mark(n->inputs[0], "copied to another device");
+      break;
     default:
       break;
     }
@@ -99,6 +103,7 @@ int Planner::new_group(Node* root) {
   g.kind = k == OpKind::Reduce   ? Group::Kind::reduce
            : k == OpKind::Gemm   ? Group::Kind::gemm
            : k == OpKind::Concat ? Group::Kind::concat
+           : k == OpKind::Transfer ? Group::Kind::transfer
                                  : Group::Kind::elementwise;
   g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();
   g.roots.push_back(root);

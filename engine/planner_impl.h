@@ -20,7 +20,7 @@ struct Info {
 };
 
 struct Group {
-  enum class Kind : uint8_t { elementwise, reduce, gemm, concat } kind = Kind::elementwise;
+  enum class Kind : uint8_t { elementwise, reduce, gemm, concat, transfer } kind = Kind::elementwise;
   Shape shape;              // iteration space
   std::vector<Node*> roots; // nodes this group writes (roots[0] is the primary)
 };

@@ -22,8 +22,13 @@ struct Note {
 };
 
 struct Step {
-  enum class Kind : uint8_t { kernel, gemm } kind = Kind::kernel;
-  Device device;
+  enum class Kind : uint8_t { kernel, gemm, transfer } kind = Kind::kernel;
+  Device device; // where the step runs (for a transfer: the destination)
+  struct {
+    Device from;
+    int src_slot = 0, dst_slot = 0;
+    size_t src_offset = 0, bytes = 0; // bytes
+  } transfer;
   FusedKernel kernel;
   GemmStep gemm;
   std::vector<int> writes;     // slots this step produces (allocated before it runs)

@@ -71,8 +71,11 @@ int64_t Tensor::size(int dim) const {
 Tensor Tensor::to(Device d) const {
   Node* n = need(*this, "to");
   if (n->device == d) return *this;
-  detail::backend_for(d, "to"); // throws: no second backend in this build
-  detail::fail("to", "copies from {} to {} are not supported yet", n->device.str(), d.str());
+  detail::backend_for(d, "to");
+  Tensor src = kiln::contiguous(*this); // copies move one contiguous block
+  detail::Node* t = detail::new_node(detail::OpCode::transfer, n->dtype, d, n->layout.shape);
+  detail::add_input(t, src.node());
+  return detail::publish(t);
 }
 
 Tensor Tensor::astype(DType t) const {

@@ -43,5 +43,9 @@ public:
 
 /// The backend for a device; throws kiln::Error naming `op` if the device is unavailable.
 Backend& backend_for(Device d, const char* op);
+/// Whether f32 GEMMs may use TF32 tensor cores (kiln::set_allow_tf32, KILN_ALLOW_TF32=1).
+bool& allow_tf32();
+/// Wait for every backend in use.
+void synchronize_all();
 
 } // namespace kiln::detail

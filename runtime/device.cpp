@@ -3,6 +3,9 @@
 #include "engine/errors.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/cpu_backend.h"
+#ifdef KILN_HAVE_CUDA
+#include "runtime/cuda/cuda_backend.h"
+#endif
 
 #include <kiln/device.h>
 
@@ -18,6 +21,16 @@ std::string Device::str() const {
 std::ostream& operator<<(std::ostream& os, Device d) {
   return os << d.str();
 }
+
+namespace {
+const char* why_unavailable() {
+#ifdef KILN_HAVE_CUDA
+  return "no usable CUDA device or driver was found";
+#else
+  return "this build of kiln has no CUDA backend";
+#endif
+}
+} // namespace
 
 bool is_available(Device d) {
   return d.is_cpu();
@@ -51,9 +64,8 @@ Device default_device() {
 
 void set_default_device(Device d) {
   if (!is_available(d))
-    throw Error(fmt::format("[set_default_device] {} is not available (this build of kiln has no "
-                            "CUDA backend)",
-                            d.str()));
+    throw Error(fmt::format("[set_default_device] {} is not available ({})", d.str(),
+                            why_unavailable()));
   default_slot() = d;
 }
 
@@ -65,7 +77,27 @@ Buffer::~Buffer() {
 
 Backend& backend_for(Device d, const char* op) {
   if (d.is_cpu()) return cpu_backend();
-  fail(op, "{} is not available (this build of kiln has no CUDA backend)", d.str());
+  if (!is_available(d)) fail(op, "{} is not available ({})", d.str(), why_unavailable());
+#ifdef KILN_HAVE_CUDA
+  return cuda_backend(d.index);
+#else
+  fail(op, "{} is not available ({})", d.str(), why_unavailable());
+#endif
+}
+
+bool& allow_tf32() {
+  static bool allow = [] {
+    const char* v = std::getenv("KILN_ALLOW_TF32");
+    return v && *v && *v != '0';
+  }();
+  return allow;
+}
+
+void synchronize_all() {
+  cpu_backend().synchronize();
+#ifdef KILN_HAVE_CUDA
+  cuda_synchronize_all();
+#endif
 }
 
 } // namespace detail

@@ -1,8 +1,31 @@
 #pragma once
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11):
 // counter-based, so element i of a random tensor depends only on (seed, counter + i) and every
-// device produces the same numbers. Written for host and (later) device compilation.
+// device produces the same numbers. Compiled on the host and, pasted verbatim into NVRTC
+// sources by codegen/cuda_codegen.cpp (CMake embeds this file as a string), on the device.
+#if defined(__CUDACC_RTC__) // NVRTC: no <cstdint>; device math from the CUDA headers
+#define KILN_HD __host__ __device__
+#define KILN_SQRT(x) sqrt(x)
+#define KILN_LOG(x) log(x)
+#define KILN_COS(x) cos(x)
+namespace kiln::detail {
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+} // namespace kiln::detail
+#else
 #include <cstdint>
+#if defined(__CUDACC__)
+#define KILN_HD __host__ __device__
+#define KILN_SQRT(x) sqrt(x)
+#define KILN_LOG(x) log(x)
+#define KILN_COS(x) cos(x)
+#else
+#define KILN_HD
+#define KILN_SQRT(x) __builtin_sqrt(x)
+#define KILN_LOG(x) __builtin_log(x)
+#define KILN_COS(x) __builtin_cos(x)
+#endif
+#endif
 
 namespace kiln::detail {
 
@@ -10,7 +33,7 @@ struct Philox4 {
   uint32_t v[4];
 };
 
-inline Philox4 philox4x32_10(uint64_t seed, uint64_t counter) {
+KILN_HD inline Philox4 philox4x32_10(uint64_t seed, uint64_t counter) {
   uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
   uint32_t c2 = 0, c3 = 0;
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
@@ -31,7 +54,7 @@ inline Philox4 philox4x32_10(uint64_t seed, uint64_t counter) {
 
 /// Uniform in [0, 1) at the resolution of the dtype's significand (so rounding never gives 1):
 /// bits = 24 (f32), 53 (f64), 11 (f16), 8 (bf16).
-inline double philox_uniform(uint64_t seed, uint64_t counter, int bits) {
+KILN_HD inline double philox_uniform(uint64_t seed, uint64_t counter, int bits) {
   Philox4 r = philox4x32_10(seed, counter);
   if (bits > 32) {
     uint64_t x = (uint64_t(r.v[0]) << 32 | r.v[1]) >> (64 - bits);
@@ -41,11 +64,11 @@ inline double philox_uniform(uint64_t seed, uint64_t counter, int bits) {
 }
 
 /// Standard normal by Box-Muller, in double.
-inline double philox_normal(uint64_t seed, uint64_t counter) {
+KILN_HD inline double philox_normal(uint64_t seed, uint64_t counter) {
   Philox4 r = philox4x32_10(seed, counter);
   double u1 = (static_cast<double>(r.v[0]) + 0.5) * 0x1p-32; // (0, 1)
   double u2 = static_cast<double>(r.v[1]) * 0x1p-32;
-  return __builtin_sqrt(-2.0 * __builtin_log(u1)) * __builtin_cos(6.283185307179586 * u2);
+  return KILN_SQRT(-2.0 * KILN_LOG(u1)) * KILN_COS(6.283185307179586 * u2);
 }
 
 } // namespace kiln::detail

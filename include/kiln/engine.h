@@ -27,6 +27,10 @@ bool eager();
 /// env KILN_MAX_PENDING_NODES / KILN_MAX_PENDING_BYTES.
 void set_pending_limits(int64_t max_nodes, int64_t max_bytes);
 
+/// Let f32 matmuls on CUDA use TF32 tensor cores (about 10 bits of mantissa in the products).
+/// Off by default; env KILN_ALLOW_TF32=1.
+void set_allow_tf32(bool on);
+
 struct Stats {
   int64_t ops_recorded = 0;         // nodes created by op calls (views included)
   int64_t nodes_dropped = 0;        // pending nodes released unseen: their work never ran

@@ -69,8 +69,8 @@ public:
 } // namespace
 
 Backend& cpu_backend() {
-  static CpuBackend b;
-  return b;
+  static auto* b = new CpuBackend; // never destroyed: static tensors may outlive main
+  return *b;
 }
 
 } // namespace kiln::detail

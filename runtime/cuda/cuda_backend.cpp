@@ -1,0 +1,181 @@
+// CudaBackend: memory, copies and launches on one device.
+//
+// Memory comes from the device's default stream-ordered pool (cudaMallocAsync) with its
+// release threshold raised, so a buffer freed by its last handle is reused by later work in
+// stream order without a device sync. Host copies go through a pinned staging buffer.
+#include "runtime/cuda/cuda_backend.h"
+
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_gemm.h"
+#include "runtime/cuda/kernel_cache.h"
+#include "runtime/memory_stats.h"
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace kiln::detail {
+
+namespace {
+
+bool poison_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_POISON_ALLOCATIONS");
+    return v && *v && *v != '0';
+  }();
+  return on;
+}
+
+class CudaBackend final : public Backend {
+public:
+  explicit CudaBackend(int index) : index_(index) {
+    cuda_check(cudaSetDevice(index), "cuda", "cudaSetDevice");
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cuda",
+               "cudaStreamCreate");
+    cuda_check(cudaDeviceGetDefaultMemPool(&pool_, index), "cuda", "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX; // keep freed blocks cached; trimmed on out-of-memory
+    cuda_check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cuda",
+               "cudaMemPoolSetAttribute");
+    cuda_check(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cuda",
+               "cudaEventCreate");
+    kernels_ = std::make_unique<CudaKernelCache>(index);
+    gemm_ = std::make_unique<CudaGemm>(stream_);
+  }
+
+  Device device() const override { return Device::cuda(index_); }
+
+  BufferRef allocate(size_t bytes) override {
+    void* p = nullptr;
+    size_t n = std::max<size_t>(bytes, 1);
+    cudaError_t e = cudaMallocAsync(&p, n, stream_);
+    if (e == cudaErrorMemoryAllocation) { // give cached blocks back, then try once more
+      (void)cudaGetLastError();
+      cudaStreamSynchronize(stream_);
+      cudaMemPoolTrimTo(pool_, 0);
+      e = cudaMallocAsync(&p, n, stream_);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      fail("alloc", "out of device memory on cuda:{}: requested {} bytes, {} bytes free of {} ({})",
+           index_, bytes, free_b, total_b, cudaGetErrorString(e));
+    }
+    if (poison_enabled()) cudaMemsetAsync(p, 0xff, n, stream_); // NaN / -1 in every dtype
+    BufferRef b(new Buffer);
+    b->data = p;
+    b->bytes = bytes;
+    b->owner = this;
+    memory_stats().on_alloc(static_cast<int64_t>(bytes));
+    return b;
+  }
+
+  void release(Buffer& b) override {
+    cudaFreeAsync(b.data, stream_); // stream-ordered: reusable by later work, no sync
+    memory_stats().on_free(static_cast<int64_t>(b.bytes));
+    b.data = nullptr;
+  }
+
+  void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
+    // Host data may go away when we return, so it is staged in pinned memory; the copy itself
+    // stays asynchronous unless the staging buffer is still busy with the previous one.
+    const char* s = static_cast<const char*>(src);
+    for (size_t done = 0; done < bytes;) {
+      size_t n = std::min(bytes - done, kStagingBytes);
+      char* stage = staging(n);
+      cuda_check(cudaEventSynchronize(staging_done_), "to", "cudaEventSynchronize");
+      std::memcpy(stage, s + done, n);
+      cuda_check(cudaMemcpyAsync(static_cast<char*>(dst.data) + offset + done, stage, n,
+                                 cudaMemcpyHostToDevice, stream_),
+                 "to", "cudaMemcpyAsync (host to device)");
+      cuda_check(cudaEventRecord(staging_done_, stream_), "to", "cudaEventRecord");
+      done += n;
+    }
+  }
+
+  void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
+    char* d = static_cast<char*>(dst);
+    for (size_t done = 0; done < bytes;) {
+      size_t n = std::min(bytes - done, kStagingBytes);
+      char* stage = staging(n);
+      cuda_check(cudaMemcpyAsync(stage, static_cast<const char*>(src.data) + offset + done, n,
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "to_vector", "cudaMemcpyAsync (device to host)");
+      cuda_check(cudaStreamSynchronize(stream_), "to_vector", "cudaStreamSynchronize");
+      std::memcpy(d + done, stage, n);
+      done += n;
+    }
+  }
+
+  void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) override {
+    llvm::SmallVector<void*, 16> base;
+    for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
+    kernels_->launch(k, base, stream_);
+  }
+
+  void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) override {
+    gemm_->run(g, buffers[g.a_slot]->data, buffers[g.b_slot]->data, buffers[g.out_slot]->data);
+  }
+
+  void synchronize() override {
+    cuda_check(cudaStreamSynchronize(stream_), "sync", "cudaStreamSynchronize");
+  }
+
+private:
+  static constexpr size_t kStagingBytes = size_t(16) << 20;
+
+  char* staging(size_t n) {
+    if (!staging_ || staging_size_ < n) {
+      cuda_check(cudaEventSynchronize(staging_done_), "to", "cudaEventSynchronize");
+      if (staging_) cudaFreeHost(staging_);
+      staging_size_ = std::max(n, size_t(1) << 20);
+      cuda_check(cudaMallocHost(reinterpret_cast<void**>(&staging_), staging_size_), "to",
+                 "cudaMallocHost (pinned staging buffer)");
+    }
+    return staging_;
+  }
+
+  int index_;
+  cudaStream_t stream_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  cudaEvent_t staging_done_ = nullptr;
+  char* staging_ = nullptr;
+  size_t staging_size_ = 0;
+  std::unique_ptr<CudaKernelCache> kernels_;
+  std::unique_ptr<CudaGemm> gemm_;
+};
+
+// Never destroyed: tensors in static storage may release buffers after main returns.
+std::vector<std::unique_ptr<CudaBackend>>& backends() {
+  static auto* b = new std::vector<std::unique_ptr<CudaBackend>>;
+  return *b;
+}
+
+} // namespace
+
+int cuda_device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError(); // no driver or no device: the CPU is all there is
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+Backend& cuda_backend(int index) {
+  auto& all = backends();
+  if (static_cast<int>(all.size()) <= index) all.resize(index + 1);
+  if (!all[index]) all[index] = std::make_unique<CudaBackend>(index);
+  return *all[index];
+}
+
+void cuda_synchronize_all() {
+  for (auto& b : backends())
+    if (b) b->synchronize();
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,91 @@
+#include "runtime/cuda/cuda_gemm.h"
+
+#include "runtime/backend.h"
+#include "runtime/cuda/cuda_check.h"
+
+#include <cstdlib>
+
+namespace kiln::detail {
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+// A row-major matrix operand (rows x cols, strides rs/cs) as cuBLAS sees it: the column-major
+// matrix with the same bytes is its transpose, so a row-major operand is "N" with ld = rs and a
+// column-major (transposed view) one is "T" with ld = cs.
+struct Operand {
+  cublasOperation_t op;
+  int64_t ld;
+};
+
+Operand as_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (cols == 1 || cs == 1) return {CUBLAS_OP_N, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+  return {CUBLAS_OP_T, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+}
+
+cudaDataType_t data_type(DType t) {
+  switch (t) {
+  case DType::f64: return CUDA_R_64F;
+  case DType::f16: return CUDA_R_16F;
+  case DType::bf16: return CUDA_R_16BF;
+  default: return CUDA_R_32F;
+  }
+}
+
+} // namespace
+
+CudaGemm::CudaGemm(cudaStream_t stream) {
+  cublas_check(cublasCreate(&handle_), "matmul", "cublasCreate");
+  cublas_check(cublasSetStream(handle_, stream), "matmul", "cublasSetStream");
+  cuda_check(cudaMalloc(&workspace_, kWorkspaceBytes), "matmul", "cudaMalloc (cuBLAS workspace)");
+  cublas_check(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "matmul",
+               "cublasSetWorkspace");
+}
+
+void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
+  const int rank = g.out_shape.size();
+  const int64_t M = g.out_shape[rank - 2], N = g.out_shape[rank - 1], K = g.a.shape[rank - 1];
+  if (M == 0 || N == 0) return;
+  if (!is_floating(g.dtype))
+    fail("matmul", "{} matmul is not supported on CUDA yet (shapes {} and {})",
+         dtype_name(g.dtype), g.a.shape.str(), g.b.shape.str());
+  const int64_t isz = itemsize(g.dtype);
+  Operand A = as_operand(M, K, g.a.strides[rank - 2], g.a.strides[rank - 1]);
+  Operand B = as_operand(K, N, g.b.strides[rank - 2], g.b.strides[rank - 1]);
+  cudaDataType_t dt = data_type(g.dtype);
+  cublasComputeType_t compute = g.dtype == DType::f64 ? CUBLAS_COMPUTE_64F
+                                : (g.dtype == DType::f32 && allow_tf32())
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
+  double one_d = 1, zero_d = 0;
+  float one_f = 1, zero_f = 0;
+  const void* alpha = g.dtype == DType::f64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* beta = g.dtype == DType::f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+
+  // Batch dims: the innermost one goes to the strided-batched call; outer ones loop.
+  const int nb = rank - 2;
+  int64_t inner = nb ? g.out_shape[nb - 1] : 1;
+  int64_t sa = nb ? g.a.strides[nb - 1] : 0, sb = nb ? g.b.strides[nb - 1] : 0;
+  int64_t outer = 1;
+  for (int d = 0; d + 1 < nb; ++d) outer *= g.out_shape[d];
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t rest = o, offa = g.a.offset, offb = g.b.offset;
+    for (int d = nb - 2; d >= 0; --d) {
+      int64_t i = rest % g.out_shape[d];
+      rest /= g.out_shape[d];
+      offa += i * g.a.strides[d];
+      offb += i * g.b.strides[d];
+    }
+    const char* pa = static_cast<const char*>(a) + offa * isz;
+    const char* pb = static_cast<const char*>(b) + offb * isz;
+    char* pc = static_cast<char*>(out) + o * inner * M * N * isz;
+    // Column-major: C^T (N x M) = op(B)^T... i.e. cuBLAS(m=N, n=M, k=K, B, A).
+    cublas_check(cublasGemmStridedBatchedEx(handle_, B.op, A.op, N, M, K, alpha, pb, dt, B.ld, sb,
+                                            pa, dt, A.ld, sa, beta, pc, dt, N, M * N, inner,
+                                            compute, CUBLAS_GEMM_DEFAULT),
+                 "matmul", "cublasGemmStridedBatchedEx");
+  }
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,23 @@
+#pragma once
+// GEMM through cuBLAS: one handle and workspace per stream, created once. f32 without TF32
+// unless allowed (kiln::set_allow_tf32 / KILN_ALLOW_TF32=1), f16/bf16 on tensor cores with
+// f32 accumulation, f64. Row-major operands map to cuBLAS's column-major by computing
+// C^T = B^T A^T; a transposed operand is an op flag, never a copy.
+#include "engine/fused_kernel.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+namespace kiln::detail {
+
+class CudaGemm {
+public:
+  explicit CudaGemm(cudaStream_t stream);
+  void run(const GemmStep& g, const void* a, const void* b, void* out);
+
+private:
+  cublasHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+};
+
+} // namespace kiln::detail

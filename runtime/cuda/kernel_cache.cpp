@@ -1,0 +1,95 @@
+#include "runtime/cuda/kernel_cache.h"
+
+#include "codegen/kernel_key.h"
+#include "codegen/nvrtc_compiler.h"
+#include "runtime/cuda/cuda_check.h"
+
+#include <chrono>
+#include <vector>
+
+namespace kiln::detail {
+
+namespace {
+
+std::vector<const CudaKernelCache*>& caches() {
+  static auto* c = new std::vector<const CudaKernelCache*>;
+  return *c;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+KernelCacheStats cuda_kernel_cache_stats() {
+  KernelCacheStats s;
+  for (const CudaKernelCache* c : caches()) {
+    s.memory_hits += c->stats().memory_hits;
+    s.disk_hits += c->stats().disk_hits;
+    s.compiles += c->stats().compiles;
+    s.compile_ms += c->stats().compile_ms;
+    s.load_ms += c->stats().load_ms;
+  }
+  return s;
+}
+
+CudaKernelCache::CudaKernelCache(int device) : device_(device) {
+  int major = 0, minor = 0;
+  cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cuda",
+             "cudaDeviceGetAttribute");
+  cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cuda",
+             "cudaDeviceGetAttribute");
+  cuda_check(cudaDeviceGetAttribute(&target_.sm_count, cudaDevAttrMultiProcessorCount, device),
+             "cuda", "cudaDeviceGetAttribute");
+  target_.arch = major * 10 + minor;
+  target_.nvrtc_version = nvrtc_version();
+  caches().push_back(this);
+}
+
+cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
+  // The in-memory key is the structural key plus the variant; the target is fixed per device.
+  std::string key = kernel_key(k);
+  key += v.index32 ? " i32" : " i64";
+  key += v.vec ? " vec" : "";
+  auto it = loaded_.find(key);
+  if (it != loaded_.end()) {
+    stats_.memory_hits++;
+    return it->second;
+  }
+  CudaKernelSource src = render_cuda(k, v, target_);
+  CudaBinary bin;
+  if (auto entry = disk_.load(src, target_)) {
+    bin = std::move(entry->binary);
+    stats_.disk_hits++;
+  } else {
+    bin = compile_cuda(src, target_);
+    stats_.compiles++;
+    stats_.compile_ms += bin.compile_ms;
+    disk_.store(src, target_, bin);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  cudaLibrary_t lib = nullptr;
+  cuda_check(cudaLibraryLoadData(&lib, bin.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+             "eval", "cudaLibraryLoadData");
+  cudaKernel_t kernel = nullptr;
+  cuda_check(cudaLibraryGetKernel(&kernel, lib, src.name.c_str()), "eval", "cudaLibraryGetKernel");
+  stats_.load_ms += ms_since(t0);
+  loaded_[key] = kernel;
+  return kernel;
+}
+
+void CudaKernelCache::launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
+                             cudaStream_t stream) {
+  CudaVariant v = choose_variant(k, slot_base);
+  CudaLaunch l = launch_for(k, v, target_);
+  if (l.grid == 0) return; // nothing to do (empty iteration space)
+  cudaKernel_t kernel = get(k, v);
+  std::vector<std::byte> params = pack_params(k, v, slot_base);
+  void* args[] = {params.data()};
+  cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid), dim3(l.block),
+                              args, l.shared_bytes, stream),
+             "eval", "cudaLaunchKernel");
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,36 @@
+#pragma once
+// Compiled kernels of one device: in memory (key -> loaded kernel), then the disk cache, then
+// NVRTC. The runtime loads and launches; codegen/ renders and compiles.
+#include "codegen/cuda_codegen.h"
+#include "codegen/disk_cache.h"
+
+#include <cuda_runtime.h>
+#include <llvm/ADT/StringMap.h>
+
+namespace kiln::detail {
+
+struct KernelCacheStats {
+  int64_t memory_hits = 0, disk_hits = 0, compiles = 0;
+  double compile_ms = 0, load_ms = 0;
+};
+
+class CudaKernelCache {
+public:
+  explicit CudaKernelCache(int device);
+  /// Render/compile/load as needed, then launch on `stream`.
+  void launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, cudaStream_t stream);
+  const CudaTarget& target() const { return target_; }
+  const KernelCacheStats& stats() const { return stats_; }
+
+private:
+  cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
+
+  int device_;
+  CudaTarget target_;
+  DiskCache disk_;
+  llvm::StringMap<cudaKernel_t> loaded_;
+  KernelCacheStats stats_;
+};
+
+KernelCacheStats cuda_kernel_cache_stats(); // summed over devices
+} // namespace kiln::detail
