@@ -1,4 +1,6 @@
 // Laziness, refcount-driven liveness and fusion, asserted through stats() and the plan dump.
+#include "../test_device.h"
+
 #include <kiln/kiln.h>
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@ namespace {
 
 struct Lazy : ::testing::Test {
   void SetUp() override {
+    KILN_USE_TEST_DEVICE();
     set_eager(false);
     manual_seed(42);
   }

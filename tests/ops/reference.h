@@ -2,6 +2,7 @@
 // Shared helpers for the op tests: a plain double-precision host reference, exact host-side
 // encoding of inputs in every dtype (independent of kiln's own conversions), random inputs
 // seeded per test, per-dtype tolerances and an error-message checker.
+#include "../test_device.h"
 #include <kiln/kiln.h>
 
 #include <gtest/gtest.h>
@@ -407,13 +408,14 @@ template <class F>
   EXPECT_TRUE(::kt::throws_kiln_error([&] { (void)(__VA_ARGS__); }, needle))
 
 // ---- fixture -----------------------------------------------------------------------------
-/// Runs each test on the CPU in lazy mode and restores the previous device/mode afterwards.
+/// Runs each test on the test device (tests/test_device.h) in lazy mode and restores the
+/// previous device/mode afterwards.
 class OpsTest : public ::testing::Test {
 protected:
   void SetUp() override {
     prev_device_ = kiln::default_device();
     prev_eager_ = kiln::eager();
-    kiln::set_default_device(kiln::Device::cpu());
+    KILN_USE_TEST_DEVICE(); // the CPU, or CUDA under KILN_TEST_DEVICE=cuda
     kiln::set_eager(false);
   }
   void TearDown() override {

@@ -1,0 +1,236 @@
+// CUDA results against the CPU backend on fresh random inputs. scripts/gpu-check runs this
+// binary with KILN_POISON_ALLOCATIONS=1, so device buffers start as NaN/-1 bytes and a kernel
+// that skipped elements cannot pass on recycled memory.
+#include "../test_device.h"
+
+#include <kiln/kiln.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+bool have_gpu() { return is_available(Device::cuda(0)); }
+
+struct GpuVsCpu : ::testing::Test {
+  void SetUp() override {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    set_eager(false);
+  }
+};
+
+std::vector<double> random_values(size_t n, uint32_t seed, double lo, double hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = d(rng);
+  return v;
+}
+
+Tensor host_tensor(const std::vector<double>& v, const Shape& s, DType t) {
+  return cast(from_vector(v, s, Device::cpu()), t);
+}
+
+double tolerance(DType t) {
+  switch (t) {
+  case DType::f64: return 1e-12;
+  case DType::f32: return 2e-5;
+  case DType::f16: return 2e-2;
+  case DType::bf16: return 3e-2;
+  default: return 0;
+  }
+}
+
+using Fn = std::function<Tensor(std::vector<Tensor>&)>;
+
+// Runs f on CPU inputs and on the same inputs copied to the GPU; compares elementwise.
+void expect_same(const std::string& what, const Fn& f, std::vector<Tensor> cpu_inputs,
+                 double tol_scale = 1) {
+  std::vector<Tensor> gpu_inputs;
+  for (Tensor& t : cpu_inputs) gpu_inputs.push_back(t.to(Device::cuda(0)));
+  Tensor c = f(cpu_inputs), g = f(gpu_inputs);
+  ASSERT_EQ(g.device(), Device::cuda(0)) << what;
+  ASSERT_EQ(c.shape(), g.shape()) << what;
+  ASSERT_EQ(c.dtype(), g.dtype()) << what;
+  std::vector<double> cv = c.to_vector<double>(), gv = g.to_vector<double>();
+  double tol = tolerance(c.dtype()) * tol_scale;
+  for (size_t i = 0; i < cv.size(); ++i) {
+    if (std::isnan(cv[i])) {
+      ASSERT_TRUE(std::isnan(gv[i])) << what << " element " << i;
+      continue;
+    }
+    ASSERT_NEAR(gv[i], cv[i], tol * (1 + std::fabs(cv[i]))) << what << " element " << i;
+  }
+}
+
+const DType kFloat[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+
+} // namespace
+
+TEST_F(GpuVsCpu, ElementwiseChainsEveryFloatDtype) {
+  for (DType t : kFloat) {
+    auto x = host_tensor(random_values(3001, 1, -2, 2), {3001}, t);
+    auto y = host_tensor(random_values(3001, 2, 0.5, 2), {3001}, t);
+    expect_same(std::string("chain ") + dtype_name(t), [](std::vector<Tensor>& in) {
+      Tensor t1 = tanh(in[0] * in[1] + 1);
+      Tensor s = sigmoid(t1);
+      return relu(s * in[0] + (1 - s) * in[1]);
+    }, {x, y});
+    expect_same(std::string("math ") + dtype_name(t), [](std::vector<Tensor>& in) {
+      return exp(in[0]) + log(in[1]) + sqrt(in[1]) * rsqrt(in[1]) + sin(in[0]) * cos(in[0]) +
+             gelu(in[0]) + abs(in[0]) / in[1] + pow(in[1], in[0]) + maximum(in[0], in[1]) -
+             minimum(in[0], -in[1]) + clamp(in[0], -0.5, 0.5);
+    }, {x, y}, 4);
+  }
+}
+
+TEST_F(GpuVsCpu, IntegersBoolsCastsAndWhere) {
+  auto a = host_tensor(random_values(999, 3, -50, 50), {999}, DType::i32);
+  auto b = host_tensor(random_values(999, 4, 1, 9), {999}, DType::i64);
+  auto x = host_tensor(random_values(999, 5, -3, 3), {999}, DType::f32);
+  expect_same("ints", [](std::vector<Tensor>& in) {
+    return (in[0] * 3 + in[1]) - abs(in[0]) + pow(in[1], 2) + maximum(in[0], in[1]);
+  }, {a, b});
+  expect_same("where", [](std::vector<Tensor>& in) {
+    return where(logical_and(in[0] > 0, logical_not(in[2] < -1)), in[2], in[2] * 2)
+        .astype(DType::f16);
+  }, {a, b, x});
+  expect_same("casts", [](std::vector<Tensor>& in) {
+    return (in[2] * 10).astype(DType::i32).astype(DType::bf16) + (in[2] > 0).astype(DType::f32);
+  }, {a, b, x});
+}
+
+TEST_F(GpuVsCpu, BroadcastAndViews) {
+  for (DType t : {DType::f32, DType::bf16}) {
+    auto m = host_tensor(random_values(37 * 53, 6, -1, 1), {37, 53}, t);
+    auto row = host_tensor(random_values(53, 7, -1, 1), {53}, t);
+    auto col = host_tensor(random_values(37, 8, -1, 1), {37, 1}, t);
+    expect_same("broadcast", [](std::vector<Tensor>& in) { return in[0] * in[1] + in[2]; },
+                {m, row, col});
+    expect_same("views", [](std::vector<Tensor>& in) {
+      Tensor tr = transpose(in[0], 0, 1); // (53, 37)
+      Tensor sl = slice(tr, 0, 1, 50, 3); // strided rows
+      return exp(sl) + reshape(in[2], {1, 37});
+    }, {m, row, col});
+    expect_same("contiguous",
+                [](std::vector<Tensor>& in) { return contiguous(transpose(in[0], 0, 1)); },
+                {m, row, col});
+  }
+}
+
+TEST_F(GpuVsCpu, Reductions) {
+  for (DType t : kFloat) {
+    auto x = host_tensor(random_values(6 * 70 * 9, 9, -3, 3), {6, 70, 9}, t);
+    for (std::vector<int> axes : {std::vector<int>{2}, {0}, {1}, {0, 2}, {}}) {
+      std::string tag = std::string(dtype_name(t)) + " axes " + std::to_string(axes.size());
+      expect_same("sum " + tag, [&](std::vector<Tensor>& in) { return sum(in[0] * 2, axes); },
+                  {x}, 4);
+      expect_same("mean " + tag,
+                  [&](std::vector<Tensor>& in) { return mean(exp(in[0]), axes, true); }, {x}, 4);
+      expect_same("max " + tag, [&](std::vector<Tensor>& in) { return max(in[0], axes); }, {x});
+      expect_same("min " + tag, [&](std::vector<Tensor>& in) { return min(in[0], axes); }, {x});
+    }
+    expect_same(std::string("argmax ") + dtype_name(t),
+                [](std::vector<Tensor>& in) { return argmax(in[0], 1); }, {x});
+    expect_same(std::string("argmax all ") + dtype_name(t),
+                [](std::vector<Tensor>& in) { return argmax(in[0]); }, {x});
+  }
+  auto i = host_tensor(random_values(5000, 10, -100, 100), {50, 100}, DType::i32);
+  expect_same("int sum", [](std::vector<Tensor>& in) { return sum(in[0], {1}); }, {i});
+}
+
+TEST_F(GpuVsCpu, SoftmaxAndLogSoftmax) {
+  for (DType t : kFloat) {
+    auto x = host_tensor(random_values(64 * 1000, 11, -8, 8), {64, 1000}, t);
+    expect_same(std::string("softmax ") + dtype_name(t),
+                [](std::vector<Tensor>& in) { return softmax(in[0], 1); }, {x});
+    expect_same(std::string("log_softmax ") + dtype_name(t),
+                [](std::vector<Tensor>& in) { return log_softmax(in[0], 0); }, {x}, 4);
+  }
+}
+
+TEST_F(GpuVsCpu, MatmulSquareSkinnyBatchedTransposed) {
+  for (DType t : kFloat) {
+    auto a = host_tensor(random_values(3 * 64 * 48, 12, -1, 1), {3, 64, 48}, t);
+    auto b = host_tensor(random_values(48 * 33, 13, -1, 1), {48, 33}, t);
+    auto v = host_tensor(random_values(48, 14, -1, 1), {48}, t);
+    double scale = t == DType::f64 ? 1 : 8; // accumulation orders differ
+    expect_same(std::string("batched ") + dtype_name(t),
+                [](std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, {a, b, v}, scale);
+    expect_same(std::string("transposed ") + dtype_name(t), [](std::vector<Tensor>& in) {
+      return matmul(transpose(in[1], 0, 1), transpose(in[0], 1, 2));
+    }, {a, b, v}, scale);
+    expect_same(std::string("mat-vec ") + dtype_name(t),
+                [](std::vector<Tensor>& in) { return matmul(in[0], in[2]); }, {a, b, v}, scale);
+  }
+}
+
+TEST_F(GpuVsCpu, RandomNumbersMatchTheCpu) {
+  for (DType t : kFloat) {
+    manual_seed(123);
+    Tensor c = rand({4097}, t, Device::cpu()) + randn({4097}, t, Device::cpu());
+    manual_seed(123);
+    Tensor g = rand({4097}, t, Device::cuda(0)) + randn({4097}, t, Device::cuda(0));
+    auto cv = c.to_vector<double>(), gv = g.to_vector<double>();
+    for (size_t i = 0; i < cv.size(); ++i)
+      ASSERT_NEAR(gv[i], cv[i], 4 * tolerance(t) * (1 + std::fabs(cv[i]))) << i;
+  }
+}
+
+TEST_F(GpuVsCpu, ConcatArangeAndEmpty) {
+  auto a = host_tensor(random_values(12, 15, -1, 1), {3, 4}, DType::f32);
+  auto b = host_tensor(random_values(8, 16, -1, 1), {2, 4}, DType::f32);
+  expect_same("concat", [](std::vector<Tensor>& in) { return concat({in[0], exp(in[1])}, 0); },
+              {a, b});
+  Tensor r = arange(0, 10, 0.5, DType::f32, Device::cuda(0));
+  EXPECT_FLOAT_EQ(r.to_vector<float>()[7], 3.5f);
+  Tensor e = zeros({0, 5}, DType::f32, Device::cuda(0)) + 1;
+  EXPECT_EQ(e.to_vector<float>().size(), 0u);
+  EXPECT_EQ(sum(e).item<float>(), 0.0f);
+}
+
+TEST_F(GpuVsCpu, OutOfMemoryIsAClearErrorAndTheEngineStaysUsable) {
+  Tensor x = ones({1000}, DType::f32, Device::cuda(0));
+  try {
+    Tensor huge = zeros({int64_t(1) << 45}, DType::f32, Device::cuda(0)) + 1;
+    eval(huge);
+    FAIL() << "allocating 128 TiB should fail";
+  } catch (const Error& e) {
+    std::string w = e.what();
+    EXPECT_NE(w.find("requested"), std::string::npos) << w;
+    EXPECT_NE(w.find("free"), std::string::npos) << w;
+  }
+  EXPECT_FLOAT_EQ(sum(x * 2).item<float>(), 2000.0f);
+}
+
+TEST_F(GpuVsCpu, LoopHoldsDeviceMemoryFlat) {
+  Tensor w = randn({4096}, DType::f32, Device::cuda(0));
+  Tensor g = randn({4096}, DType::f32, Device::cuda(0));
+  eval(w, g);
+  for (int i = 0; i < 20; ++i) eval(w = w * 0.9f + g);
+  int64_t in_use = stats().bytes_in_use;
+  for (int i = 0; i < 2000; ++i) eval(w = w * 0.9f + g);
+  EXPECT_EQ(stats().bytes_in_use, in_use);
+}
+
+// Runs in CI (no GPU): CUDA devices are reported unavailable and using one is a clear error.
+TEST(CudaAvailability, WithoutAGpuCudaOpsThrowAndTheCpuIsTheDefault) {
+  if (have_gpu()) GTEST_SKIP() << "a GPU is present";
+  if (!std::getenv("KILN_DEVICE")) EXPECT_EQ(default_device(), Device::cpu());
+  try {
+    zeros({2}, DType::f32, Device::cuda(0));
+    FAIL() << "expected kiln::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[zeros] cuda:0 is not available"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ones({2}).to(Device::cuda(0)), Error);
+  EXPECT_FLOAT_EQ(sum(ones({4})).item<float>(), 4.0f);
+}
