@@ -1,0 +1,110 @@
+// The 9-op chain on the GPU (issue 3): x*y+1, tanh, sigmoid, s*x + (1-s)*y, relu over 64M
+// elements, f32/f16/bf16, plus a broadcast-heavy case (row vector + matrix), each against the
+// device-to-device copy bandwidth measured in the same run. kiln runs on its own stream, so
+// iterations are timed on the host between device syncs: N evaluations are queued back to
+// back (host planning overlaps the previous kernel), then one sync; median over batches.
+#include "bench_util.h"
+
+#include <kiln/kiln.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+double copy_bandwidth(size_t bytes) { // GB/s, read + write counted
+  void *a, *b;
+  cudaMalloc(&a, bytes);
+  cudaMalloc(&b, bytes);
+  cudaMemset(a, 1, bytes);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  for (int i = 0; i < 3; ++i) cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+  std::vector<double> t;
+  for (int r = 0; r < 20; ++r) {
+    cudaEventRecord(e0);
+    cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    t.push_back(ms);
+  }
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * static_cast<double>(bytes) / (bench::median(t) * 1e6);
+}
+
+template <class F> double time_us(F&& body, int iters = 20, int batches = 7) {
+  body();
+  sync();
+  std::vector<double> per;
+  for (int b = 0; b < batches; ++b) {
+    double t0 = bench::now_ns();
+    for (int i = 0; i < iters; ++i) body();
+    sync();
+    per.push_back((bench::now_ns() - t0) / 1e3 / iters);
+  }
+  return bench::median(per);
+}
+
+Tensor chain(const Tensor& x, const Tensor& y) {
+  Tensor t = tanh(x * y + 1);
+  Tensor s = sigmoid(t);
+  return relu(s * x + (1 - s) * y);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (!is_available(Device::cuda(0))) {
+    std::printf("no CUDA device\n");
+    return 1;
+  }
+  bench::print_header("GPU elementwise chain vs device copy bandwidth", argc, argv);
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("- GPU: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  const int64_t n = int64_t(64) << 20;
+  double copy = copy_bandwidth(static_cast<size_t>(n) * 4);
+  std::printf("\ndevice-to-device copy of %lld MiB: %.0f GB/s (read + write)\n\n",
+              (long long)(n * 4 >> 20), copy);
+  std::printf("| case | elements | bytes moved | median us | GB/s | %% of copy |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  auto row = [&](const char* name, int64_t elems, double bytes, double us) {
+    double gbs = bytes / (us * 1e3);
+    std::printf("| %s | %lld | %.0f MB | %.1f | %.0f | %.0f%% |\n", name, (long long)elems,
+                bytes / 1e6, us, gbs, 100 * gbs / copy);
+  };
+  Device gpu = Device::cuda(0);
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    manual_seed(1);
+    Tensor x = randn({n}, t, gpu), y = randn({n}, t, gpu);
+    eval(x, y);
+    Tensor o;
+    double us = time_us([&] { eval(o = chain(x, y)); });
+    reset_stats();
+    eval(o = chain(x, y));
+    Stats s = stats();
+    char name[64];
+    std::snprintf(name, sizeof name, "9-op chain %s (%lld kernel)", dtype_name(t),
+                  (long long)s.kernels_run);
+    row(name, n, 3.0 * n * itemsize(t), us);
+  }
+  { // broadcast: (8192, 8192) matrix + row vector, then * column vector
+    const int64_t r = 8192, c = 8192;
+    Tensor m = randn({r, c}, DType::f32, gpu), row_v = randn({c}, DType::f32, gpu);
+    Tensor col = randn({r, 1}, DType::f32, gpu);
+    eval(m, row_v, col);
+    Tensor o;
+    double us = time_us([&] { eval(o = tanh(m + row_v) * col); });
+    row("broadcast (8192x8192 + row) * col, f32", r * c, 2.0 * r * c * 4 + (r + c) * 4, us);
+  }
+  return 0;
+}

@@ -1,0 +1,71 @@
+// JIT costs (issue 3): the first NVRTC compile in a process, later compiles, a disk-cache hit
+// (read + module load) and a memory hit (key + lookup + launch), with a fresh cache directory.
+#include "bench_util.h"
+
+#include "runtime/cuda/kernel_cache.h"
+
+#include <kiln/kiln.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace kiln;
+
+namespace {
+
+// One tiny evaluation of a chain that is structurally new for each `variant`.
+double eval_ms(int variant, int reps = 1) {
+  Tensor x = ones({8}, DType::f32, Device::cuda(0));
+  eval(x);
+  sync();
+  double t0 = bench::now_ns();
+  for (int r = 0; r < reps; ++r) {
+    Tensor y = x;
+    for (int i = 0; i <= variant % 7; ++i) y = tanh(y * 1.5f + 0.5f);
+    if (variant >= 7) y = exp(y) - sigmoid(y);
+    eval(y);
+  }
+  sync();
+  return (bench::now_ns() - t0) / 1e6 / reps;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (!is_available(Device::cuda(0))) {
+    std::printf("no CUDA device\n");
+    return 1;
+  }
+  bool child = argc > 1 && std::string(argv[1]) == "--child";
+  if (!child) bench::print_header("JIT compile and kernel-cache costs", argc, argv);
+  using detail::cuda_kernel_cache_stats;
+  if (child) { // a second process over the same cache dir: every kernel is a disk hit
+    eval_ms(0);
+    auto before = cuda_kernel_cache_stats();
+    double t = eval_ms(1);
+    auto after = cuda_kernel_cache_stats();
+    std::printf("| disk hit (2nd process): read + load + first launch | %.3f ms | disk hits %lld, "
+                "compiles %lld, load %.3f ms |\n",
+                t, (long long)(after.disk_hits - before.disk_hits),
+                (long long)(after.compiles - before.compiles), after.load_ms - before.load_ms);
+    return 0;
+  }
+  std::printf("\n| what | time | detail |\n|---|---:|---|\n");
+  double first = eval_ms(0);
+  auto s0 = cuda_kernel_cache_stats();
+  std::printf("| first NVRTC compile in the process (+ load, launch) | %.1f ms | compile %.1f ms |\n",
+              first, s0.compile_ms);
+  std::vector<double> later;
+  for (int v = 1; v < 9; ++v) later.push_back(eval_ms(v));
+  auto s1 = cuda_kernel_cache_stats();
+  std::printf("| later compiles (median of 8 new kernels) | %.1f ms | compile %.1f ms each |\n",
+              bench::median(later), (s1.compile_ms - s0.compile_ms) / (s1.compiles - s0.compiles));
+  double hit = eval_ms(3, 2000);
+  std::printf("| memory hit: whole eval of a cached 4-op kernel (plan + key + launch) | %.1f us "
+              "| |\n",
+              hit * 1e3);
+  std::fflush(stdout);
+  std::string cmd = std::string(argv[0]) + " --child";
+  return std::system(cmd.c_str());
+}

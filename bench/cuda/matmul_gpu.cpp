@@ -1,0 +1,82 @@
+// kiln matmul against cuBLAS called directly, square and skinny shapes, f32 (no TF32), bf16.
+// Both are timed the same way: N calls queued, one device sync, median over batches.
+#include "bench_util.h"
+
+#include <kiln/kiln.h>
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+template <class F> double time_us(F&& body, void (*sync_fn)(), int iters = 20, int batches = 7) {
+  body();
+  sync_fn();
+  std::vector<double> per;
+  for (int b = 0; b < batches; ++b) {
+    double t0 = bench::now_ns();
+    for (int i = 0; i < iters; ++i) body();
+    sync_fn();
+    per.push_back((bench::now_ns() - t0) / 1e3 / iters);
+  }
+  return bench::median(per);
+}
+
+void device_sync() { cudaDeviceSynchronize(); }
+void kiln_sync() { kiln::sync(); }
+
+// Direct cuBLAS: row-major C = A B as column-major C^T = B^T A^T.
+double cublas_us(cublasHandle_t h, DType t, int64_t M, int64_t N, int64_t K) {
+  size_t isz = itemsize(t);
+  void *a, *b, *c;
+  cudaMalloc(&a, M * K * isz);
+  cudaMalloc(&b, K * N * isz);
+  cudaMalloc(&c, M * N * isz);
+  cudaMemset(a, 0x3c, M * K * isz); // small nonzero values in every dtype
+  cudaMemset(b, 0x3c, K * N * isz);
+  float one = 1, zero = 0;
+  cudaDataType_t dt = t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  double us = time_us([&] {
+    cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b, dt, N, a, dt, K, &zero, c, dt, N,
+                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  }, device_sync);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  return us;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (!is_available(Device::cuda(0))) {
+    std::printf("no CUDA device\n");
+    return 1;
+  }
+  bench::print_header("kiln matmul vs cuBLAS", argc, argv);
+  cublasHandle_t h;
+  cublasCreate(&h);
+  std::printf("\n| dtype | M x K x N | cuBLAS us | kiln us | kiln / cuBLAS | kiln TFLOP/s |\n");
+  std::printf("|---|---|---:|---:|---:|---:|\n");
+  struct Case { int64_t m, k, n; };
+  for (DType t : {DType::f32, DType::bf16})
+    for (Case c : {Case{4096, 4096, 4096}, Case{8192, 8192, 8192}, Case{64, 64, 64},
+                   Case{256, 256, 256}, Case{16384, 4096, 64}, Case{64, 4096, 16384},
+                   Case{1, 8192, 8192}}) {
+      Tensor a = randn({c.m, c.k}, t, Device::cuda(0)), b = randn({c.k, c.n}, t, Device::cuda(0));
+      eval(a, b);
+      Tensor o;
+      double k_us = time_us([&] { eval(o = matmul(a, b)); }, kiln_sync);
+      double c_us = cublas_us(h, t, c.m, c.n, c.k);
+      std::printf("| %s | %lld x %lld x %lld | %.1f | %.1f | %.2f | %.1f |\n", dtype_name(t),
+                  (long long)c.m, (long long)c.k, (long long)c.n, c_us, k_us, k_us / c_us,
+                  2.0 * c.m * c.n * c.k / (k_us * 1e6));
+    }
+  return 0;
+}
