@@ -43,6 +43,9 @@ public:
 
 /// The backend for a device; throws kiln::Error naming `op` if the device is unavailable.
 Backend& backend_for(Device d, const char* op);
+/// KILN_POISON_ALLOCATIONS=1: fill every new buffer with 0xff bytes (NaN, -1, true) so tests
+/// catch kernels that leave outputs unwritten.
+bool poison_allocations();
 /// Whether f32 GEMMs may use TF32 tensor cores (kiln::set_allow_tf32, KILN_ALLOW_TF32=1).
 bool& allow_tf32();
 /// Wait for every backend in use.

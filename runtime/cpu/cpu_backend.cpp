@@ -16,6 +16,14 @@ MemoryStats& memory_stats() {
   return s;
 }
 
+bool poison_allocations() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_POISON_ALLOCATIONS");
+    return v && *v && *v != '0';
+  }();
+  return on;
+}
+
 namespace {
 
 class CpuBackend final : public Backend {
@@ -26,6 +34,7 @@ public:
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded);
     if (!p) fail("alloc", "out of host memory allocating {} bytes", bytes);
+    if (poison_allocations()) std::memset(p, 0xff, rounded); // NaN / -1 in every dtype
     BufferRef b(new Buffer);
     b->data = p;
     b->bytes = bytes;

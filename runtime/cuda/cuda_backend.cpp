@@ -19,14 +19,6 @@ namespace kiln::detail {
 
 namespace {
 
-bool poison_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_POISON_ALLOCATIONS");
-    return v && *v && *v != '0';
-  }();
-  return on;
-}
-
 class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(int index) : index_(index) {
@@ -62,7 +54,7 @@ public:
       fail("alloc", "out of device memory on cuda:{}: requested {} bytes, {} bytes free of {} ({})",
            index_, bytes, free_b, total_b, cudaGetErrorString(e));
     }
-    if (poison_enabled()) cudaMemsetAsync(p, 0xff, n, stream_); // NaN / -1 in every dtype
+    if (poison_allocations()) cudaMemsetAsync(p, 0xff, n, stream_); // NaN / -1 in every dtype
     BufferRef b(new Buffer);
     b->data = p;
     b->bytes = bytes;
