@@ -28,7 +28,9 @@
 namespace kiln::detail {
 namespace {
 
-std::string errno_text(int e) { return std::generic_category().message(e); }
+std::string errno_text(int e) {
+  return std::generic_category().message(e);
+}
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -62,7 +64,9 @@ std::string make_dirs(const std::string& dir) {
 }
 
 // Writes are line-sized single fprintf calls on unbuffered stderr.
-void warn(const std::string& msg) { std::fprintf(stderr, "kiln: %s\n", msg.c_str()); }
+void warn(const std::string& msg) {
+  std::fprintf(stderr, "kiln: %s\n", msg.c_str());
+}
 
 /// Once per process per `what` (an entry path, or a warning class).
 bool first_time(const std::string& what) {
@@ -74,14 +78,14 @@ bool first_time(const std::string& what) {
 
 void report_once(const std::string& path, const std::string& why) {
   if (first_time("entry:" + path))
-    warn(fmt::format("kernel cache entry {} ignored and removed: {}; the kernel is rebuilt",
-                     path, why));
+    warn(fmt::format("kernel cache entry {} ignored and removed: {}; the kernel is rebuilt", path,
+                     why));
 }
 
 std::string temp_name(const std::string& dir, const std::string& final_name) {
   static std::atomic<uint64_t> counter{0};
-  thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                    (uint64_t(::getpid()) << 32) ^ uint64_t(std::time(nullptr)));
+  thread_local std::mt19937_64 rng(std::random_device{}() ^ (uint64_t(::getpid()) << 32) ^
+                                   uint64_t(std::time(nullptr)));
   return fmt::format("{}/{}{}-{}-{}-{:08x}", dir, kTempPrefix, final_name, ::getpid(),
                      counter.fetch_add(1), uint32_t(rng()));
 }
@@ -170,8 +174,10 @@ DiskCache::DiskCache(std::string dir) : dir_(resolve_dir(std::move(dir))) {
   if (why.empty()) { // the real test (access(2) says yes to root on a read-only mount)
     std::string probe = temp_name(dir_, "probe");
     int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) why = fmt::format("cannot create files in it: {}", errno_text(errno));
-    else ::close(fd), ::unlink(probe.c_str());
+    if (fd < 0)
+      why = fmt::format("cannot create files in it: {}", errno_text(errno));
+    else
+      ::close(fd), ::unlink(probe.c_str());
   }
   enabled_ = why.empty();
   if (!enabled_) {
@@ -212,10 +218,10 @@ std::optional<DiskCacheEntry> DiskCache::load(const CudaKernelSource& src, const
     return std::nullopt;
   }
   if (v.arch != t.arch || v.nvrtc != t.nvrtc_version || v.codegen != kCodegenVersion) {
-    report_once(path, fmt::format("built for sm_{} nvrtc {} codegen {}, expected sm_{} nvrtc {} "
-                                  "codegen {}",
-                                  v.arch, v.nvrtc, v.codegen, t.arch, t.nvrtc_version,
-                                  kCodegenVersion));
+    report_once(path,
+                fmt::format("built for sm_{} nvrtc {} codegen {}, expected sm_{} nvrtc {} "
+                            "codegen {}",
+                            v.arch, v.nvrtc, v.codegen, t.arch, t.nvrtc_version, kCodegenVersion));
     remove_entry(path, use_path, st);
     return std::nullopt;
   }

@@ -25,7 +25,9 @@ bool parse_hex16(std::string_view s, uint64_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-std::string hex16(uint64_t v) { return fmt::format("{:016x}", v); }
+std::string hex16(uint64_t v) {
+  return fmt::format("{:016x}", v);
+}
 
 std::string section_line(std::string_view field, std::string_view data) {
   return fmt::format("{} {} {}\n", field, data.size(), hex16(fnv1a64(data)));
@@ -56,7 +58,9 @@ uint64_t fnv1a64(std::string_view data) {
   return h;
 }
 
-std::string entry_base_name(std::string_view key) { return hex16(fnv1a64(key)); }
+std::string entry_base_name(std::string_view key) {
+  return hex16(fnv1a64(key));
+}
 
 std::string format_header(const EntryMeta& m, std::string_view key, std::string_view source,
                           std::string_view log, std::string_view binary) {
@@ -85,8 +89,8 @@ std::string parse_entry(std::string_view file, EntryView& v) {
     return fmt::format("format version {}, expected {}", value.substr(0, 16), kCacheFormatVersion);
 
   int64_t* ints[] = {&v.arch, &v.nvrtc, &v.codegen, &v.compile_us, &v.created};
-  constexpr std::array<std::string_view, 5> int_fields = {"arch", "nvrtc", "codegen",
-                                                          "compile_us", "created"};
+  constexpr std::array<std::string_view, 5> int_fields = {"arch", "nvrtc", "codegen", "compile_us",
+                                                          "created"};
   uint32_t seen = 0; // bit per required field: ints, name, format, sections
   std::array<uint64_t, 4> size{}, sum{};
   auto once = [&](int bit) {
@@ -119,9 +123,8 @@ std::string parse_entry(std::string_view file, EntryView& v) {
       known = true;
       size_t sp = value.find(' ');
       int64_t n = -1;
-      ok = once(7 + int(i)) && sp != std::string_view::npos &&
-           parse_int(value.substr(0, sp), n) && n >= 0 && uint64_t(n) <= kMaxEntryBytes &&
-           parse_hex16(value.substr(sp + 1), sum[i]);
+      ok = once(7 + int(i)) && sp != std::string_view::npos && parse_int(value.substr(0, sp), n) &&
+           n >= 0 && uint64_t(n) <= kMaxEntryBytes && parse_hex16(value.substr(sp + 1), sum[i]);
       size[i] = uint64_t(n);
     }
     if (known && !ok) return fmt::format("bad or repeated header field '{}'", field.substr(0, 32));
