@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-int main() {
+int main() try {
   std::cout << "device: " << kiln::default_device() << "\n\n"; // GPU if present, else CPU
   kiln::manual_seed(0);
   kiln::reset_stats();
@@ -26,4 +26,7 @@ int main() {
 
   std::cout << "stats: " << stats << "\n\n";
   std::cout << "plan of the eval:\n" << plan << "\n";
+} catch (const kiln::Error& e) { // e.g. KILN_DEVICE=cuda on a machine without a GPU
+  std::cerr << "kiln error: " << e.what() << "\n";
+  return 1;
 }
