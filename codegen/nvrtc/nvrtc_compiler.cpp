@@ -1,0 +1,152 @@
+// NVRTC: CUDA source -> cubin (or PTX for an arch this NVRTC does not know). No driver calls,
+// so this runs (and is tested) on machines without a GPU.
+#include "codegen/nvrtc_compiler.h"
+
+#include "engine/errors.h"
+
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#ifndef KILN_CUDA_INCLUDE_DIR
+#define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
+#endif
+
+namespace kiln::detail {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The toolkit's include dir (cuda_fp16.h, cuda_bf16.h): $CUDA_HOME or $CUDA_PATH when set and
+// present, else the dir of the toolkit kiln was built against, else /usr/local/cuda/include.
+const std::string& cuda_include_dir() {
+  static const std::string dir = [] {
+    std::error_code ec;
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+      const char* v = std::getenv(var);
+      if (v && *v && fs::exists(fs::path(v) / "include" / "cuda_fp16.h", ec))
+        return (fs::path(v) / "include").string();
+    }
+    if (fs::exists(fs::path(KILN_CUDA_INCLUDE_DIR) / "cuda_fp16.h", ec))
+      return std::string(KILN_CUDA_INCLUDE_DIR);
+    return std::string("/usr/local/cuda/include");
+  }();
+  return dir;
+}
+
+const std::vector<int>& supported_archs() {
+  static const std::vector<int> archs = [] {
+    std::vector<int> a;
+    int n = 0;
+    if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
+      a.resize(n);
+      if (nvrtcGetSupportedArchs(a.data()) != NVRTC_SUCCESS) a.clear();
+    }
+    std::sort(a.begin(), a.end());
+    return a;
+  }();
+  return archs;
+}
+
+// Save a source that failed to compile where a person can find it; returns the path.
+std::string save_failed_source(const CudaKernelSource& src) {
+  std::error_code ec;
+  fs::path dir = fs::temp_directory_path(ec) / "kiln-failed";
+  fs::create_directories(dir, ec);
+  fs::path path = dir / (src.name + ".cu");
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << "// key: " << src.key << "\n" << src.source;
+  if (!f) return "(could not save the source: " + path.string() + ")";
+  return path.string();
+}
+
+struct Program {
+  nvrtcProgram prog = nullptr;
+  ~Program() {
+    if (prog) nvrtcDestroyProgram(&prog);
+  }
+};
+
+std::string program_log(nvrtcProgram prog) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+} // namespace
+
+int nvrtc_version() {
+  static const int version = [] {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+    return major * 1000 + minor * 10;
+  }();
+  return version;
+}
+
+CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
+  auto t0 = std::chrono::steady_clock::now();
+  // A cubin for the exact arch when NVRTC knows it; otherwise PTX for the newest known arch
+  // not above the target, which the driver JIT-compiles for the device.
+  const std::vector<int>& archs = supported_archs();
+  bool cubin = archs.empty() || std::find(archs.begin(), archs.end(), t.arch) != archs.end();
+  int arch = t.arch;
+  if (!cubin) {
+    auto it = std::upper_bound(archs.begin(), archs.end(), t.arch);
+    if (it == archs.begin())
+      fail("compile", "NVRTC {} supports no architecture at or below sm_{} (it knows sm_{}..sm_{})",
+           nvrtc_version(), t.arch, archs.front(), archs.back());
+    arch = *(it - 1);
+  }
+  std::string arch_opt =
+      fmt::format("--gpu-architecture={}_{}", cubin ? "sm" : "compute", arch);
+  std::string include_opt = "--include-path=" + cuda_include_dir();
+  const char* opts[] = {arch_opt.c_str(), "-std=c++17", include_opt.c_str(), "-default-device"};
+
+  Program p;
+  nvrtcResult r =
+      nvrtcCreateProgram(&p.prog, src.source.c_str(), (src.name + ".cu").c_str(), 0, nullptr,
+                         nullptr);
+  if (r != NVRTC_SUCCESS)
+    fail("compile", "nvrtcCreateProgram failed for kernel {}: {}", src.name,
+         nvrtcGetErrorString(r));
+  r = nvrtcCompileProgram(p.prog, static_cast<int>(std::size(opts)), opts);
+  CudaBinary out;
+  out.log = program_log(p.prog);
+  if (r != NVRTC_SUCCESS) {
+    std::string path = save_failed_source(src);
+    fail("compile", "NVRTC could not compile kernel {} for {} ({}); source saved to {}\n{}",
+         src.name, arch_opt.substr(arch_opt.find('=') + 1), nvrtcGetErrorString(r), path, out.log);
+  }
+  size_t size = 0;
+  if (cubin) {
+    r = nvrtcGetCUBINSize(p.prog, &size);
+    if (r == NVRTC_SUCCESS) {
+      out.image.resize(size);
+      r = nvrtcGetCUBIN(p.prog, out.image.data());
+    }
+  } else {
+    r = nvrtcGetPTXSize(p.prog, &size); // includes the terminating NUL
+    if (r == NVRTC_SUCCESS) {
+      out.image.resize(size);
+      r = nvrtcGetPTX(p.prog, out.image.data());
+    }
+  }
+  if (r != NVRTC_SUCCESS || out.image.empty())
+    fail("compile", "NVRTC produced no {} for kernel {}: {}", cubin ? "cubin" : "PTX", src.name,
+         nvrtcGetErrorString(r));
+  out.is_cubin = cubin;
+  out.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+} // namespace kiln::detail

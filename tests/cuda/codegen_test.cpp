@@ -1,0 +1,507 @@
+// CUDA code generation without a GPU: every kernel shape the op catalogue produces on the CPU
+// backend is rendered and compiled with NVRTC (sm_90 and sm_80), a few sources are compared
+// with golden files, kernel keys are checked for what they must and must not depend on, and a
+// compile failure is checked to report NVRTC's log and a saved source.
+//
+// Golden files: tests/cuda/golden/*.cu. After an intended change to the generated code, rewrite
+// them with   KILN_UPDATE_GOLDEN=1 build/tests/kiln_tests --gtest_filter='Codegen*'   and
+// review the diff (bump kCodegenVersion in codegen/cuda_codegen.h when the meaning changes).
+// The codegen headers use llvm::ArrayRef; libkiln keeps LLVM's symbols to itself, so do not
+// reference LLVM's ABI-check symbol from here.
+#define LLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING 1
+#include "codegen/cuda_codegen.h"
+#include "codegen/kernel_key.h"
+#include "codegen/nvrtc_compiler.h"
+#include "engine/kernel_observer.h"
+
+#include <kiln/kiln.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+using namespace kiln;
+using namespace kiln::detail;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Collects every FusedKernel run while it is alive.
+struct Capture {
+  std::vector<FusedKernel> kernels;
+  KernelObserver prev;
+  Capture() {
+    prev = set_kernel_observer([this](const FusedKernel& k) { kernels.push_back(k); });
+  }
+  ~Capture() { set_kernel_observer(prev); }
+};
+
+struct Codegen : ::testing::Test {
+  void SetUp() override {
+    set_default_device(Device::cpu());
+    set_eager(false);
+    manual_seed(7);
+  }
+  void TearDown() override { set_eager(false); }
+};
+
+// Fixed target so that names and goldens do not depend on the installed NVRTC.
+CudaTarget target(int arch = 90) {
+  CudaTarget t;
+  t.arch = arch;
+  t.sm_count = 132;
+  t.nvrtc_version = 13000;
+  return t;
+}
+
+Tensor chain(const Tensor& x, const Tensor& y) { // the 9-op chain of the liveness tests
+  Tensor t = x * y + 1;
+  t = tanh(t);
+  Tensor s = sigmoid(t);
+  return relu(s * x + (1 - s) * y);
+}
+
+// The only kernel evaluating the tensor `f()` returns runs (its inputs are evaluated before;
+// its intermediates died inside f, so they fuse).
+template <class F> FusedKernel kernel_of(F&& f) {
+  Capture c;
+  Tensor r = f();
+  eval(r);
+  EXPECT_EQ(c.kernels.size(), 1u);
+  return c.kernels.empty() ? FusedKernel{} : c.kernels.back();
+}
+
+// ---- the catalogue ------------------------------------------------------------------------
+
+const DType kFloat[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+
+void float_ops(DType dt) {
+  Tensor x = randn({33, 20}, dt), y = randn({33, 20}, dt);
+  Tensor p = rand({33, 20}, dt) + 0.5;
+  eval(x, y, p);
+  eval(chain(x, y));
+  eval(exp(x), log(p), sqrt(p), rsqrt(p), sin(x), cos(x), tanh(x), sigmoid(x), gelu(x));
+  eval(relu(x), abs(x), neg(x), pow(p, y), pow(x, 2), pow(p, 0.5), maximum(x, y), minimum(x, y));
+  eval(x / y, 1 - x, 2 / p, clamp(x, -0.5, 0.5), x * 1e-3 + y);
+  eval(where(x > y, x, y), where(x <= 0, 0.0, x), eq(x, y), ne(x, 0.5), lt(x, y), ge(x, y));
+  eval(cast(x, DType::i32), cast(x, DType::i64), cast(x, DType::boolean), cast(x, DType::f64),
+       cast(x, DType::f16), cast(x, DType::bf16), cast(x, DType::f32));
+  eval(softmax(x), log_softmax(x), softmax(x, 0));
+  for (auto r : {OpCode::sum, OpCode::mean, OpCode::max, OpCode::min}) {
+    auto red = [&](const Tensor& t, std::vector<int> axes, bool keep) {
+      switch (r) {
+      case OpCode::sum:
+        return sum(t, axes, keep);
+      case OpCode::mean:
+        return mean(t, axes, keep);
+      case OpCode::max:
+        return max(t, axes, keep);
+      default:
+        return min(t, axes, keep);
+      }
+    };
+    Tensor z = reshape(x, {3, 11, 20});
+    eval(red(x, {1}, false), red(x, {0}, true), red(x, {}, false), red(z, {1}, false),
+         red(z, {0, 2}, false), red(exp(x) * y, {1}, false));
+  }
+  eval(argmax(x, 1), argmax(x, 0), argmax(x), argmax(x * y, 1, true));
+}
+
+void int_ops(DType dt) {
+  Tensor a = cast(arange(-40, 40, 1, DType::i64), dt), b = cast(arange(80, DType::i64), dt);
+  a = reshape(a, {8, 10});
+  b = reshape(b, {8, 10});
+  eval(a, b);
+  eval(a * b + 3, a - b, neg(a), abs(a), relu(a), pow(a, 3), pow(a, b), maximum(a, b),
+       minimum(a, 7), a * 2 + 1);
+  eval(where(a > b, a, b), eq(a, b), lt(a, 0), cast(a, DType::f32), cast(a, DType::f16),
+       cast(a, DType::boolean), cast(a, DType::i32), cast(a, DType::i64), cast(a, DType::f64));
+  eval(sum(a), sum(a, {1}), sum(a, {0}, true), max(a, {1}), min(a, {0}), argmax(a, 1),
+       argmax(a));
+  eval(a * 0.5, a / 3); // promotes to float
+}
+
+void bool_ops() {
+  Tensor x = randn({5, 7}), y = randn({5, 7});
+  Tensor a = x > 0, b = y < 0.3;
+  eval(a, b);
+  eval(logical_and(a, b), logical_or(a, b), logical_not(a), a + b, a * b, where(a, x, y),
+       cast(a, DType::f32), cast(a, DType::i64), eq(a, b), sum(a), sum(a, {1}), max(a, {0}),
+       argmax(a, 1), a + 1);
+}
+
+void view_ops() {
+  Tensor x = randn({6, 8}), y = randn({8}), z = randn({6, 1}), w = randn({2, 3, 4, 5});
+  Tensor h = cast(x, DType::bf16), g = cast(y, DType::bf16), s = full({}, 2.5);
+  eval(x, y, z, w, h, g, s);
+  eval(x + y, x * z + y, y + z, h * g + 1, h + cast(z, DType::bf16), x * s, s + 1);
+  eval(transpose(x, 0, 1) + 1, contiguous(transpose(x, 0, 1)), contiguous(permute(w, {3, 1, 0, 2})));
+  eval(slice(x, 1, 1, 7, 2) * 2, slice(x, 0, 2, 5), expand(z, {6, 8}) - x, exp(transpose(x, 0, 1)));
+  eval(unsqueeze(y, 0) + z, reshape(x, {48}) * 3, squeeze(z) + 1, transpose(w, 1, 3) * 2);
+  eval(sum(transpose(x, 0, 1), {1}), sum(w, {1, 3}), mean(w, {0, 2}), max(w, {3}),
+       argmax(w, 2), sum(slice(x, 1, 0, 8, 3), {0}), sum(x + y, {0}), min(permute(w, {2, 0, 3, 1}), {1, 2}));
+  eval(concat({x, x * 2}, 0), concat({x, exp(x), z}, 1), concat({cast(x, DType::f16), cast(x, DType::f16)}, 1));
+}
+
+void source_ops() {
+  for (DType dt : kFloat) eval(rand({3, 17}, dt), randn({65}, dt), rand({4}, dt) * 2);
+  eval(arange(10), arange(0.5, 3.0, 0.25, DType::f32), arange(-3, 9, 2, DType::i32),
+       arange(5, DType::f64), cast(arange(0, 4, 1, DType::i64), DType::boolean));
+  eval(full({3, 3}, 1.5) + reshape(arange(0, 9, 1, DType::f32), {3, 3}));
+}
+
+void empty_ops() {
+  Tensor e = zeros({0, 3}), f = zeros({4, 0});
+  eval(e + 1, exp(e) * 2, sum(e, {0}), sum(f, {1}), mean(f, {1}), sum(e), concat({e, e}, 0));
+}
+
+void eager_ops() {
+  set_eager(true);
+  Tensor x = randn({16}), y = randn({16});
+  Tensor o = chain(x, y);
+  eval(o, sum(o), softmax(o));
+  set_eager(false);
+}
+
+std::vector<FusedKernel> catalogue() {
+  Capture c;
+  for (DType dt : kFloat) float_ops(dt);
+  int_ops(DType::i32);
+  int_ops(DType::i64);
+  bool_ops();
+  view_ops();
+  source_ops();
+  empty_ops();
+  eager_ops();
+  return c.kernels;
+}
+
+bool vec_possible(const FusedKernel& k) {
+  if (k.kind != FusedKernel::Kind::elementwise) return false;
+  for (const KernelInput& in : k.inputs)
+    if (in.cls == IndexClass::strided) return false;
+  for (const KernelOutput& o : k.outputs)
+    if (!is_contiguous(Layout{k.shape, o.strides, 0})) return false;
+  return true;
+}
+
+// One compile job per unique full key.
+struct Job {
+  FusedKernel kernel;
+  CudaVariant variant;
+  int arch;
+  CudaKernelSource src;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
+  ASSERT_GT(nvrtc_version(), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<FusedKernel> all = catalogue();
+  ASSERT_GT(all.size(), 100u);
+  // Unique structures, then one job per (structure, variant, arch).
+  std::map<std::string, FusedKernel> unique;
+  for (const FusedKernel& k : all) unique.emplace(kernel_key(k), k);
+  // Every structure once for sm_90 (the vec variant where it applies, else 32-bit indices);
+  // every 8th also with 64-bit indices; about 20 for sm_80.
+  std::vector<Job> jobs;
+  std::map<std::string, bool> seen;
+  int sm80 = 0, n = 0;
+  for (auto& [key, k] : unique) {
+    std::vector<std::pair<CudaVariant, int>> todo = {{{true, vec_possible(k)}, 90}};
+    if (n % 8 == 0) todo.push_back({{false, false}, 90});
+    if (n % 20 == 0) todo.push_back({{true, false}, 80}), ++sm80;
+    ++n;
+    for (auto& [v, arch] : todo) {
+      CudaKernelSource src = render_cuda(k, v, target(arch));
+      if (seen.emplace(src.key, true).second) jobs.push_back({k, v, arch, src});
+    }
+  }
+  // Basic shape of every source and of its parameters.
+  bool ops[64] = {};
+  for (const Job& j : jobs) {
+    for (const TapeInst& t : j.kernel.tape) ops[static_cast<int>(t.op)] = true;
+    if (j.kernel.kind == FusedKernel::Kind::reduce) ops[static_cast<int>(j.kernel.reduce_op)] = true;
+    EXPECT_NE(j.src.source.find("extern \"C\" __global__ void __launch_bounds__(256) " + j.src.name +
+                                "(const __grid_constant__ Params p)"),
+              std::string::npos)
+        << j.src.source;
+    std::vector<void*> bases(16, reinterpret_cast<void*>(uintptr_t(1) << 20));
+    std::vector<std::byte> params = pack_params(j.kernel, j.variant, bases);
+    ASSERT_FALSE(params.empty());
+    ASSERT_EQ(params.size() % 8, 0u);
+    // The source checks sizeof(Params) against this count; the compile below proves it.
+    EXPECT_NE(j.src.source.find("sizeof(Params) == " + std::to_string(params.size())),
+              std::string::npos)
+        << j.src.source;
+  }
+  // Every op of the table that can appear in a kernel did.
+  for (OpCode op : {OpCode::constant, OpCode::rand_uniform, OpCode::rand_normal, OpCode::iota,
+                    OpCode::copy, OpCode::neg, OpCode::abs, OpCode::relu, OpCode::exp, OpCode::log,
+                    OpCode::sqrt, OpCode::rsqrt, OpCode::sin, OpCode::cos, OpCode::tanh,
+                    OpCode::sigmoid, OpCode::gelu, OpCode::logical_not, OpCode::cast, OpCode::add,
+                    OpCode::sub, OpCode::mul, OpCode::div, OpCode::pow, OpCode::maximum,
+                    OpCode::minimum, OpCode::eq, OpCode::ne, OpCode::lt, OpCode::le, OpCode::gt,
+                    OpCode::ge, OpCode::logical_and, OpCode::logical_or, OpCode::where, OpCode::sum,
+                    OpCode::mean, OpCode::max, OpCode::min, OpCode::argmax})
+    EXPECT_TRUE(ops[static_cast<int>(op)]) << "no kernel used " << op_name(op);
+
+  // Compile on two threads (NVRTC is thread-safe per program).
+  std::vector<std::string> errors(jobs.size());
+  std::vector<size_t> sizes(jobs.size());
+  std::vector<double> ms(jobs.size());
+  auto work = [&](size_t first, size_t step) {
+    for (size_t i = first; i < jobs.size(); i += step) {
+      try {
+        CudaBinary b = compile_cuda(jobs[i].src, target(jobs[i].arch));
+        sizes[i] = b.is_cubin ? b.image.size() : 0;
+        ms[i] = b.compile_ms;
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    }
+  };
+  unsigned nthreads = std::max(2u, std::min(8u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < nthreads; ++t) threads.emplace_back(work, t, nthreads);
+  for (auto& t : threads) t.join();
+  double total_ms = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(errors[i], "") << jobs[i].src.key;
+    EXPECT_GT(sizes[i], 0u) << jobs[i].src.name << " (sm_" << jobs[i].arch << "): no cubin";
+    total_ms += ms[i];
+  }
+  double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "[codegen] " << all.size() << " kernels run, " << unique.size()
+            << " structures, " << jobs.size() << " compiles (" << sm80 << " for sm_80), NVRTC "
+            << total_ms / 1000 << " s total, " << total_ms / std::max<size_t>(1, jobs.size())
+            << " ms each, wall " << wall << " s\n";
+}
+
+// ---- golden sources -------------------------------------------------------------------------
+
+namespace {
+
+fs::path golden_dir() {
+  return fs::path(__FILE__).parent_path() / "golden";
+}
+
+// Compare (or, with KILN_UPDATE_GOLDEN=1, rewrite) tests/cuda/golden/<name>.cu.
+void check_golden(const std::string& name, const CudaKernelSource& src) {
+  fs::path path = golden_dir() / (name + ".cu");
+  const char* update = std::getenv("KILN_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << src.source;
+    std::cout << "[codegen] rewrote " << path << "\n";
+    return;
+  }
+  ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with KILN_UPDATE_GOLDEN=1";
+  std::string want = read_file(path);
+  EXPECT_EQ(src.source, want) << "generated source differs from " << path
+                              << " (KILN_UPDATE_GOLDEN=1 rewrites it after review)";
+}
+
+} // namespace
+
+TEST_F(Codegen, GoldenSources) {
+  Tensor x = randn({4096}), y = randn({4096});
+  Tensor h = cast(randn({64, 32}), DType::bf16), g = cast(randn({32}), DType::bf16);
+  Tensor m = randn({16, 32});
+  eval(x, y, h, g, m);
+  FusedKernel chain9 = kernel_of([&] { return chain(x, y); });
+  FusedKernel bcast = kernel_of([&] { return h * g + 1; });
+  FusedKernel rowsum = kernel_of([&] { return sum(m, {1}); });
+  FusedKernel tcopy = kernel_of([&] { return contiguous(transpose(m, 0, 1)); });
+  EXPECT_EQ(chain9.compute_ops(), 9);
+  EXPECT_EQ(bcast.inputs.size(), 2u);
+  EXPECT_EQ(rowsum.kind, FusedKernel::Kind::reduce);
+  ASSERT_EQ(tcopy.inputs.size(), 1u);
+  EXPECT_EQ(tcopy.inputs[0].cls, IndexClass::strided);
+
+  struct Case {
+    const char* name;
+    const FusedKernel& k;
+    CudaVariant v;
+  } cases[] = {{"chain9_f32_vec", chain9, {true, true}},
+               {"broadcast_bf16", bcast, {true, false}},
+               {"rowsum_f32", rowsum, {true, false}},
+               {"transpose_copy_f32", tcopy, {true, false}}};
+  for (const Case& c : cases) {
+    CudaKernelSource src = render_cuda(c.k, c.v, target());
+    check_golden(c.name, src);
+    EXPECT_NO_THROW(compile_cuda(src, target())) << c.name;
+  }
+}
+
+// ---- keys, names, parameters ----------------------------------------------------------------
+
+TEST_F(Codegen, KeysAreStructural) {
+  auto ew = [](Shape s, DType dt, double c1, double c2) {
+    Tensor x = cast(randn(s), dt), y = cast(randn(s), dt);
+    eval(x, y);
+    return kernel_of([&] { return tanh(x * y + c1) * c2; });
+  };
+  FusedKernel small = ew({64}, DType::f32, 1, 2), big = ew({1000, 37}, DType::f32, 1, 2);
+  FusedKernel consts = ew({64}, DType::f32, 3.5, -7);
+  FusedKernel f16 = ew({64}, DType::f16, 1, 2);
+  CudaVariant v32{true, false}, v64{false, false}, vec{true, true};
+  auto key = [](const FusedKernel& k, CudaVariant v, int arch = 90) {
+    return render_cuda(k, v, target(arch)).key;
+  };
+  // Sizes of the same rank... and of another rank with the same structure are one kernel only
+  // when the rank matches; here both are contiguous, so the rank is the only difference.
+  Tensor a = randn({64}), b = randn({64}), c = randn({128}), d = randn({128});
+  eval(a, b, c, d);
+  FusedKernel s64 = kernel_of([&] { return tanh(a * b + 1) * 2; });
+  FusedKernel s128 = kernel_of([&] { return tanh(c * d + 1) * 2; });
+  EXPECT_EQ(key(s64, v32), key(s128, v32));
+  EXPECT_EQ(render_cuda(s64, v32, target()).source, render_cuda(s128, v32, target()).source);
+  EXPECT_EQ(render_cuda(s64, v32, target()).name, render_cuda(s128, v32, target()).name);
+  EXPECT_NE(key(small, v32), key(big, v32)); // rank 1 vs rank 2
+  // Constants are parameters: same key and source, different packed bytes.
+  EXPECT_EQ(key(small, v32), key(consts, v32));
+  EXPECT_EQ(render_cuda(small, v32, target()).source, render_cuda(consts, v32, target()).source);
+  std::vector<void*> bases(8, nullptr);
+  EXPECT_NE(pack_params(small, v32, bases), pack_params(consts, v32, bases));
+  // dtype, variant and arch are part of the key (and the name).
+  EXPECT_NE(key(small, v32), key(f16, v32));
+  EXPECT_NE(key(small, v32), key(small, v64));
+  EXPECT_NE(key(small, v32), key(small, vec));
+  EXPECT_NE(key(small, v32), key(small, v32, 80));
+  EXPECT_NE(render_cuda(small, v32, target()).name, render_cuda(small, v64, target()).name);
+  EXPECT_NE(render_cuda(small, v32, target()).name, render_cuda(small, v32, target(80)).name);
+  // Index class: contiguous vs transposed vs broadcast vs scalar operand.
+  Tensor sq = randn({8, 8}), sq2 = randn({8, 8}), row = randn({8}), s0 = full({}, 3.0);
+  eval(sq, sq2, row, s0);
+  FusedKernel cc = kernel_of([&] { return sq + sq2; });
+  FusedKernel ct = kernel_of([&] { return sq + transpose(sq2, 0, 1); });
+  FusedKernel cb = kernel_of([&] { return sq + row; });
+  FusedKernel cs = kernel_of([&] { return sq + s0; });
+  std::set<std::string> keys = {key(cc, v32), key(ct, v32), key(cb, v32), key(cs, v32)};
+  EXPECT_EQ(keys.size(), 4u);
+  // The name is readable: ops, dtype, variant, arch, hash.
+  std::string name = render_cuda(small, vec, target()).name;
+  EXPECT_EQ(name.rfind("kiln_mul_add_tanh_mul_f32_v4_sm90_", 0), 0u) << name;
+}
+
+TEST_F(Codegen, ParamsFollowTheDeclaredOrder) {
+  Tensor x = randn({10, 6}), y = randn({6});
+  eval(x, y);
+  FusedKernel k = kernel_of([&] { return x * y + 2.5; });
+  // n, sh0, sh1, in0 (contiguous), in1 (strided: only its nonzero stride, dim 1), out0, c<t>.
+  CudaKernelSource src = render_cuda(k, {true, false}, target());
+  std::vector<std::string> fields;
+  size_t at = src.source.find("struct Params {");
+  ASSERT_NE(at, std::string::npos);
+  std::istringstream body(src.source.substr(at, src.source.find("};", at) - at));
+  std::string line;
+  std::getline(body, line);
+  while (std::getline(body, line)) fields.push_back(line.substr(line.rfind(' ') + 1));
+  ASSERT_EQ(fields.size(), 8u) << src.source;
+  EXPECT_EQ(fields[0], "n;");
+  EXPECT_EQ(fields[3], "in0;");
+  EXPECT_EQ(fields[4], "in1;");
+  EXPECT_EQ(fields[5], "in1_s1;");
+  EXPECT_EQ(fields[6], "out0;");
+  EXPECT_EQ(fields[7], "c3;"); // tape: load, load, mul, constant (value 3), add
+  // Where do the slots live? Give each slot a distinct fake base and find them in the bytes.
+  std::vector<char> mem(4096);
+  std::vector<void*> bases;
+  for (int s = 0; s < 8; ++s) bases.push_back(mem.data() + 256 * s);
+  std::vector<std::byte> p = pack_params(k, {true, false}, bases);
+  auto word = [&](int i) {
+    uint64_t w;
+    std::memcpy(&w, p.data() + 8 * i, 8);
+    return w;
+  };
+  EXPECT_EQ(word(0), 60u);
+  EXPECT_EQ(word(1), 10u);
+  EXPECT_EQ(word(2), 6u);
+  EXPECT_EQ(word(3), reinterpret_cast<uintptr_t>(bases[k.inputs[0].slot]) + 4 * k.inputs[0].offset);
+  EXPECT_EQ(word(5), 1u);
+  EXPECT_EQ(word(6), reinterpret_cast<uintptr_t>(bases[k.outputs[0].slot]));
+  double c;
+  std::memcpy(&c, p.data() + 8 * 7, 8);
+  EXPECT_EQ(c, 2.5);
+}
+
+TEST_F(Codegen, LaunchShapes) {
+  Tensor x = randn({1 << 20}), e = zeros({0}), m = randn({1000, 7});
+  eval(x, e, m);
+  FusedKernel big = kernel_of([&] { return x + 1; });
+  FusedKernel empty = kernel_of([&] { return e + 1; });
+  FusedKernel rows = kernel_of([&] { return sum(m, {1}); });
+  CudaTarget t = target();
+  EXPECT_EQ(launch_for(big, {true, false}, t).grid, uint32_t(132 * 8));
+  EXPECT_EQ(launch_for(big, {true, true}, t).grid, uint32_t((1 << 20) / 1024)); // 4 per thread
+  EXPECT_EQ(launch_for(empty, {true, false}, t).grid, 0u); // nothing to launch
+  CudaLaunch r = launch_for(rows, {true, false}, t);
+  EXPECT_EQ(r.block, 32u); // R = 7: one warp per output
+  EXPECT_EQ(r.grid, 1000u);
+  // Vectors need every operand aligned; 32-bit indexing needs everything to fit.
+  std::vector<char> mem(1024);
+  char* al = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
+  std::vector<void*> aligned(8, al), misaligned(8, al + 4);
+  EXPECT_TRUE(choose_variant(big, aligned).vec);
+  EXPECT_FALSE(choose_variant(big, misaligned).vec);
+  EXPECT_TRUE(choose_variant(big, aligned).index32);
+  EXPECT_FALSE(choose_variant(rows, aligned).vec);
+}
+
+TEST_F(Codegen, CompileErrorReportsLogAndSavedSource) {
+  CudaKernelSource src;
+  src.name = "kiln_broken_test_kernel";
+  src.key = "broken";
+  src.source = "extern \"C\" __global__ void kiln_broken_test_kernel() { undefined_thing(); }\n";
+  try {
+    compile_cuda(src, target());
+    FAIL() << "expected a compile error";
+  } catch (const kiln::Error& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.rfind("[compile] ", 0), 0u) << what;
+    EXPECT_NE(what.find("undefined_thing"), std::string::npos) << what; // NVRTC's log
+    size_t at = what.find("source saved to ");
+    ASSERT_NE(at, std::string::npos) << what;
+    std::string path = what.substr(at + 16);
+    path = path.substr(0, path.find('\n'));
+    EXPECT_TRUE(fs::exists(path)) << path;
+    EXPECT_NE(read_file(path).find("undefined_thing"), std::string::npos);
+  }
+  // The engine is still usable for the next compile.
+  Tensor a = randn({4}), b = randn({4});
+  eval(a, b);
+  FusedKernel k = kernel_of([&] { return a + b; });
+  EXPECT_NO_THROW(compile_cuda(render_cuda(k, {true, false}, target()), target()));
+}
+
+TEST_F(Codegen, UnknownArchFallsBackToPtx) {
+  Tensor a = randn({4}), b = randn({4});
+  eval(a, b);
+  FusedKernel k = kernel_of([&] { return a * b; });
+  CudaTarget t = target(95); // not a real arch: PTX for the newest known arch below it
+  CudaBinary bin = compile_cuda(render_cuda(k, {true, false}, t), t);
+  EXPECT_FALSE(bin.is_cubin);
+  ASSERT_FALSE(bin.image.empty());
+  EXPECT_EQ(bin.image.back(), '\0');
+  EXPECT_NE(std::string(bin.image.data()).find(".entry"), std::string::npos);
+}
