@@ -259,8 +259,10 @@ private:
 
   static std::string cast_idx(const std::string& field) { return "(idx_t)p." + field; }
 
-  // Hoisted loads of scalar inputs: s<j>, one element each.
+  // Hoisted loads of scalar inputs: s<j>, one element each (elementwise only: a reduction over
+  // an empty dim runs with no element to read).
   void scalars(int ind) {
+    hoisted_ = true;
     for (size_t j = 0; j < pl_.in.size(); ++j)
       if (pl_.in[j].mode == M::scalar)
         line(ind, fmt::format("const {} s{} = p.in{}[0];", cg::st_name(k_.inputs[j].dtype), j, j));
@@ -308,7 +310,7 @@ private:
   std::string element_load(int j) const {
     switch (pl_.in[j].mode) {
     case M::scalar:
-      return fmt::format("s{}", j);
+      return hoisted_ ? fmt::format("s{}", j) : fmt::format("p.in{}[0]", j);
     case M::contiguous:
       return fmt::format("p.in{}[i]", j);
     case M::strided:
@@ -415,7 +417,6 @@ private:
     if (arg) line(1, "__shared__ long long k_sarg[32];");
     line(1, "const idx_t O = (idx_t)p.O, R = (idx_t)p.R;");
     line(1, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;");
-    scalars(1);
     line(1, "for (idx_t o = blockIdx.x; o < O; o += gridDim.x) {");
     declare_offsets(2, "ki", nullptr, false);
     unravel(2, "o", 0, pl_.nkept, "ki", false);
@@ -453,6 +454,7 @@ private:
   const CudaVariant& v_;
   const CgPlan& pl_;
   std::string s_;
+  bool hoisted_ = false;
 };
 
 std::string render_kernel(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl,
