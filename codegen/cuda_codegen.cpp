@@ -284,12 +284,13 @@ private:
       for (size_t j = 0; j < pl_.in.size() && !in_var.empty(); ++j) {
         const std::vector<int>& dims = pl_.in[j].dims;
         if (pl_.in[j].mode == M::strided && std::count(dims.begin(), dims.end(), d))
-          line(ind + 1, fmt::format("{}{} += q * {};", in_var, j,
-                                    cast_idx(fmt::format("in{}_s{}", j, d))));
+          line(ind + 1,
+               fmt::format("{}{} += q * {};", in_var, j, cast_idx(fmt::format("in{}_s{}", j, d))));
       }
       for (size_t j = 0; j < pl_.out.size() && outputs; ++j)
         if (pl_.out[j].mode == M::strided)
-          line(ind + 1, fmt::format("oo{} += q * {};", j, cast_idx(fmt::format("out{}_s{}", j, d))));
+          line(ind + 1,
+               fmt::format("oo{} += q * {};", j, cast_idx(fmt::format("out{}_s{}", j, d))));
     }
     line(ind, "}");
   }
@@ -322,9 +323,8 @@ private:
   void tape(int ind, const Load& load) {
     for (size_t t = 0; t < k_.tape.size(); ++t) {
       const TapeInst& in = k_.tape[t];
-      std::string e = in.op == OpCode::load
-                          ? cg::load_cvt(k_.inputs[in.a].dtype, load(in.a))
-                          : cg::inst_expr(k_, static_cast<int>(t));
+      std::string e = in.op == OpCode::load ? cg::load_cvt(k_.inputs[in.a].dtype, load(in.a))
+                                            : cg::inst_expr(k_, static_cast<int>(t));
       line(ind, fmt::format("const {} v{} = {};", cg::ct_name(in.dtype), t, e));
     }
   }
@@ -416,7 +416,8 @@ private:
     line(1, fmt::format("__shared__ {} k_sacc[32];", A));
     if (arg) line(1, "__shared__ long long k_sarg[32];");
     line(1, "const idx_t O = (idx_t)p.O, R = (idx_t)p.R;");
-    line(1, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;");
+    line(1,
+         "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;");
     line(1, "for (idx_t o = blockIdx.x; o < O; o += gridDim.x) {");
     declare_offsets(2, "ki", nullptr, false);
     unravel(2, "o", 0, pl_.nkept, "ki", false);
@@ -440,8 +441,8 @@ private:
     if (arg) line(3, "arg = lane < nwarps ? k_sarg[lane] : -1;");
     warp_reduce(3);
     const KernelOutput& out = k_.outputs[0];
-    std::string value = arg                   ? cg::from_i64(out.dtype, "arg")
-                        : !fl                 ? cg::from_i64(out.dtype, "acc")
+    std::string value = arg                  ? cg::from_i64(out.dtype, "arg")
+                        : !fl                ? cg::from_i64(out.dtype, "acc")
                         : op == OpCode::mean ? cg::from_double(out.dtype, "acc / (double)R")
                                              : cg::from_double(out.dtype, "acc");
     line(3, fmt::format("if (lane == 0) p.out0[o] = {};", value));
@@ -519,7 +520,8 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
   int sms = std::max(1, t.sm_count);
   if (k.kind == FusedKernel::Kind::reduce) {
     CgPlan pl = cuda_make_plan(k, {});
-    int64_t O = static_cast<int64_t>(pl.fields[0].bits), R = static_cast<int64_t>(pl.fields[1].bits);
+    int64_t O = static_cast<int64_t>(pl.fields[0].bits),
+            R = static_cast<int64_t>(pl.fields[1].bits);
     // One block per output (grid-stride over outputs); the block is no wider than R needs.
     l.block = 32;
     while (l.block < kBlock && l.block < R) l.block *= 2;
@@ -529,7 +531,8 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
   int64_t n = k.shape.numel();
   int64_t per_block = int64_t(kBlock) * (v.vec ? kElemsPerVec : 1);
   l.block = kBlock;
-  l.grid = static_cast<uint32_t>(std::min<int64_t>((n + per_block - 1) / per_block, int64_t(sms) * 8));
+  l.grid =
+      static_cast<uint32_t>(std::min<int64_t>((n + per_block - 1) / per_block, int64_t(sms) * 8));
   return l; // grid 0 (n == 0): nothing to launch
 }
 

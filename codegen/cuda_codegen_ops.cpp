@@ -360,8 +360,8 @@ std::string inst_expr(const FusedKernel& k, int id) {
     break;
   }
   if (e.empty())
-    throw std::logic_error(fmt::format("CUDA codegen: cannot render {} on {}", op_name(in.op),
-                                       dtype_name(in.dtype)));
+    throw std::logic_error(
+        fmt::format("CUDA codegen: cannot render {} on {}", op_name(in.op), dtype_name(in.dtype)));
   if (in.dtype == DType::f16) return fmt::format("k_rh({})", e);
   if (in.dtype == DType::bf16) return fmt::format("k_rb({})", e);
   return e;

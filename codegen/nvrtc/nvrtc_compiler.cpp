@@ -106,15 +106,13 @@ CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
            nvrtc_version(), t.arch, archs.front(), archs.back());
     arch = *(it - 1);
   }
-  std::string arch_opt =
-      fmt::format("--gpu-architecture={}_{}", cubin ? "sm" : "compute", arch);
+  std::string arch_opt = fmt::format("--gpu-architecture={}_{}", cubin ? "sm" : "compute", arch);
   std::string include_opt = "--include-path=" + cuda_include_dir();
   const char* opts[] = {arch_opt.c_str(), "-std=c++17", include_opt.c_str(), "-default-device"};
 
   Program p;
-  nvrtcResult r =
-      nvrtcCreateProgram(&p.prog, src.source.c_str(), (src.name + ".cu").c_str(), 0, nullptr,
-                         nullptr);
+  nvrtcResult r = nvrtcCreateProgram(&p.prog, src.source.c_str(), (src.name + ".cu").c_str(), 0,
+                                     nullptr, nullptr);
   if (r != NVRTC_SUCCESS)
     fail("compile", "nvrtcCreateProgram failed for kernel {}: {}", src.name,
          nvrtcGetErrorString(r));

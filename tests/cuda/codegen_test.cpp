@@ -126,8 +126,7 @@ void int_ops(DType dt) {
        minimum(a, 7), a * 2 + 1);
   eval(where(a > b, a, b), eq(a, b), lt(a, 0), cast(a, DType::f32), cast(a, DType::f16),
        cast(a, DType::boolean), cast(a, DType::i32), cast(a, DType::i64), cast(a, DType::f64));
-  eval(sum(a), sum(a, {1}), sum(a, {0}, true), max(a, {1}), min(a, {0}), argmax(a, 1),
-       argmax(a));
+  eval(sum(a), sum(a, {1}), sum(a, {0}, true), max(a, {1}), min(a, {0}), argmax(a, 1), argmax(a));
   eval(a * 0.5, a / 3); // promotes to float
 }
 
@@ -145,12 +144,14 @@ void view_ops() {
   Tensor h = cast(x, DType::bf16), g = cast(y, DType::bf16), s = full({}, 2.5);
   eval(x, y, z, w, h, g, s);
   eval(x + y, x * z + y, y + z, h * g + 1, h + cast(z, DType::bf16), x * s, s + 1);
-  eval(transpose(x, 0, 1) + 1, contiguous(transpose(x, 0, 1)), contiguous(permute(w, {3, 1, 0, 2})));
+  eval(transpose(x, 0, 1) + 1, contiguous(transpose(x, 0, 1)),
+       contiguous(permute(w, {3, 1, 0, 2})));
   eval(slice(x, 1, 1, 7, 2) * 2, slice(x, 0, 2, 5), expand(z, {6, 8}) - x, exp(transpose(x, 0, 1)));
   eval(unsqueeze(y, 0) + z, reshape(x, {48}) * 3, squeeze(z) + 1, transpose(w, 1, 3) * 2);
-  eval(sum(transpose(x, 0, 1), {1}), sum(w, {1, 3}), mean(w, {0, 2}), max(w, {3}),
-       argmax(w, 2), sum(slice(x, 1, 0, 8, 3), {0}), sum(x + y, {0}), min(permute(w, {2, 0, 3, 1}), {1, 2}));
-  eval(concat({x, x * 2}, 0), concat({x, exp(x), z}, 1), concat({cast(x, DType::f16), cast(x, DType::f16)}, 1));
+  eval(sum(transpose(x, 0, 1), {1}), sum(w, {1, 3}), mean(w, {0, 2}), max(w, {3}), argmax(w, 2),
+       sum(slice(x, 1, 0, 8, 3), {0}), sum(x + y, {0}), min(permute(w, {2, 0, 3, 1}), {1, 2}));
+  eval(concat({x, x * 2}, 0), concat({x, exp(x), z}, 1),
+       concat({cast(x, DType::f16), cast(x, DType::f16)}, 1));
 }
 
 void source_ops() {
@@ -239,9 +240,10 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
   bool ops[64] = {};
   for (const Job& j : jobs) {
     for (const TapeInst& t : j.kernel.tape) ops[static_cast<int>(t.op)] = true;
-    if (j.kernel.kind == FusedKernel::Kind::reduce) ops[static_cast<int>(j.kernel.reduce_op)] = true;
-    EXPECT_NE(j.src.source.find("extern \"C\" __global__ void __launch_bounds__(256) " + j.src.name +
-                                "(const __grid_constant__ Params p)"),
+    if (j.kernel.kind == FusedKernel::Kind::reduce)
+      ops[static_cast<int>(j.kernel.reduce_op)] = true;
+    EXPECT_NE(j.src.source.find("extern \"C\" __global__ void __launch_bounds__(256) " +
+                                j.src.name + "(const __grid_constant__ Params p)"),
               std::string::npos)
         << j.src.source;
     std::vector<void*> bases(16, reinterpret_cast<void*>(uintptr_t(1) << 20));
@@ -254,14 +256,16 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
         << j.src.source;
   }
   // Every op of the table that can appear in a kernel did.
-  for (OpCode op : {OpCode::constant, OpCode::rand_uniform, OpCode::rand_normal, OpCode::iota,
-                    OpCode::copy, OpCode::neg, OpCode::abs, OpCode::relu, OpCode::exp, OpCode::log,
-                    OpCode::sqrt, OpCode::rsqrt, OpCode::sin, OpCode::cos, OpCode::tanh,
-                    OpCode::sigmoid, OpCode::gelu, OpCode::logical_not, OpCode::cast, OpCode::add,
-                    OpCode::sub, OpCode::mul, OpCode::div, OpCode::pow, OpCode::maximum,
-                    OpCode::minimum, OpCode::eq, OpCode::ne, OpCode::lt, OpCode::le, OpCode::gt,
-                    OpCode::ge, OpCode::logical_and, OpCode::logical_or, OpCode::where, OpCode::sum,
-                    OpCode::mean, OpCode::max, OpCode::min, OpCode::argmax})
+  for (OpCode op : {OpCode::constant,    OpCode::rand_uniform, OpCode::rand_normal, OpCode::iota,
+                    OpCode::copy,        OpCode::neg,          OpCode::abs,         OpCode::relu,
+                    OpCode::exp,         OpCode::log,          OpCode::sqrt,        OpCode::rsqrt,
+                    OpCode::sin,         OpCode::cos,          OpCode::tanh,        OpCode::sigmoid,
+                    OpCode::gelu,        OpCode::logical_not,  OpCode::cast,        OpCode::add,
+                    OpCode::sub,         OpCode::mul,          OpCode::div,         OpCode::pow,
+                    OpCode::maximum,     OpCode::minimum,      OpCode::eq,          OpCode::ne,
+                    OpCode::lt,          OpCode::le,           OpCode::gt,          OpCode::ge,
+                    OpCode::logical_and, OpCode::logical_or,   OpCode::where,       OpCode::sum,
+                    OpCode::mean,        OpCode::max,          OpCode::min,         OpCode::argmax})
     EXPECT_TRUE(ops[static_cast<int>(op)]) << "no kernel used " << op_name(op);
 
   // Compile on two threads (NVRTC is thread-safe per program).
@@ -289,12 +293,11 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
     EXPECT_GT(sizes[i], 0u) << jobs[i].src.name << " (sm_" << jobs[i].arch << "): no cubin";
     total_ms += ms[i];
   }
-  double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "[codegen] " << all.size() << " kernels run, " << unique.size()
-            << " structures, " << jobs.size() << " compiles (" << sm80 << " for sm_80), NVRTC "
-            << total_ms / 1000 << " s total, " << total_ms / std::max<size_t>(1, jobs.size())
-            << " ms each, wall " << wall << " s\n";
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "[codegen] " << all.size() << " kernels run, " << unique.size() << " structures, "
+            << jobs.size() << " compiles (" << sm80 << " for sm_80), NVRTC " << total_ms / 1000
+            << " s total, " << total_ms / std::max<size_t>(1, jobs.size()) << " ms each, wall "
+            << wall << " s\n";
 }
 
 // ---- golden sources -------------------------------------------------------------------------
@@ -454,13 +457,14 @@ TEST_F(Codegen, LaunchShapes) {
   CudaTarget t = target();
   EXPECT_EQ(launch_for(big, {true, false}, t).grid, uint32_t(132 * 8));
   EXPECT_EQ(launch_for(big, {true, true}, t).grid, uint32_t((1 << 20) / 1024)); // 4 per thread
-  EXPECT_EQ(launch_for(empty, {true, false}, t).grid, 0u); // nothing to launch
+  EXPECT_EQ(launch_for(empty, {true, false}, t).grid, 0u);                      // nothing to launch
   CudaLaunch r = launch_for(rows, {true, false}, t);
   EXPECT_EQ(r.block, 32u); // R = 7: one warp per output
   EXPECT_EQ(r.grid, 1000u);
   // Vectors need every operand aligned; 32-bit indexing needs everything to fit.
   std::vector<char> mem(1024);
-  char* al = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
+  char* al =
+      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
   std::vector<void*> aligned(8, al), misaligned(8, al + 4);
   EXPECT_TRUE(choose_variant(big, aligned).vec);
   EXPECT_FALSE(choose_variant(big, misaligned).vec);
