@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers shared by the benchmarks (header only; bench/CMakeLists.txt builds one
-// executable per bench/*.cpp).
+// executable per bench/*.cpp). Deliberately no <thread> or <unistd.h>: they declare ::sync(),
+// which makes `using namespace kiln; sync();` ambiguous in the files that include this.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -8,7 +9,6 @@
 #include <fstream>
 #include <sched.h>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace bench {
@@ -69,7 +69,7 @@ inline std::string command_line(int argc, char** argv) {
 inline int nproc() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return static_cast<int>(std::thread::hardware_concurrency());
+  return 0; // unknown
 }
 
 /// The header every benchmark prints first: what ran, where and when.
