@@ -43,12 +43,12 @@ double copy_bandwidth(size_t bytes) { // GB/s, read + write counted
 
 template <class F> double time_us(F&& body, int iters = 20, int batches = 7) {
   body();
-  sync();
+  kiln::sync();
   std::vector<double> per;
   for (int b = 0; b < batches; ++b) {
     double t0 = bench::now_ns();
     for (int i = 0; i < iters; ++i) body();
-    sync();
+    kiln::sync();
     per.push_back((bench::now_ns() - t0) / 1e3 / iters);
   }
   return bench::median(per);

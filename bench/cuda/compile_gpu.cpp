@@ -18,7 +18,7 @@ namespace {
 double eval_ms(int variant, int reps = 1) {
   Tensor x = ones({8}, DType::f32, Device::cuda(0));
   eval(x);
-  sync();
+  kiln::sync();
   double t0 = bench::now_ns();
   for (int r = 0; r < reps; ++r) {
     Tensor y = x;
@@ -26,7 +26,7 @@ double eval_ms(int variant, int reps = 1) {
     if (variant >= 7) y = exp(y) - sigmoid(y);
     eval(y);
   }
-  sync();
+  kiln::sync();
   return (bench::now_ns() - t0) / 1e6 / reps;
 }
 
