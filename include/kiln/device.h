@@ -1,6 +1,7 @@
 #pragma once
 // Devices. The CPU backend is always present; CUDA devices exist only in builds with CUDA and on
 // machines with a GPU. Using a device that is not available throws kiln::Error.
+#include <cstdint>
 #include <ostream>
 #include <string>
 

@@ -4,6 +4,8 @@
 #include <kiln/tensor.h>
 
 #include <concepts>
+#include <cstdint>
+#include <type_traits>
 #include <optional>
 #include <vector>
 
