@@ -23,9 +23,11 @@ std::ostream& operator<<(std::ostream& os, Device d) {
 }
 
 namespace {
-const char* why_unavailable() {
+std::string why_unavailable() {
 #ifdef KILN_HAVE_CUDA
-  return "no usable CUDA device or driver was found";
+  if (detail::cuda_device_count() > 0)
+    return fmt::format("this machine has {} CUDA device(s)", detail::cuda_device_count());
+  return "no usable CUDA device or driver: " + detail::cuda_unavailable_reason();
 #else
   return "this build of kiln has no CUDA backend";
 #endif

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace kiln::detail {
@@ -146,17 +147,31 @@ std::vector<std::unique_ptr<CudaBackend>>& backends() {
 
 } // namespace
 
-int cuda_device_count() {
-  static const int count = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-      (void)cudaGetLastError(); // no driver or no device: the CPU is all there is
-      return 0;
+namespace {
+struct Probe {
+  int count = 0;
+  std::string why; // why there is no device, for error messages
+};
+
+const Probe& probe() {
+  static const Probe p = [] {
+    Probe r;
+    cudaError_t e = cudaGetDeviceCount(&r.count);
+    if (e != cudaSuccess) { // no driver or no device: the CPU is all there is
+      (void)cudaGetLastError();
+      r.count = 0;
+      r.why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
+    } else if (r.count == 0) {
+      r.why = "no CUDA device found";
     }
-    return n;
+    return r;
   }();
-  return count;
+  return p;
 }
+} // namespace
+
+int cuda_device_count() { return probe().count; }
+const std::string& cuda_unavailable_reason() { return probe().why; }
 
 Backend& cuda_backend(int index) {
   auto& all = backends();
