@@ -1,5 +1,5 @@
-// Device selection and the backend registry. Only the CPU backend exists in this build; the
-// CUDA backend registers here once it lands.
+// Device selection and the backend registry: the CPU backend always, CUDA backends in builds
+// with the toolkit on machines with a usable GPU.
 #include "engine/errors.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -35,7 +35,12 @@ std::string why_unavailable() {
 } // namespace
 
 bool is_available(Device d) {
-  return d.is_cpu();
+  if (d.is_cpu()) return true;
+#ifdef KILN_HAVE_CUDA
+  return d.index >= 0 && d.index < detail::cuda_device_count();
+#else
+  return false;
+#endif
 }
 
 namespace {
