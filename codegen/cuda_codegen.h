@@ -18,7 +18,7 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 1;
+inline constexpr int kCodegenVersion = 2; // 2: --fmad=false
 
 struct CudaTarget {
   int arch = 90;       // compute capability * 10 (sm_90 -> 90)

@@ -214,10 +214,64 @@ void note_outputs(Planner& p, Step& st) {
 
 } // namespace
 
+// Integer matmul has no BLAS on either backend: it becomes a reduction kernel over the
+// iteration space (batch..., M, N, K), summing a[..., m, k] * b[..., k, n] over k (products
+// wrap in the element type, the sum accumulates in 64 bits).
+Step Planner::integer_matmul(Node* mm) {
+  Step st;
+  st.device = mm->device;
+  auto [sa, la] = operand(*this, mm->inputs[0]);
+  auto [sb, lb] = operand(*this, mm->inputs[1]);
+  const int rank = mm->shape().size(); // batch + 2
+  FusedKernel& k = st.kernel;
+  k.kind = FusedKernel::Kind::reduce;
+  k.shape = mm->shape();
+  k.shape.push_back(la.shape[rank - 1]); // K
+  KernelInput a{sa, mm->dtype, {}, la.offset, IndexClass::strided, origin(mm->inputs[0])};
+  KernelInput b{sb, mm->dtype, {}, lb.offset, IndexClass::strided, origin(mm->inputs[1])};
+  for (int d = 0; d < rank - 2; ++d) {
+    a.strides.push_back(la.strides[d]);
+    b.strides.push_back(lb.strides[d]);
+  }
+  a.strides.push_back(la.strides[rank - 2]); // m
+  b.strides.push_back(0);
+  a.strides.push_back(0); // n
+  b.strides.push_back(lb.strides[rank - 1]);
+  a.strides.push_back(la.strides[rank - 1]); // k
+  b.strides.push_back(lb.strides[rank - 2]);
+  a.cls = classify(k.shape, a.strides);
+  b.cls = classify(k.shape, b.strides);
+  k.inputs = {a, b};
+  TapeInst la_inst, lb_inst, mul;
+  la_inst.dtype = lb_inst.dtype = mul.dtype = mm->dtype;
+  la_inst.a = 0;
+  lb_inst.a = 1;
+  mul.op = OpCode::mul;
+  mul.a = 0;
+  mul.b = 1;
+  k.tape = {la_inst, lb_inst, mul};
+  k.reduce_op = OpCode::sum;
+  k.reduce_axes = 1u << rank;
+  k.reduce_value = 2;
+  int out = slot_for_leaf(mm);
+  k.outputs.push_back({2, out, mm->dtype, contiguous_strides(mm->shape()), 0, origin(mm)});
+  st.writes.push_back(out);
+  st.realizes.push_back(mm);
+  note_input(*this, st, sa, origin(mm->inputs[0]));
+  note_input(*this, st, sb, origin(mm->inputs[1]));
+  note_outputs(*this, st);
+  return st;
+}
+
 std::optional<Retry> Planner::build_group(int g) {
   Group& grp = groups_[g];
   Step st;
   st.device = grp.roots[0]->device;
+
+  if (grp.kind == Group::Kind::gemm && !is_floating(grp.roots[0]->dtype)) {
+    sched_.steps.push_back(integer_matmul(grp.roots[0]));
+    return std::nullopt;
+  }
 
   if (grp.kind == Group::Kind::gemm) {
     Node* mm = grp.roots[0];

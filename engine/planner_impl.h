@@ -20,7 +20,13 @@ struct Info {
 };
 
 struct Group {
-  enum class Kind : uint8_t { elementwise, reduce, gemm, concat, transfer } kind = Kind::elementwise;
+  enum class Kind : uint8_t {
+    elementwise,
+    reduce,
+    gemm,
+    concat,
+    transfer
+  } kind = Kind::elementwise;
   Shape shape;              // iteration space
   std::vector<Node*> roots; // nodes this group writes (roots[0] is the primary)
 };
@@ -55,6 +61,7 @@ private:
   void consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view);
   int new_group(Node* root);
   std::optional<Retry> build_group(int g);
+  Step integer_matmul(Node* mm);
 
   llvm::DenseMap<Node*, unsigned> index_;
   std::vector<Info> infos_;

@@ -71,8 +71,8 @@ Device default_device() {
 
 void set_default_device(Device d) {
   if (!is_available(d))
-    throw Error(fmt::format("[set_default_device] {} is not available ({})", d.str(),
-                            why_unavailable()));
+    throw Error(
+        fmt::format("[set_default_device] {} is not available ({})", d.str(), why_unavailable()));
   default_slot() = d;
 }
 

@@ -108,7 +108,10 @@ CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
   }
   std::string arch_opt = fmt::format("--gpu-architecture={}_{}", cubin ? "sm" : "compute", arch);
   std::string include_opt = "--include-path=" + cuda_include_dir();
-  const char* opts[] = {arch_opt.c_str(), "-std=c++17", include_opt.c_str(), "-default-device"};
+  // --fmad=false: a*b+c stays two rounded ops, as on the CPU and in eager mode, so fusing a
+  // chain never changes its result (the kernels are memory-bound; FMA buys nothing here).
+  const char* opts[] = {arch_opt.c_str(), "-std=c++17", include_opt.c_str(), "-default-device",
+                        "--fmad=false"};
 
   Program p;
   nvrtcResult r = nvrtcCreateProgram(&p.prog, src.source.c_str(), (src.name + ".cu").c_str(), 0,

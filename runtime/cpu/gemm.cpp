@@ -1,6 +1,7 @@
-// CPU GEMM: OpenBLAS for f32/f64 (f16/bf16 widened to f32 and rounded back), a plain loop for
-// integers. Operands with a unit stride in either matrix dim go to BLAS as they are (a
-// transposed view is a CblasTrans flag, not a copy); other layouts are packed first.
+// CPU GEMM: OpenBLAS for f32/f64 (f16/bf16 widened to f32 and rounded back). Integer matmul
+// never gets here: the planner turns it into a reduction kernel. Operands with a unit stride in
+// either matrix dim go to BLAS as they are (a transposed view is a CblasTrans flag, not a copy);
+// other layouts are packed first.
 #include "runtime/cpu/gemm.h"
 
 #include "engine/host_convert.h"
@@ -56,19 +57,6 @@ void blas_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K
                 std::max<int64_t>(N, 1));
 }
 
-template <class T>
-void int_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K) {
-  const T* A = reinterpret_cast<const T*>(a.data);
-  const T* B = reinterpret_cast<const T*>(b.data);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      uint64_t s = 0; // wrapping, as the elementwise integer ops
-      for (int64_t k = 0; k < K; ++k)
-        s += uint64_t(int64_t(A[i * a.rs + k * a.cs])) * uint64_t(int64_t(B[k * b.rs + j * b.cs]));
-      c[i * N + j] = static_cast<T>(s);
-    }
-}
-
 } // namespace
 
 void run_gemm(const GemmStep& g, const char* a_base, const char* b_base, char* out) {
@@ -101,12 +89,6 @@ void run_gemm(const GemmStep& g, const char* a_base, const char* b_base, char* o
       break;
     case DType::f64:
       blas_gemm<double>(a, b, reinterpret_cast<double*>(c), M, N, K);
-      break;
-    case DType::i32:
-      int_gemm<int32_t>(a, b, reinterpret_cast<int32_t*>(c), M, N, K);
-      break;
-    case DType::i64:
-      int_gemm<int64_t>(a, b, reinterpret_cast<int64_t*>(c), M, N, K);
       break;
     default: { // f16 / bf16
       wa.resize(M * K);

@@ -170,8 +170,12 @@ const Probe& probe() {
 }
 } // namespace
 
-int cuda_device_count() { return probe().count; }
-const std::string& cuda_unavailable_reason() { return probe().why; }
+int cuda_device_count() {
+  return probe().count;
+}
+const std::string& cuda_unavailable_reason() {
+  return probe().why;
+}
 
 Backend& cuda_backend(int index) {
   auto& all = backends();

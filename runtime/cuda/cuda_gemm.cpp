@@ -26,10 +26,14 @@ Operand as_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
 
 cudaDataType_t data_type(DType t) {
   switch (t) {
-  case DType::f64: return CUDA_R_64F;
-  case DType::f16: return CUDA_R_16F;
-  case DType::bf16: return CUDA_R_16BF;
-  default: return CUDA_R_32F;
+  case DType::f64:
+    return CUDA_R_64F;
+  case DType::f16:
+    return CUDA_R_16F;
+  case DType::bf16:
+    return CUDA_R_16BF;
+  default:
+    return CUDA_R_32F;
   }
 }
 
@@ -47,9 +51,6 @@ void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
   const int rank = g.out_shape.size();
   const int64_t M = g.out_shape[rank - 2], N = g.out_shape[rank - 1], K = g.a.shape[rank - 1];
   if (M == 0 || N == 0) return;
-  if (!is_floating(g.dtype))
-    fail("matmul", "{} matmul is not supported on CUDA yet (shapes {} and {})",
-         dtype_name(g.dtype), g.a.shape.str(), g.b.shape.str());
   const int64_t isz = itemsize(g.dtype);
   Operand A = as_operand(M, K, g.a.strides[rank - 2], g.a.strides[rank - 1]);
   Operand B = as_operand(K, N, g.b.strides[rank - 2], g.b.strides[rank - 1]);
