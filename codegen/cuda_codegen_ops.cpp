@@ -13,12 +13,22 @@
 namespace kiln::detail::cg {
 
 // Device helpers shared by every kernel (after the includes). Names start with k_.
+// Only kernels that touch f16/bf16 include NVRTC's half headers: parsing them is most of a
+// small kernel's compile time.
+const char* half_preamble() {
+  return R"(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+// f16/bf16 values compute in float and are rounded to their precision after every op.
+__device__ __forceinline__ float k_rh(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ float k_rb(float x) {
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
+)";
+}
+
 const char* preamble() {
   return R"(#define KD __device__ __forceinline__
 typedef unsigned long long k_u64;
-// f16/bf16 values compute in float and are rounded to their precision after every op.
-KD float k_rh(float x) { return __half2float(__float2half_rn(x)); }
-KD float k_rb(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 // Wrapping integer arithmetic (signed overflow is undefined in C++).
 KD int k_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
 KD int k_sub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }

@@ -36,7 +36,12 @@ void link_pending(EngineState& e, Node* n) {
   if (e.pending_head) e.pending_head->prev_pending = n;
   e.pending_head = n;
   e.pending_nodes++;
-  if (n->op != OpCode::view) e.pending_bytes += n->nbytes();
+}
+
+// Pending bytes count the values an evaluation would have to write: pending nodes that a user
+// still holds. Intermediates whose handles are gone will live in registers and cost nothing.
+bool counts_bytes(const Node* n) {
+  return !n->realized() && n->op != OpCode::view && !n->internal;
 }
 
 void unlink_pending(EngineState& e, Node* n) {
@@ -47,7 +52,6 @@ void unlink_pending(EngineState& e, Node* n) {
   if (n->next_pending) n->next_pending->prev_pending = n->prev_pending;
   n->prev_pending = n->next_pending = nullptr;
   e.pending_nodes--;
-  if (n->op != OpCode::view) e.pending_bytes -= n->nbytes();
 }
 
 // Destroy dead nodes iteratively: a long dead chain must not recurse once per node.
@@ -110,6 +114,7 @@ Tensor publish(Node* n, bool internal) {
   if (!n->realized()) link_pending(e, n);
   Tensor t(n);
   n->handles = 1;
+  if (counts_bytes(n)) e.pending_bytes += n->nbytes();
   if (n->realized() || e.flushing || internal) return t;
   if (e.eager) {
     realize({n});
@@ -121,10 +126,12 @@ Tensor publish(Node* n, bool internal) {
 }
 
 void retain_handle(Node* n) {
-  n->handles++;
+  if (n->handles++ == 0 && counts_bytes(n)) engine().pending_bytes += n->nbytes();
 }
 void release_handle(Node* n) {
-  if (--n->handles == 0 && n->uses == 0) destroy(n);
+  if (--n->handles > 0) return;
+  if (counts_bytes(n)) engine().pending_bytes -= n->nbytes();
+  if (n->uses == 0) destroy(n);
 }
 void retain_use(Node* n) {
   n->uses++;
@@ -135,6 +142,7 @@ void release_use(Node* n) {
 
 void mark_realized(Node* n, BufferRef buf) {
   EngineState& e = engine();
+  if (n->handles > 0 && counts_bytes(n)) e.pending_bytes -= n->nbytes();
   unlink_pending(e, n);
   if (n->op != OpCode::view) n->layout = contiguous_layout(n->layout.shape);
   n->op = OpCode::buffer;

@@ -330,3 +330,16 @@ TEST_F(Lazy, ToVectorOfBool) {
   Tensor m = arange(6) > 2;
   EXPECT_EQ(m.to_vector<bool>(), (std::vector<bool>{false, false, false, true, true, true}));
 }
+
+TEST_F(Lazy, IntermediatesNobodyHoldsDoNotCountTowardsTheByteLimit) {
+  set_pending_limits(100000, 64 * 1024);
+  Tensor x = rand({4096}); // 16 KiB
+  eval(x);
+  reset_stats();
+  Tensor acc = x;
+  for (int i = 0; i < 50; ++i) acc = tanh(acc * 0.5f + x); // 800 KiB of intermediates
+  EXPECT_EQ(stats().auto_flushes, 0);
+  eval(acc);
+  EXPECT_EQ(stats().kernels_run, 1);
+  set_pending_limits(10000, int64_t(1) << 30);
+}

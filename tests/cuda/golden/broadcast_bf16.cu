@@ -2,11 +2,13 @@
 // key: ew r2 in:bf16:contiguous in:bf16:strided:0s load:bf16:0 load:bf16:1 mul:bf16:0,1 constant:bf16 add:bf16:2,3 out:4:bf16:c | outc:c i32 sm_90 nvrtc13000 cg2
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+// f16/bf16 values compute in float and are rounded to their precision after every op.
+__device__ __forceinline__ float k_rh(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ float k_rb(float x) {
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
 #define KD __device__ __forceinline__
 typedef unsigned long long k_u64;
-// f16/bf16 values compute in float and are rounded to their precision after every op.
-KD float k_rh(float x) { return __half2float(__float2half_rn(x)); }
-KD float k_rb(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 // Wrapping integer arithmetic (signed overflow is undefined in C++).
 KD int k_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
 KD int k_sub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
