@@ -38,10 +38,18 @@ void link_pending(EngineState& e, Node* n) {
   e.pending_nodes++;
 }
 
-// Pending bytes count the values an evaluation would have to write: pending nodes that a user
-// still holds. Intermediates whose handles are gone will live in registers and cost nothing.
-bool counts_bytes(const Node* n) {
-  return !n->realized() && n->op != OpCode::view && !n->internal;
+// Pending bytes count the frontier of held results: pending values a user holds that no other
+// pending node consumes yet. Intermediates whose handles are gone live in registers, and C++
+// expression temporaries are consumed by the op that uses them before the expression ends, so
+// neither counts; a loop that piles up held results does.
+bool counted(const Node* n) {
+  return n->handles > 0 && n->uses == 0 && !n->realized() && n->op != OpCode::view && !n->internal;
+}
+
+// Apply the change in counted(n) since `was` (its value before a count changed).
+void recount(Node* n, bool was) {
+  bool now = counted(n);
+  if (was != now) engine().pending_bytes += now ? n->nbytes() : -n->nbytes();
 }
 
 void unlink_pending(EngineState& e, Node* n) {
@@ -64,8 +72,13 @@ void destroy(Node* n) {
       unlink_pending(e, d);
       if (d->op != OpCode::view && !d->fused) e.stats.nodes_dropped++; // work never done
     }
-    for (Node* in : d->inputs)
-      if (--in->uses == 0 && in->handles == 0) work.push_back(in);
+    for (Node* in : d->inputs) {
+      bool was = counted(in);
+      if (--in->uses == 0 && in->handles == 0)
+        work.push_back(in);
+      else
+        recount(in, was);
+    }
     delete d;
   }
 }
@@ -98,7 +111,9 @@ Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l) {
 
 void add_input(Node* n, Node* input) {
   n->inputs.push_back(input);
+  bool was = counted(input);
   input->uses++;
+  recount(input, was);
 }
 
 void discard(Node* n) {
@@ -114,7 +129,7 @@ Tensor publish(Node* n, bool internal) {
   if (!n->realized()) link_pending(e, n);
   Tensor t(n);
   n->handles = 1;
-  if (counts_bytes(n)) e.pending_bytes += n->nbytes();
+  recount(n, false);
   if (n->realized() || e.flushing || internal) return t;
   if (e.eager) {
     realize({n});
@@ -126,23 +141,31 @@ Tensor publish(Node* n, bool internal) {
 }
 
 void retain_handle(Node* n) {
-  if (n->handles++ == 0 && counts_bytes(n)) engine().pending_bytes += n->nbytes();
+  bool was = counted(n);
+  n->handles++;
+  recount(n, was);
 }
 void release_handle(Node* n) {
-  if (--n->handles > 0) return;
-  if (counts_bytes(n)) engine().pending_bytes -= n->nbytes();
-  if (n->uses == 0) destroy(n);
+  bool was = counted(n);
+  --n->handles;
+  recount(n, was);
+  if (n->handles == 0 && n->uses == 0) destroy(n);
 }
 void retain_use(Node* n) {
+  bool was = counted(n);
   n->uses++;
+  recount(n, was);
 }
 void release_use(Node* n) {
-  if (--n->uses == 0 && n->handles == 0) destroy(n);
+  bool was = counted(n);
+  --n->uses;
+  recount(n, was);
+  if (n->uses == 0 && n->handles == 0) destroy(n);
 }
 
 void mark_realized(Node* n, BufferRef buf) {
   EngineState& e = engine();
-  if (n->handles > 0 && counts_bytes(n)) e.pending_bytes -= n->nbytes();
+  if (counted(n)) e.pending_bytes -= n->nbytes(); // a realized value is no longer pending
   unlink_pending(e, n);
   if (n->op != OpCode::view) n->layout = contiguous_layout(n->layout.shape);
   n->op = OpCode::buffer;

@@ -23,10 +23,10 @@ void set_eager(bool on);
 bool eager();
 
 /// The pending graph flushes itself (as sync() would) when it holds more than this many
-/// nodes, or when the pending values that tensors still hold (what an evaluation would have
-/// to write) exceed this many bytes; intermediates nobody holds don't count, as they stay in
-/// registers. Defaults: 10,000 nodes and 1 GiB; env KILN_MAX_PENDING_NODES /
-/// KILN_MAX_PENDING_BYTES.
+/// nodes, or when pending results held by tensors and not yet consumed by other pending work
+/// exceed this many bytes (a loop piling up results flushes; intermediates that stay in
+/// registers and C++ expression temporaries don't count). Defaults: 10,000 nodes and 1 GiB;
+/// env KILN_MAX_PENDING_NODES / KILN_MAX_PENDING_BYTES.
 void set_pending_limits(int64_t max_nodes, int64_t max_bytes);
 
 /// Let f32 matmuls on CUDA use TF32 tensor cores (about 10 bits of mantissa in the products).

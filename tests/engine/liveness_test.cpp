@@ -343,3 +343,15 @@ TEST_F(Lazy, IntermediatesNobodyHoldsDoNotCountTowardsTheByteLimit) {
   EXPECT_EQ(stats().kernels_run, 1);
   set_pending_limits(10000, int64_t(1) << 30);
 }
+
+TEST_F(Lazy, ExpressionTemporariesDoNotTriggerTheByteLimit) {
+  Tensor x = randn({4096}), y = randn({4096}); // 16 KiB each
+  eval(x, y);
+  set_pending_limits(100000, 20 * 1024); // room for one held result, not for the temporaries
+  reset_stats();
+  Tensor o = chain(x, y);
+  EXPECT_EQ(stats().auto_flushes, 0);
+  eval(o);
+  EXPECT_EQ(stats().kernels_run, 1);
+  set_pending_limits(10000, int64_t(1) << 30);
+}
