@@ -30,6 +30,49 @@ std::string kernel_key(const FusedKernel& k) {
   return key;
 }
 
+void kernel_signature(const FusedKernel& k, llvm::SmallVectorImpl<char>& out) {
+  auto put = [&](int64_t v) { // small non-negative values in one byte, others in nine
+    if (v >= 0 && v < 255) {
+      out.push_back(static_cast<char>(v));
+    } else {
+      out.push_back(static_cast<char>(255));
+      for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+    }
+  };
+  put(static_cast<int>(k.kind));
+  put(k.shape.size());
+  put(static_cast<int64_t>(k.inputs.size()));
+  for (const KernelInput& in : k.inputs) {
+    put(static_cast<int>(in.dtype));
+    put(static_cast<int>(in.cls));
+    if (in.cls == IndexClass::strided) {
+      int64_t zeros = 0; // broadcast pattern: which strides are 0
+      for (int d = 0; d < in.strides.size(); ++d) zeros |= int64_t(in.strides[d] == 0) << d;
+      put(zeros);
+    }
+  }
+  put(static_cast<int64_t>(k.tape.size()));
+  for (const TapeInst& t : k.tape) {
+    put(static_cast<int>(t.op));
+    put(static_cast<int>(t.dtype));
+    put(t.a + 1);
+    put(t.b + 1);
+    put(t.c + 1);
+  }
+  put(static_cast<int64_t>(k.outputs.size()));
+  for (const KernelOutput& o : k.outputs) {
+    bool contiguous = k.kind == FusedKernel::Kind::reduce || is_contiguous({k.shape, o.strides, 0});
+    put(o.value);
+    put(static_cast<int>(o.dtype));
+    put(contiguous);
+  }
+  if (k.kind == FusedKernel::Kind::reduce) {
+    put(static_cast<int>(k.reduce_op));
+    put(k.reduce_axes);
+    put(k.reduce_value);
+  }
+}
+
 std::string kernel_name(const FusedKernel& k) {
   std::string name = "kiln";
   int shown = 0;

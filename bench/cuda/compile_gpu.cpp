@@ -2,6 +2,7 @@
 // (read + module load) and a memory hit (key + lookup + launch), with a fresh cache directory.
 #include "bench_util.h"
 
+#include "engine/kernel_observer.h"
 #include "runtime/cuda/kernel_cache.h"
 
 #include <kiln/kiln.h>
@@ -54,13 +55,31 @@ int main(int argc, char** argv) {
   std::printf("\n| what | time | detail |\n|---|---:|---|\n");
   double first = eval_ms(0);
   auto s0 = cuda_kernel_cache_stats();
-  std::printf("| first NVRTC compile in the process (+ load, launch) | %.1f ms | compile %.1f ms |\n",
-              first, s0.compile_ms);
+  std::printf(
+      "| first NVRTC compile in the process (+ load, launch) | %.1f ms | compile %.1f ms |\n",
+      first, s0.compile_ms);
   std::vector<double> later;
   for (int v = 1; v < 9; ++v) later.push_back(eval_ms(v));
   auto s1 = cuda_kernel_cache_stats();
   std::printf("| later compiles (median of 8 new kernels) | %.1f ms | compile %.1f ms each |\n",
               bench::median(later), (s1.compile_ms - s0.compile_ms) / (s1.compiles - s0.compiles));
+  { // the memory hit itself: signature + lookup of a kernel the chain above loaded
+    detail::FusedKernel captured;
+    auto prev = detail::set_kernel_observer([&](const detail::FusedKernel& k) { captured = k; });
+    eval_ms(3);
+    detail::set_kernel_observer(prev);
+    const detail::CudaKernelCache* cache = detail::cuda_kernel_cache(0);
+    std::vector<void*> bases(16, nullptr);
+    detail::CudaVariant v = detail::choose_variant(captured, bases);
+    const int reps = 200000;
+    int found = 0;
+    double t0 = bench::now_ns();
+    for (int i = 0; i < reps; ++i) found += cache->find(captured, v) != nullptr;
+    double ns = (bench::now_ns() - t0) / reps;
+    std::printf("| memory hit: signature + lookup of a loaded %zu-instruction kernel | %.0f ns | "
+                "found %d of %d |\n",
+                captured.tape.size(), ns, found, reps);
+  }
   double hit = eval_ms(3, 2000);
   std::printf("| memory hit: whole eval of a cached 4-op kernel (plan + key + launch) | %.1f us "
               "| |\n",

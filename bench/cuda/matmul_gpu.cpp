@@ -28,8 +28,12 @@ template <class F> double time_us(F&& body, void (*sync_fn)(), int iters = 20, i
   return bench::median(per);
 }
 
-void device_sync() { cudaDeviceSynchronize(); }
-void kiln_sync() { kiln::sync(); }
+void device_sync() {
+  cudaDeviceSynchronize();
+}
+void kiln_sync() {
+  kiln::sync();
+}
 
 // Direct cuBLAS: row-major C = A B as column-major C^T = B^T A^T.
 double cublas_us(cublasHandle_t h, DType t, int64_t M, int64_t N, int64_t K) {
@@ -42,10 +46,12 @@ double cublas_us(cublasHandle_t h, DType t, int64_t M, int64_t N, int64_t K) {
   cudaMemset(b, 0x3c, K * N * isz);
   float one = 1, zero = 0;
   cudaDataType_t dt = t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  double us = time_us([&] {
-    cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b, dt, N, a, dt, K, &zero, c, dt, N,
-                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  }, device_sync);
+  double us = time_us(
+      [&] {
+        cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b, dt, N, a, dt, K, &zero, c, dt,
+                     N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      },
+      device_sync);
   cudaFree(a);
   cudaFree(b);
   cudaFree(c);
@@ -64,11 +70,13 @@ int main(int argc, char** argv) {
   cublasCreate(&h);
   std::printf("\n| dtype | M x K x N | cuBLAS us | kiln us | kiln / cuBLAS | kiln TFLOP/s |\n");
   std::printf("|---|---|---:|---:|---:|---:|\n");
-  struct Case { int64_t m, k, n; };
+  struct Case {
+    int64_t m, k, n;
+  };
   for (DType t : {DType::f32, DType::bf16})
-    for (Case c : {Case{4096, 4096, 4096}, Case{8192, 8192, 8192}, Case{64, 64, 64},
-                   Case{256, 256, 256}, Case{16384, 4096, 64}, Case{64, 4096, 16384},
-                   Case{1, 8192, 8192}}) {
+    for (Case c :
+         {Case{4096, 4096, 4096}, Case{8192, 8192, 8192}, Case{64, 64, 64}, Case{256, 256, 256},
+          Case{16384, 4096, 64}, Case{64, 4096, 16384}, Case{1, 8192, 8192}}) {
       Tensor a = randn({c.m, c.k}, t, Device::cuda(0)), b = randn({c.k, c.n}, t, Device::cuda(0));
       eval(a, b);
       Tensor o;

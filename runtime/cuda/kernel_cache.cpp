@@ -4,6 +4,8 @@
 #include "codegen/nvrtc_compiler.h"
 #include "runtime/cuda/cuda_check.h"
 
+#include <llvm/ADT/SmallString.h>
+
 #include <chrono>
 #include <vector>
 
@@ -47,11 +49,31 @@ CudaKernelCache::CudaKernelCache(int device) : device_(device) {
   caches().push_back(this);
 }
 
+namespace {
+// The in-memory key: the structural signature plus the variant (the target is fixed per
+// device). Building it costs tens of nanoseconds, far less than the text key.
+void memory_key(const FusedKernel& k, const CudaVariant& v, llvm::SmallString<256>& key) {
+  kernel_signature(k, key);
+  key.push_back(static_cast<char>(v.index32 | (v.vec << 1)));
+}
+} // namespace
+
+const CudaKernelCache* cuda_kernel_cache(int device) {
+  for (const CudaKernelCache* c : caches())
+    if (c->device() == device) return c;
+  return nullptr;
+}
+
+cudaKernel_t CudaKernelCache::find(const FusedKernel& k, const CudaVariant& v) const {
+  llvm::SmallString<256> key;
+  memory_key(k, v, key);
+  auto it = loaded_.find(key);
+  return it == loaded_.end() ? nullptr : it->second;
+}
+
 cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
-  // The in-memory key is the structural key plus the variant; the target is fixed per device.
-  std::string key = kernel_key(k);
-  key += v.index32 ? " i32" : " i64";
-  key += v.vec ? " vec" : "";
+  llvm::SmallString<256> key;
+  memory_key(k, v, key);
   auto it = loaded_.find(key);
   if (it != loaded_.end()) {
     stats_.memory_hits++;

@@ -19,8 +19,11 @@ public:
   explicit CudaKernelCache(int device);
   /// Render/compile/load as needed, then launch on `stream`.
   void launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, cudaStream_t stream);
+  /// The loaded kernel if it is in memory (no compile, no disk), else null.
+  cudaKernel_t find(const FusedKernel& k, const CudaVariant& v) const;
   const CudaTarget& target() const { return target_; }
   const KernelCacheStats& stats() const { return stats_; }
+  int device() const { return device_; }
 
 private:
   cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
@@ -33,4 +36,6 @@ private:
 };
 
 KernelCacheStats cuda_kernel_cache_stats(); // summed over devices
+/// The kernel cache of a device whose backend exists, else null (benchmarks and tests).
+const CudaKernelCache* cuda_kernel_cache(int device);
 } // namespace kiln::detail
