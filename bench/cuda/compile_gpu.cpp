@@ -63,6 +63,15 @@ int main(int argc, char** argv) {
   auto s1 = cuda_kernel_cache_stats();
   std::printf("| later compiles (median of 8 new kernels) | %.1f ms | compile %.1f ms each |\n",
               bench::median(later), (s1.compile_ms - s0.compile_ms) / (s1.compiles - s0.compiles));
+  { // a minimal kernel (one add), for comparison with the design card's "small kernel" figure
+    auto c0 = cuda_kernel_cache_stats();
+    Tensor x = ones({8}, DType::i32, Device::cuda(0));
+    eval(x + 1);
+    kiln::sync();
+    auto c1 = cuda_kernel_cache_stats();
+    std::printf("| smallest kernel (one i32 add), warm NVRTC | %.1f ms | compiles %lld |\n",
+                c1.compile_ms - c0.compile_ms, (long long)(c1.compiles - c0.compiles));
+  }
   { // the memory hit itself: signature + lookup of a kernel the chain above loaded
     detail::FusedKernel captured;
     auto prev = detail::set_kernel_observer([&](const detail::FusedKernel& k) { captured = k; });

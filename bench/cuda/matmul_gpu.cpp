@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <random>
 #include <vector>
 
 using namespace kiln;
@@ -35,6 +36,21 @@ void kiln_sync() {
   kiln::sync();
 }
 
+// Standard normal values (as kiln::randn gives kiln), copied to the device.
+void fill_random(void* dst, DType t, int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> f(static_cast<size_t>(n));
+  for (float& x : f) x = d(rng);
+  if (t == DType::bf16) {
+    std::vector<__nv_bfloat16> h(f.size());
+    for (size_t i = 0; i < f.size(); ++i) h[i] = __float2bfloat16(f[i]);
+    cudaMemcpy(dst, h.data(), h.size() * 2, cudaMemcpyHostToDevice);
+  } else {
+    cudaMemcpy(dst, f.data(), f.size() * 4, cudaMemcpyHostToDevice);
+  }
+}
+
 // Direct cuBLAS: row-major C = A B as column-major C^T = B^T A^T.
 double cublas_us(cublasHandle_t h, DType t, int64_t M, int64_t N, int64_t K) {
   size_t isz = itemsize(t);
@@ -42,8 +58,8 @@ double cublas_us(cublasHandle_t h, DType t, int64_t M, int64_t N, int64_t K) {
   cudaMalloc(&a, M * K * isz);
   cudaMalloc(&b, K * N * isz);
   cudaMalloc(&c, M * N * isz);
-  cudaMemset(a, 0x3c, M * K * isz); // small nonzero values in every dtype
-  cudaMemset(b, 0x3c, K * N * isz);
+  fill_random(a, t, M * K, 1); // the same kind of data kiln multiplies: never constants
+  fill_random(b, t, K * N, 2);
   float one = 1, zero = 0;
   cudaDataType_t dt = t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
   double us = time_us(
