@@ -45,8 +45,16 @@ std::string inst_expr(const FusedKernel& k, int id);
 
 namespace {
 
-constexpr int kBlock = 256;     // elementwise block size (and the reduce maximum)
-constexpr int kElemsPerVec = 4; // elements per thread per step in the vec variant
+constexpr int kBlock = 256; // elementwise block size (and the reduce maximum)
+// Elements per thread per step in the vec variant: enough that the narrowest operand moves 16
+// bytes per access (4 for 4-byte types, 8 for 16-bit and 1-byte ones), never fewer than 4.
+int elems_per_vec(const FusedKernel& k) {
+  int narrowest = 8;
+  for (const KernelInput& in : k.inputs)
+    if (in.cls != IndexClass::scalar) narrowest = std::min(narrowest, itemsize(in.dtype));
+  for (const KernelOutput& o : k.outputs) narrowest = std::min(narrowest, itemsize(o.dtype));
+  return std::clamp(16 / narrowest, 4, 8);
+}
 
 } // namespace
 
@@ -216,7 +224,7 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   key += " | outc:";
   for (const KernelOutput& o : k.outputs) key += out_contiguous(k, o) ? 'c' : 's';
   key += v.index32 ? " i32" : " i64";
-  if (v.vec) key += " vec4";
+  if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
   return key;
 }
@@ -342,20 +350,21 @@ private:
     scalars(1);
     std::string start = "tid";
     if (v_.vec) {
-      line(1, fmt::format("const idx_t nv = n / {};", kElemsPerVec));
+      const int epv = elems_per_vec(k_);
+      line(1, fmt::format("const idx_t nv = n / {};", epv));
       line(1, "for (idx_t c = tid; c < nv; c += stride) {");
-      line(2, fmt::format("const idx_t i0 = c * {};", kElemsPerVec));
+      line(2, fmt::format("const idx_t i0 = c * {};", epv));
       for (size_t j = 0; j < pl_.in.size(); ++j)
         if (pl_.in[j].mode == M::contiguous) {
           const char* st = cg::st_name(k_.inputs[j].dtype);
-          line(2, fmt::format("const k_v4<{0}> x{1} = *reinterpret_cast<const k_v4<{0}>*>(p.in{1} "
-                              "+ i0);",
-                              st, j));
+          line(2, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
+                              "{2}>*>(p.in{1} + i0);",
+                              st, j, epv));
         }
       for (size_t j = 0; j < pl_.out.size(); ++j)
-        line(2, fmt::format("k_v4<{}> y{};", cg::st_name(k_.outputs[j].dtype), j));
+        line(2, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
       line(2, "#pragma unroll");
-      line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", kElemsPerVec));
+      line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
       line(3, "const idx_t i = i0 + e;");
       tape(3, [&](int j) {
         return pl_.in[j].mode == M::scalar ? fmt::format("s{}", j) : fmt::format("x{}.v[e]", j);
@@ -364,10 +373,10 @@ private:
         line(3, fmt::format("y{}.v[e] = {};", j, stored(j)));
       line(2, "}");
       for (size_t j = 0; j < pl_.out.size(); ++j)
-        line(2, fmt::format("*reinterpret_cast<k_v4<{}>*>(p.out{} + i0) = y{};",
-                            cg::st_name(k_.outputs[j].dtype), j, j));
+        line(2, fmt::format("*reinterpret_cast<k_vec<{}, {}>*>(p.out{} + i0) = y{};",
+                            cg::st_name(k_.outputs[j].dtype), epv, j, j));
       line(1, "}");
-      start = fmt::format("nv * {} + tid", kElemsPerVec);
+      start = fmt::format("nv * {} + tid", epv);
     }
     line(1, fmt::format("for (idx_t i = {}; i < n; i += stride) {{", start));
     declare_offsets(2, "oi", nullptr, true);
@@ -477,7 +486,7 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
     if (k.kind == FusedKernel::Kind::elementwise) fits &= reach(k.shape, o.strides) <= kMax32;
   v.index32 = fits;
   // Vector accesses: elementwise, every memory operand contiguous (or scalar) and 16-byte aligned.
-  if (k.kind != FusedKernel::Kind::elementwise || n < kElemsPerVec) return v;
+  if (k.kind != FusedKernel::Kind::elementwise || n < elems_per_vec(k)) return v;
   auto aligned = [&](int slot, int64_t offset, DType dt) {
     if (slot < 0 || static_cast<size_t>(slot) >= slot_base.size()) return false;
     uintptr_t p = reinterpret_cast<uintptr_t>(slot_base[slot]) + offset * itemsize(dt);
@@ -498,7 +507,8 @@ CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const C
   src.key = full_key(k, v, t);
   std::string readable = kernel_name(k); // "kiln_mul_add_f32_3fa2c1": keep the words
   if (auto us = readable.rfind('_'); us != std::string::npos) readable.resize(us);
-  src.name = fmt::format("{}{}{}_sm{}_{:06x}", readable, v.vec ? "_v4" : "",
+  src.name = fmt::format("{}{}{}_sm{}_{:06x}", readable,
+                         v.vec ? fmt::format("_v{}", elems_per_vec(k)) : std::string(),
                          v.index32 ? "" : "_i64", t.arch, stable_hash(src.key) & 0xffffff);
   CgPlan pl = cuda_make_plan(k, {});
   bool rand = false;
@@ -535,7 +545,7 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     return l;
   }
   int64_t n = k.shape.numel();
-  int64_t per_block = int64_t(kBlock) * (v.vec ? kElemsPerVec : 1);
+  int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(k) : 1);
   l.block = kBlock;
   l.grid =
       static_cast<uint32_t>(std::min<int64_t>((n + per_block - 1) / per_block, int64_t(sms) * 8));

@@ -69,8 +69,8 @@ template <class A> KD void k_fold_argmax(A& a, long long& ia, A b, long long ib)
     ia = ib;
   }
 }
-// Four consecutive elements, loaded/stored with one (or, for 8-byte types, two) 16-byte access.
-template <class T> struct alignas(sizeof(T) * 4 > 16 ? 16 : sizeof(T) * 4) k_v4 { T v[4]; };
+// N consecutive elements, loaded/stored with 16-byte accesses (fewer bytes when N is small).
+template <class T, int N> struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) * N) k_vec { T v[N]; };
 struct Params {
   long long n;
   long long sh0;

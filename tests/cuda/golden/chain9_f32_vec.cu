@@ -62,8 +62,8 @@ template <class A> KD void k_fold_argmax(A& a, long long& ia, A b, long long ib)
     ia = ib;
   }
 }
-// Four consecutive elements, loaded/stored with one (or, for 8-byte types, two) 16-byte access.
-template <class T> struct alignas(sizeof(T) * 4 > 16 ? 16 : sizeof(T) * 4) k_v4 { T v[4]; };
+// N consecutive elements, loaded/stored with 16-byte accesses (fewer bytes when N is small).
+template <class T, int N> struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) * N) k_vec { T v[N]; };
 struct Params {
   long long n;
   const float* in0;
@@ -81,9 +81,9 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mul_add_tanh_sigmoid_etc_
   const idx_t nv = n / 4;
   for (idx_t c = tid; c < nv; c += stride) {
     const idx_t i0 = c * 4;
-    const k_v4<float> x0 = *reinterpret_cast<const k_v4<float>*>(p.in0 + i0);
-    const k_v4<float> x1 = *reinterpret_cast<const k_v4<float>*>(p.in1 + i0);
-    k_v4<float> y0;
+    const k_vec<float, 4> x0 = *reinterpret_cast<const k_vec<float, 4>*>(p.in0 + i0);
+    const k_vec<float, 4> x1 = *reinterpret_cast<const k_vec<float, 4>*>(p.in1 + i0);
+    k_vec<float, 4> y0;
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const idx_t i = i0 + e;
@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mul_add_tanh_sigmoid_etc_
       const float v12 = (v11 < 0 ? (float)0 : v11);
       y0.v[e] = v12;
     }
-    *reinterpret_cast<k_v4<float>*>(p.out0 + i0) = y0;
+    *reinterpret_cast<k_vec<float, 4>*>(p.out0 + i0) = y0;
   }
   for (idx_t i = nv * 4 + tid; i < n; i += stride) {
     const float v0 = p.in0[i];
