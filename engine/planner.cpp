@@ -50,9 +50,8 @@ void Planner::mark(Node* n, const char* reason) {
   Node* r = view_root(n);
   Info* ri = info(r);
   if (!ri || ri->materialize) return; // realized, or already marked (first reason wins)
-  ri->materialize = true;
-  ri->reason = r == n ? reason : "read through a view that must be kept";
-  if (r != n && std::string_view(reason) == "requested") ri->reason = "requested (through a view)";
+  ri->materialize = true; // for a view, its root: the view then reads the root's buffer
+  ri->reason = reason;
 }
 
 void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
