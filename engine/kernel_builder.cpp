@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <llvm/ADT/DenseMap.h>
 
 namespace kiln::detail {
 
@@ -148,7 +148,7 @@ private:
   int group_;
   FusedKernel& k_;
   std::vector<Transform> transforms_;
-  std::map<std::pair<Node*, int>, int> memo_;
+  llvm::DenseMap<std::pair<Node*, int>, int> memo_; // (node, transform) -> tape value
 };
 
 } // namespace

@@ -50,7 +50,7 @@ void Planner::mark(Node* n, const char* reason) {
   Node* r = view_root(n);
   Info* ri = info(r);
   if (!ri || ri->materialize) return; // realized, or already marked (first reason wins)
-  ri->materialize = true; // for a view, its root: the view then reads the root's buffer
+  ri->materialize = true;             // for a view, its root: the view then reads the root's buffer
   ri->reason = reason;
 }
 
@@ -99,11 +99,11 @@ void Planner::consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& th
 int Planner::new_group(Node* root) {
   Group g;
   OpKind k = op_kind(root->op);
-  g.kind = k == OpKind::Reduce   ? Group::Kind::reduce
-           : k == OpKind::Gemm   ? Group::Kind::gemm
-           : k == OpKind::Concat ? Group::Kind::concat
+  g.kind = k == OpKind::Reduce     ? Group::Kind::reduce
+           : k == OpKind::Gemm     ? Group::Kind::gemm
+           : k == OpKind::Concat   ? Group::Kind::concat
            : k == OpKind::Transfer ? Group::Kind::transfer
-                                 : Group::Kind::elementwise;
+                                   : Group::Kind::elementwise;
   g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();
   g.roots.push_back(root);
   groups_.push_back(std::move(g));
