@@ -21,8 +21,8 @@ namespace kiln::detail {
 inline constexpr int kCodegenVersion = 2; // 2: --fmad=false
 
 struct CudaTarget {
-  int arch = 90;       // compute capability * 10 (sm_90 -> 90)
-  int sm_count = 132;  // multiprocessors, for sizing grids
+  int arch = 90;         // compute capability * 10 (sm_90 -> 90)
+  int sm_count = 132;    // multiprocessors, for sizing grids
   int nvrtc_version = 0; // major * 1000 + minor * 10, as CUDA_VERSION; part of the key
 };
 

@@ -11,7 +11,7 @@ namespace kiln::detail {
 struct CudaBinary {
   std::vector<char> image; // cubin, or PTX text (NUL-terminated) when is_cubin is false
   bool is_cubin = true;
-  std::string log;         // NVRTC's log (warnings)
+  std::string log; // NVRTC's log (warnings)
   double compile_ms = 0;
 };
 

@@ -22,7 +22,9 @@ void sync() {
   detail::synchronize_all();
 }
 
-void set_allow_tf32(bool on) { detail::allow_tf32() = on; }
+void set_allow_tf32(bool on) {
+  detail::allow_tf32() = on;
+}
 
 void set_eager(bool on) {
   detail::engine().eager = on;

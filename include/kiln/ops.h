@@ -5,8 +5,8 @@
 
 #include <concepts>
 #include <cstdint>
-#include <type_traits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {

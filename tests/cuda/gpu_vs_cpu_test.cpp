@@ -17,7 +17,9 @@ using namespace kiln;
 
 namespace {
 
-bool have_gpu() { return is_available(Device::cuda(0)); }
+bool have_gpu() {
+  return is_available(Device::cuda(0));
+}
 
 struct GpuVsCpu : ::testing::Test {
   void SetUp() override {
@@ -40,11 +42,16 @@ Tensor host_tensor(const std::vector<double>& v, const Shape& s, DType t) {
 
 double tolerance(DType t) {
   switch (t) {
-  case DType::f64: return 1e-12;
-  case DType::f32: return 2e-5;
-  case DType::f16: return 2e-2;
-  case DType::bf16: return 3e-2;
-  default: return 0;
+  case DType::f64:
+    return 1e-12;
+  case DType::f32:
+    return 2e-5;
+  case DType::f16:
+    return 2e-2;
+  case DType::bf16:
+    return 3e-2;
+  default:
+    return 0;
   }
 }
 
@@ -78,16 +85,21 @@ TEST_F(GpuVsCpu, ElementwiseChainsEveryFloatDtype) {
   for (DType t : kFloat) {
     auto x = host_tensor(random_values(3001, 1, -2, 2), {3001}, t);
     auto y = host_tensor(random_values(3001, 2, 0.5, 2), {3001}, t);
-    expect_same(std::string("chain ") + dtype_name(t), [](std::vector<Tensor>& in) {
-      Tensor t1 = tanh(in[0] * in[1] + 1);
-      Tensor s = sigmoid(t1);
-      return relu(s * in[0] + (1 - s) * in[1]);
-    }, {x, y});
-    expect_same(std::string("math ") + dtype_name(t), [](std::vector<Tensor>& in) {
-      return exp(in[0]) + log(in[1]) + sqrt(in[1]) * rsqrt(in[1]) + sin(in[0]) * cos(in[0]) +
-             gelu(in[0]) + abs(in[0]) / in[1] + pow(in[1], in[0]) + maximum(in[0], in[1]) -
-             minimum(in[0], -in[1]) + clamp(in[0], -0.5, 0.5);
-    }, {x, y}, 4);
+    expect_same(std::string("chain ") + dtype_name(t),
+                [](std::vector<Tensor>& in) {
+                  Tensor t1 = tanh(in[0] * in[1] + 1);
+                  Tensor s = sigmoid(t1);
+                  return relu(s * in[0] + (1 - s) * in[1]);
+                },
+                {x, y});
+    expect_same(
+        std::string("math ") + dtype_name(t),
+        [](std::vector<Tensor>& in) {
+          return exp(in[0]) + log(in[1]) + sqrt(in[1]) * rsqrt(in[1]) + sin(in[0]) * cos(in[0]) +
+                 gelu(in[0]) + abs(in[0]) / in[1] + pow(in[1], in[0]) + maximum(in[0], in[1]) -
+                 minimum(in[0], -in[1]) + clamp(in[0], -0.5, 0.5);
+        },
+        {x, y}, 4);
   }
 }
 
@@ -95,16 +107,23 @@ TEST_F(GpuVsCpu, IntegersBoolsCastsAndWhere) {
   auto a = host_tensor(random_values(999, 3, -50, 50), {999}, DType::i32);
   auto b = host_tensor(random_values(999, 4, 1, 9), {999}, DType::i64);
   auto x = host_tensor(random_values(999, 5, -3, 3), {999}, DType::f32);
-  expect_same("ints", [](std::vector<Tensor>& in) {
-    return (in[0] * 3 + in[1]) - abs(in[0]) + pow(in[1], 2) + maximum(in[0], in[1]);
-  }, {a, b});
-  expect_same("where", [](std::vector<Tensor>& in) {
-    return where(logical_and(in[0] > 0, logical_not(in[2] < -1)), in[2], in[2] * 2)
-        .astype(DType::f16);
-  }, {a, b, x});
-  expect_same("casts", [](std::vector<Tensor>& in) {
-    return (in[2] * 10).astype(DType::i32).astype(DType::bf16) + (in[2] > 0).astype(DType::f32);
-  }, {a, b, x});
+  expect_same("ints",
+              [](std::vector<Tensor>& in) {
+                return (in[0] * 3 + in[1]) - abs(in[0]) + pow(in[1], 2) + maximum(in[0], in[1]);
+              },
+              {a, b});
+  expect_same("where",
+              [](std::vector<Tensor>& in) {
+                return where(logical_and(in[0] > 0, logical_not(in[2] < -1)), in[2], in[2] * 2)
+                    .astype(DType::f16);
+              },
+              {a, b, x});
+  expect_same("casts",
+              [](std::vector<Tensor>& in) {
+                return (in[2] * 10).astype(DType::i32).astype(DType::bf16) +
+                       (in[2] > 0).astype(DType::f32);
+              },
+              {a, b, x});
 }
 
 TEST_F(GpuVsCpu, BroadcastAndViews) {
@@ -114,11 +133,13 @@ TEST_F(GpuVsCpu, BroadcastAndViews) {
     auto col = host_tensor(random_values(37, 8, -1, 1), {37, 1}, t);
     expect_same("broadcast", [](std::vector<Tensor>& in) { return in[0] * in[1] + in[2]; },
                 {m, row, col});
-    expect_same("views", [](std::vector<Tensor>& in) {
-      Tensor tr = transpose(in[0], 0, 1); // (53, 37)
-      Tensor sl = slice(tr, 0, 1, 50, 3); // strided rows
-      return exp(sl) + reshape(in[2], {1, 37});
-    }, {m, row, col});
+    expect_same("views",
+                [](std::vector<Tensor>& in) {
+                  Tensor tr = transpose(in[0], 0, 1); // (53, 37)
+                  Tensor sl = slice(tr, 0, 1, 50, 3); // strided rows
+                  return exp(sl) + reshape(in[2], {1, 37});
+                },
+                {m, row, col});
     expect_same("contiguous",
                 [](std::vector<Tensor>& in) { return contiguous(transpose(in[0], 0, 1)); },
                 {m, row, col});
@@ -130,10 +151,11 @@ TEST_F(GpuVsCpu, Reductions) {
     auto x = host_tensor(random_values(6 * 70 * 9, 9, -3, 3), {6, 70, 9}, t);
     for (std::vector<int> axes : {std::vector<int>{2}, {0}, {1}, {0, 2}, {}}) {
       std::string tag = std::string(dtype_name(t)) + " axes " + std::to_string(axes.size());
-      expect_same("sum " + tag, [&](std::vector<Tensor>& in) { return sum(in[0] * 2, axes); },
-                  {x}, 4);
-      expect_same("mean " + tag,
-                  [&](std::vector<Tensor>& in) { return mean(exp(in[0]), axes, true); }, {x}, 4);
+      expect_same(
+          "sum " + tag, [&](std::vector<Tensor>& in) { return sum(in[0] * 2, axes); }, {x}, 4);
+      expect_same(
+          "mean " + tag, [&](std::vector<Tensor>& in) { return mean(exp(in[0]), axes, true); }, {x},
+          4);
       expect_same("max " + tag, [&](std::vector<Tensor>& in) { return max(in[0], axes); }, {x});
       expect_same("min " + tag, [&](std::vector<Tensor>& in) { return min(in[0], axes); }, {x});
     }
@@ -151,8 +173,9 @@ TEST_F(GpuVsCpu, SoftmaxAndLogSoftmax) {
     auto x = host_tensor(random_values(64 * 1000, 11, -8, 8), {64, 1000}, t);
     expect_same(std::string("softmax ") + dtype_name(t),
                 [](std::vector<Tensor>& in) { return softmax(in[0], 1); }, {x});
-    expect_same(std::string("log_softmax ") + dtype_name(t),
-                [](std::vector<Tensor>& in) { return log_softmax(in[0], 0); }, {x}, 4);
+    expect_same(
+        std::string("log_softmax ") + dtype_name(t),
+        [](std::vector<Tensor>& in) { return log_softmax(in[0], 0); }, {x}, 4);
   }
 }
 
@@ -162,13 +185,18 @@ TEST_F(GpuVsCpu, MatmulSquareSkinnyBatchedTransposed) {
     auto b = host_tensor(random_values(48 * 33, 13, -1, 1), {48, 33}, t);
     auto v = host_tensor(random_values(48, 14, -1, 1), {48}, t);
     double scale = t == DType::f64 ? 1 : 8; // accumulation orders differ
-    expect_same(std::string("batched ") + dtype_name(t),
-                [](std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, {a, b, v}, scale);
-    expect_same(std::string("transposed ") + dtype_name(t), [](std::vector<Tensor>& in) {
-      return matmul(transpose(in[1], 0, 1), transpose(in[0], 1, 2));
-    }, {a, b, v}, scale);
-    expect_same(std::string("mat-vec ") + dtype_name(t),
-                [](std::vector<Tensor>& in) { return matmul(in[0], in[2]); }, {a, b, v}, scale);
+    expect_same(
+        std::string("batched ") + dtype_name(t),
+        [](std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, {a, b, v}, scale);
+    expect_same(
+        std::string("transposed ") + dtype_name(t),
+        [](std::vector<Tensor>& in) {
+          return matmul(transpose(in[1], 0, 1), transpose(in[0], 1, 2));
+        },
+        {a, b, v}, scale);
+    expect_same(
+        std::string("mat-vec ") + dtype_name(t),
+        [](std::vector<Tensor>& in) { return matmul(in[0], in[2]); }, {a, b, v}, scale);
   }
 }
 
@@ -187,7 +215,10 @@ TEST_F(GpuVsCpu, RandomNumbersMatchTheCpu) {
 TEST_F(GpuVsCpu, ConcatArangeAndEmpty) {
   auto a = host_tensor(random_values(12, 15, -1, 1), {3, 4}, DType::f32);
   auto b = host_tensor(random_values(8, 16, -1, 1), {2, 4}, DType::f32);
-  expect_same("concat", [](std::vector<Tensor>& in) { return concat({in[0], exp(in[1])}, 0); },
+  expect_same("concat",
+              [](std::vector<Tensor>& in) {
+                return concat({in[0], exp(in[1])}, 0);
+              },
               {a, b});
   Tensor r = arange(0, 10, 0.5, DType::f32, Device::cuda(0));
   EXPECT_FLOAT_EQ(r.to_vector<float>()[7], 3.5f);

@@ -84,7 +84,9 @@ TEST_P(Broadcast, MatchesReference) {
   EXPECT_TRUE(matches(r, sp.out, out, e)) << sp.name << " " << op.name;
 }
 
-void PrintTo(const BParam& p, std::ostream* os) { *os << shape_pairs()[p.pair].name << "/" << bops()[p.op].name; }
+void PrintTo(const BParam& p, std::ostream* os) {
+  *os << shape_pairs()[p.pair].name << "/" << bops()[p.op].name;
+}
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Broadcast, ::testing::ValuesIn(bparams()), [](const auto& info) {
   return std::string(shape_pairs()[info.param.pair].name) + "_" + bops()[info.param.op].name;
@@ -109,8 +111,8 @@ TEST_F(BroadcastMisc, PendingOperandsBroadcast) {
   Vals a = rng.uniform(4, DType::f32, -2, 2), b = rng.uniform(5, DType::f32, -2, 2);
   Tensor x = make(a, as, DType::f32), y = make(b, bs, DType::f32);
   Tensor r = (x + 1) * (y * 2) - kiln::exp(x);
-  Vals e = ref_binary(a, as, b, bs,
-                      [](double u, double v) { return (u + 1) * (v * 2) - std::exp(u); });
+  Vals e =
+      ref_binary(a, as, b, bs, [](double u, double v) { return (u + 1) * (v * 2) - std::exp(u); });
   EXPECT_TRUE(matches(r, Shape{4, 5}, DType::f32, e));
 }
 
@@ -118,10 +120,10 @@ TEST_F(BroadcastMisc, ChainedBroadcastsGrowRank) {
   Rng rng;
   Vals a = rng.uniform(3, DType::f64, -1, 1), b = rng.uniform(4, DType::f64, -1, 1),
        c = rng.uniform(2, DType::f64, -1, 1);
-  Tensor x = make(a, Shape{3, 1}, DType::f64);     // (3, 1)
-  Tensor y = make(b, Shape{4, 1, 1}, DType::f64);  // (4, 1, 1)
-  Tensor z = make(c, Shape{2}, DType::f64);        // (2)
-  Tensor r = x + y * z;                            // (4, 3, 2)
+  Tensor x = make(a, Shape{3, 1}, DType::f64);    // (3, 1)
+  Tensor y = make(b, Shape{4, 1, 1}, DType::f64); // (4, 1, 1)
+  Tensor z = make(c, Shape{2}, DType::f64);       // (2)
+  Tensor r = x + y * z;                           // (4, 3, 2)
   std::vector<int64_t> od{4, 3, 2};
   Vals e(24);
   for (int64_t i = 0; i < 24; ++i) {
@@ -136,12 +138,12 @@ TEST_F(BroadcastMisc, ScalarTensorZeroDimOnBothSides) {
   Rng rng;
   Vals a = rng.nonzero(6, DType::f32, 0.5, 3);
   Tensor x = make(a, Shape{2, 3}, DType::f32);
-  EXPECT_TRUE(matches(s - x, Shape{2, 3}, DType::f32,
-                      ref_unary(a, [](double v) { return 2.5 - v; })));
-  EXPECT_TRUE(matches(s / x, Shape{2, 3}, DType::f32,
-                      ref_unary(a, [](double v) { return 2.5 / v; })));
-  EXPECT_TRUE(matches(x / s, Shape{2, 3}, DType::f32,
-                      ref_unary(a, [](double v) { return v / 2.5; })));
+  EXPECT_TRUE(
+      matches(s - x, Shape{2, 3}, DType::f32, ref_unary(a, [](double v) { return 2.5 - v; })));
+  EXPECT_TRUE(
+      matches(s / x, Shape{2, 3}, DType::f32, ref_unary(a, [](double v) { return 2.5 / v; })));
+  EXPECT_TRUE(
+      matches(x / s, Shape{2, 3}, DType::f32, ref_unary(a, [](double v) { return v / 2.5; })));
   Tensor ss = s * s;
   EXPECT_EQ(ss.ndim(), 0);
   EXPECT_DOUBLE_EQ(ss.item<double>(), 6.25);
@@ -190,8 +192,7 @@ TEST_F(BroadcastErrors, FailedBroadcastDoesNotDisturbOperands) {
   Tensor x = make(a, Shape{3, 4}, DType::f32);
   Tensor y = x * 3;
   EXPECT_KILN_ERROR("[add]", y + kiln::ones({4, 3}));
-  EXPECT_TRUE(
-      matches(y, Shape{3, 4}, DType::f32, ref_unary(a, [](double v) { return v * 3; })));
+  EXPECT_TRUE(matches(y, Shape{3, 4}, DType::f32, ref_unary(a, [](double v) { return v * 3; })));
 }
 
 } // namespace

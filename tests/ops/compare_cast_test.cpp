@@ -99,7 +99,9 @@ TEST_P(Compare, TensorScalar) {
   }
 }
 
-void PrintTo(const CmpParam& p, std::ostream* os) { *os << cmp_ops()[p.op].name << "/" << name(p.dtype); }
+void PrintTo(const CmpParam& p, std::ostream* os) {
+  *os << cmp_ops()[p.op].name << "/" << name(p.dtype);
+}
 
 INSTANTIATE_TEST_SUITE_P(Ops, Compare, ::testing::ValuesIn(cmp_params()), [](const auto& info) {
   return std::string(cmp_ops()[info.param.op].name) + "_" + name(info.param.dtype);
@@ -113,12 +115,14 @@ TEST_F(CompareOperators, ScalarOperatorsAndMixedDtypes) {
   Vals a = tie_values(rng, 20, DType::i32);
   Vals b = tie_values(rng, 20, DType::f32);
   Tensor x = make(a, s, DType::i32), y = make(b, s, DType::f32);
-  auto ref = [&](auto f) { return ref_binary(a, s, b, s, [&](double u, double v) { return f(u, v) ? 1.0 : 0.0; }); };
+  auto ref = [&](auto f) {
+    return ref_binary(a, s, b, s, [&](double u, double v) { return f(u, v) ? 1.0 : 0.0; });
+  };
   EXPECT_TRUE(matches(x < y, s, DType::boolean, ref([](double u, double v) { return u < v; })));
   EXPECT_TRUE(matches(x == y, s, DType::boolean, ref([](double u, double v) { return u == v; })));
   EXPECT_TRUE(matches(y >= x, s, DType::boolean, ref([](double u, double v) { return v >= u; })));
-  EXPECT_TRUE(matches(x > 0, s, DType::boolean,
-                      ref_unary(a, [](double u) { return u > 0 ? 1.0 : 0.0; })));
+  EXPECT_TRUE(
+      matches(x > 0, s, DType::boolean, ref_unary(a, [](double u) { return u > 0 ? 1.0 : 0.0; })));
   EXPECT_TRUE(matches(y <= -0.5, s, DType::boolean,
                       ref_unary(b, [](double u) { return u <= -0.5 ? 1.0 : 0.0; })));
   EXPECT_TRUE(matches(x != 1, s, DType::boolean,
@@ -157,10 +161,9 @@ TEST_P(Logical, BroadcastAgainstBool) {
   a[0] = 0;
   a[1] = t == DType::boolean ? 1 : 2;
   Tensor x = make(a, s, t), y = make(b, bs, DType::boolean);
-  EXPECT_TRUE(matches(kiln::logical_and(x, y), Shape{3, 5}, DType::boolean,
-                      ref_binary(a, s, b, bs, [](double u, double v) {
-                        return (u != 0 && v != 0) ? 1.0 : 0.0;
-                      })));
+  EXPECT_TRUE(matches(
+      kiln::logical_and(x, y), Shape{3, 5}, DType::boolean,
+      ref_binary(a, s, b, bs, [](double u, double v) { return (u != 0 && v != 0) ? 1.0 : 0.0; })));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Logical, ::testing::ValuesIn(all_dtypes()),
@@ -301,7 +304,9 @@ TEST_P(CastChain, InsideChain) {
   EXPECT_TRUE(matches(y, s, to, e, Tol{0, 0}));
 }
 
-void PrintTo(const CastParam& p, std::ostream* os) { *os << name(p.from) << "->" << name(p.to); }
+void PrintTo(const CastParam& p, std::ostream* os) {
+  *os << name(p.from) << "->" << name(p.to);
+}
 
 INSTANTIATE_TEST_SUITE_P(Ops, Cast, ::testing::ValuesIn(cast_params()), [](const auto& info) {
   return name(info.param.from) + "_to_" + name(info.param.to);

@@ -36,7 +36,9 @@ TEST_P(Eager, ReductionsAndSoftmax) {
   std::vector<int64_t> d{3, 4, 5};
   Vals a = rng.uniform(60, t, -1, 1);
   Tensor x = make(a, to_shape(d), t);
-  Tol tol = t == DType::f32 ? Tol{1e-5, 1e-4} : t == DType::f64 ? Tol{1e-12, 1e-12} : Tol{1e-2, 3e-2};
+  Tol tol = t == DType::f32   ? Tol{1e-5, 1e-4}
+            : t == DType::f64 ? Tol{1e-12, 1e-12}
+                              : Tol{1e-2, 3e-2};
   Reduced r = ref_reduce(a, d, {0, -1}, fold_sum);
   EXPECT_TRUE(matches(kiln::sum(x, {0, -1}, true), to_shape(r.shape_keep), t, r.vals, tol));
   Reduced m = ref_reduce(a, d, {1}, fold_mean);
@@ -55,8 +57,8 @@ TEST_P(Eager, ViewsAndMatmul) {
   DType t = GetParam();
   Rng rng;
   Vals a = rng.uniform(24, t, -1, 1), b = rng.uniform(20, t, -1, 1);
-  Tensor x = make(a, Shape{4, 6}, t);   // transposed below: (6, 4)
-  Tensor y = make(b, Shape{2, 10}, t);  // reshaped below: (4, 5)
+  Tensor x = make(a, Shape{4, 6}, t);  // transposed below: (6, 4)
+  Tensor y = make(b, Shape{2, 10}, t); // reshaped below: (4, 5)
   Tensor xt = kiln::transpose(x, 0, 1);
   Tensor yr = kiln::reshape(y, {4, 5});
   Tensor p = kiln::matmul(xt, yr); // (6, 5)
@@ -64,10 +66,12 @@ TEST_P(Eager, ViewsAndMatmul) {
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 5; ++j)
       for (int k = 0; k < 4; ++k) e[i * 5 + j] += a[k * 6 + i] * b[k * 5 + j];
-  Tol tol = t == DType::f32 ? Tol{1e-5, 1e-5} : t == DType::f64 ? Tol{1e-12, 1e-12} : Tol{1e-2, 3e-2};
+  Tol tol = t == DType::f32   ? Tol{1e-5, 1e-5}
+            : t == DType::f64 ? Tol{1e-12, 1e-12}
+                              : Tol{1e-2, 3e-2};
   EXPECT_TRUE(matches(p, Shape{6, 5}, t, e, tol));
   // slice / expand / concat / chunk.
-  Tensor sl = kiln::slice(x, 1, 0, 6, 3); // (4, 2)
+  Tensor sl = kiln::slice(x, 1, 0, 6, 3);                                            // (4, 2)
   Tensor cat = kiln::concat({sl, kiln::expand(kiln::slice(x, 1, 5, 6), {4, 2})}, 1); // (4, 4)
   Vals ec(16);
   for (int i = 0; i < 4; ++i) {
@@ -110,9 +114,9 @@ TEST_F(EagerMisc, IntegerOpsAndBroadcast) {
   Vals a = rng.uniform(4, DType::i32, -50, 50), b = rng.uniform(5, DType::i64, -50, 50);
   Tensor x = make(a, Shape{4, 1}, DType::i32), y = make(b, Shape{1, 5}, DType::i64);
   Tensor r = x * y - 3;
-  EXPECT_TRUE(matches(r, Shape{4, 5}, DType::i64,
-                      ref_binary(a, Shape{4, 1}, b, Shape{1, 5},
-                                 [](double u, double v) { return u * v - 3; })));
+  EXPECT_TRUE(matches(
+      r, Shape{4, 5}, DType::i64,
+      ref_binary(a, Shape{4, 1}, b, Shape{1, 5}, [](double u, double v) { return u * v - 3; })));
   Tensor s = kiln::sum(r);
   EXPECT_EQ(s.dtype(), DType::i64);
   Vals rv = values(r);

@@ -91,9 +91,9 @@ TEST_F(EdgeZeroDim, SizeOneDims) {
   Tensor y = make(w, Shape{5, 1}, DType::f32);
   EXPECT_TRUE(matches(kiln::max(y, {1}), Shape{5}, DType::f32, w));
   EXPECT_TRUE(matches(kiln::argmax(y, 1), Shape{5}, DType::i64, Vals(5, 0.0)));
-  EXPECT_TRUE(matches(kiln::matmul(y, kiln::transpose(y, 0, 1)), Shape{5, 5}, DType::f32,
-                      ref_binary(w, Shape{5, 1}, w, Shape{1, 5},
-                                 [](double a, double b) { return a * b; })));
+  EXPECT_TRUE(matches(
+      kiln::matmul(y, kiln::transpose(y, 0, 1)), Shape{5, 5}, DType::f32,
+      ref_binary(w, Shape{5, 1}, w, Shape{1, 5}, [](double a, double b) { return a * b; })));
 }
 
 class EdgeSpecialValues : public OpsTestP<DType> {};
@@ -154,24 +154,24 @@ class EdgeNumerics : public OpsTest {};
 TEST_F(EdgeNumerics, OverflowAndDivisionByZero) {
   Tensor h = make({60000, 1}, Shape{2}, DType::f16);
   EXPECT_TRUE(matches(h * 2, Shape{2}, DType::f16, {kInf, 2}));
-  EXPECT_TRUE(matches(kiln::exp(make({12, 0}, Shape{2}, DType::f16)), Shape{2}, DType::f16,
-                      {kInf, 1}));
-  EXPECT_TRUE(matches(kiln::exp(make({100, -200}, Shape{2}, DType::f32)), Shape{2}, DType::f32,
-                      {kInf, 0}));
+  EXPECT_TRUE(
+      matches(kiln::exp(make({12, 0}, Shape{2}, DType::f16)), Shape{2}, DType::f16, {kInf, 1}));
+  EXPECT_TRUE(
+      matches(kiln::exp(make({100, -200}, Shape{2}, DType::f32)), Shape{2}, DType::f32, {kInf, 0}));
   // Integer true division by zero: f32 inf/nan, no crash.
   Tensor a = make({1, -1, 0}, Shape{3}, DType::i32);
   Tensor z = make({0, 0, 0}, Shape{3}, DType::i32);
   EXPECT_TRUE(matches(a / z, Shape{3}, DType::f32, {kInf, -kInf, kNaN}));
   EXPECT_TRUE(matches(1 / z, Shape{3}, DType::f32, {kInf, kInf, kInf}));
-  EXPECT_TRUE(matches(make({2, -3}, Shape{2}, DType::f64) / 0.0, Shape{2}, DType::f64,
-                      {kInf, -kInf}));
+  EXPECT_TRUE(
+      matches(make({2, -3}, Shape{2}, DType::f64) / 0.0, Shape{2}, DType::f64, {kInf, -kInf}));
 }
 
 TEST_F(EdgeNumerics, SoftmaxIsStableForLargeInputs) {
   Tensor x = make({1000, 1001, 1002, -1000, -1001, -1002}, Shape{2, 3}, DType::f32);
   double z = 1 + std::exp(-1.0) + std::exp(-2.0);
-  Vals sm{std::exp(-2.0) / z, std::exp(-1.0) / z, 1 / z, 1 / z, std::exp(-1.0) / z,
-          std::exp(-2.0) / z};
+  Vals sm{std::exp(-2.0) / z, std::exp(-1.0) / z, 1 / z, 1 / z,
+          std::exp(-1.0) / z, std::exp(-2.0) / z};
   EXPECT_TRUE(matches(kiln::softmax(x, 1), Shape{2, 3}, DType::f32, sm));
   Vals ls = ref_unary(sm, [](double v) { return std::log(v); });
   EXPECT_TRUE(matches(kiln::log_softmax(x, 1), Shape{2, 3}, DType::f32, ls));
@@ -180,7 +180,8 @@ TEST_F(EdgeNumerics, SoftmaxIsStableForLargeInputs) {
   // -inf entries get probability 0, the rest still sum to 1.
   Tensor m = make({-kInf, 0, 0}, Shape{3}, DType::f64);
   EXPECT_TRUE(matches(kiln::softmax(m), Shape{3}, DType::f64, {0, 0.5, 0.5}));
-  EXPECT_TRUE(matches(kiln::log_softmax(m), Shape{3}, DType::f64, {-kInf, std::log(0.5), std::log(0.5)}));
+  EXPECT_TRUE(
+      matches(kiln::log_softmax(m), Shape{3}, DType::f64, {-kInf, std::log(0.5), std::log(0.5)}));
 }
 
 TEST_F(EdgeNumerics, SigmoidAndGeluTails) {
@@ -246,9 +247,7 @@ TEST_F(EdgeGraph, DroppedPendingWorkNeverRuns) {
   Tensor x = kiln::ones({8});
   kiln::eval(x);
   kiln::reset_stats();
-  {
-    Tensor unused = kiln::exp(x) * 3;
-  }
+  { Tensor unused = kiln::exp(x) * 3; }
   Tensor used = x + 1;
   EXPECT_TRUE(matches(used, Shape{8}, DType::f32, Vals(8, 2.0)));
   EXPECT_GT(kiln::stats().nodes_dropped, 0);

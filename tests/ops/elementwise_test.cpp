@@ -18,7 +18,9 @@ struct UnaryOp {
   bool ints_ok;    // defined on integer inputs at all
 };
 
-double gelu_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_ref(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
 
 const std::vector<UnaryOp>& unary_ops() {
   static const std::vector<UnaryOp> ops{
@@ -32,16 +34,16 @@ const std::vector<UnaryOp>& unary_ops() {
        -4, 4, -4, 4, true, true},
       {"log", [](const Tensor& a) { return kiln::log(a); }, [](double x) { return std::log(x); },
        0.05, 10, 1, 50, true, true},
-      {"sqrt", [](const Tensor& a) { return kiln::sqrt(a); },
-       [](double x) { return std::sqrt(x); }, 0.01, 10, 0, 50, true, true},
+      {"sqrt", [](const Tensor& a) { return kiln::sqrt(a); }, [](double x) { return std::sqrt(x); },
+       0.01, 10, 0, 50, true, true},
       {"rsqrt", [](const Tensor& a) { return kiln::rsqrt(a); },
        [](double x) { return 1.0 / std::sqrt(x); }, 0.05, 10, 1, 50, true, true},
       {"sin", [](const Tensor& a) { return kiln::sin(a); }, [](double x) { return std::sin(x); },
        -4, 4, -10, 10, true, true},
       {"cos", [](const Tensor& a) { return kiln::cos(a); }, [](double x) { return std::cos(x); },
        -4, 4, -10, 10, true, true},
-      {"tanh", [](const Tensor& a) { return kiln::tanh(a); },
-       [](double x) { return std::tanh(x); }, -3, 3, -3, 3, true, true},
+      {"tanh", [](const Tensor& a) { return kiln::tanh(a); }, [](double x) { return std::tanh(x); },
+       -3, 3, -3, 3, true, true},
       {"sigmoid", [](const Tensor& a) { return kiln::sigmoid(a); },
        [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -6, 6, -6, 6, true, true},
       {"gelu", [](const Tensor& a) { return kiln::gelu(a); }, gelu_ref, -4, 4, 0, 0, true, false},
@@ -95,13 +97,13 @@ TEST_P(UnaryChain, InsideAFusedChain) {
   EXPECT_TRUE(matches(y, s, in, e, tol)) << op.name;
 }
 
-void PrintTo(const UnaryParam& p, std::ostream* os) { *os << unary_ops()[p.op].name << "/" << name(p.dtype); }
+void PrintTo(const UnaryParam& p, std::ostream* os) {
+  *os << unary_ops()[p.op].name << "/" << name(p.dtype);
+}
 
-INSTANTIATE_TEST_SUITE_P(Ops, Unary, ::testing::ValuesIn(unary_params()),
-                         [](const auto& info) {
-                           return std::string(unary_ops()[info.param.op].name) + "_" +
-                                  name(info.param.dtype);
-                         });
+INSTANTIATE_TEST_SUITE_P(Ops, Unary, ::testing::ValuesIn(unary_params()), [](const auto& info) {
+  return std::string(unary_ops()[info.param.op].name) + "_" + name(info.param.dtype);
+});
 
 std::vector<UnaryParam> unary_float_params() {
   std::vector<UnaryParam> ps;
@@ -215,13 +217,13 @@ TEST_P(Binary, SameTensorBothSides) {
   EXPECT_TRUE(matches(op.fn(x, x), s, out, ref_binary(vv, s, vv, s, op.ref))) << op.name;
 }
 
-void PrintTo(const BinaryParam& p, std::ostream* os) { *os << binary_ops()[p.op].name << "/" << name(p.dtype); }
+void PrintTo(const BinaryParam& p, std::ostream* os) {
+  *os << binary_ops()[p.op].name << "/" << name(p.dtype);
+}
 
-INSTANTIATE_TEST_SUITE_P(Ops, Binary, ::testing::ValuesIn(binary_params()),
-                         [](const auto& info) {
-                           return std::string(binary_ops()[info.param.op].name) + "_" +
-                                  name(info.param.dtype);
-                         });
+INSTANTIATE_TEST_SUITE_P(Ops, Binary, ::testing::ValuesIn(binary_params()), [](const auto& info) {
+  return std::string(binary_ops()[info.param.op].name) + "_" + name(info.param.dtype);
+});
 
 // ---- scalar operands -----------------------------------------------------------------------
 struct ScalarCase {
@@ -242,27 +244,22 @@ const std::vector<ScalarCase>& scalar_cases() {
       {"rsub_7", [](const Tensor& x) { return kiln::rsub(x, 7); }, [](double v) { return 7 - v; },
        0},
       {"x_times_3", [](const Tensor& x) { return x * 3; }, [](double v) { return v * 3; }, 0},
-      {"neg2_times_x", [](const Tensor& x) { return -2 * x; }, [](double v) { return -2 * v; },
-       0},
+      {"neg2_times_x", [](const Tensor& x) { return -2 * x; }, [](double v) { return -2 * v; }, 0},
       {"x_times_half", [](const Tensor& x) { return x * 0.5; }, [](double v) { return v * 0.5; },
        1},
-      {"1p5_times_x", [](const Tensor& x) { return 1.5 * x; }, [](double v) { return 1.5 * v; },
-       1},
+      {"1p5_times_x", [](const Tensor& x) { return 1.5 * x; }, [](double v) { return 1.5 * v; }, 1},
       {"x_plus_quarter", [](const Tensor& x) { return x + 0.25; },
        [](double v) { return v + 0.25; }, 1},
-      {"2p5_minus_x", [](const Tensor& x) { return 2.5 - x; }, [](double v) { return 2.5 - v; },
-       1},
+      {"2p5_minus_x", [](const Tensor& x) { return 2.5 - x; }, [](double v) { return 2.5 - v; }, 1},
       {"x_div_4", [](const Tensor& x) { return x / 4; }, [](double v) { return v / 4; }, 2},
-      {"x_div_0p5", [](const Tensor& x) { return x / 0.5; }, [](double v) { return v / 0.5; },
-       2},
-      {"1_div_x", [](const Tensor& x) { return 1 / x; }, [](double v) { return 1 / v; }, 2,
-       false, true},
-      {"rdiv_3", [](const Tensor& x) { return kiln::rdiv(x, 3); },
-       [](double v) { return 3 / v; }, 2, false, true},
-      {"pow_2", [](const Tensor& x) { return kiln::pow(x, 2); }, [](double v) { return v * v; },
+      {"x_div_0p5", [](const Tensor& x) { return x / 0.5; }, [](double v) { return v / 0.5; }, 2},
+      {"1_div_x", [](const Tensor& x) { return 1 / x; }, [](double v) { return 1 / v; }, 2, false,
+       true},
+      {"rdiv_3", [](const Tensor& x) { return kiln::rdiv(x, 3); }, [](double v) { return 3 / v; },
+       2, false, true},
+      {"pow_2", [](const Tensor& x) { return kiln::pow(x, 2); }, [](double v) { return v * v; }, 0},
+      {"pow_3", [](const Tensor& x) { return kiln::pow(x, 3); }, [](double v) { return v * v * v; },
        0},
-      {"pow_3", [](const Tensor& x) { return kiln::pow(x, 3); },
-       [](double v) { return v * v * v; }, 0},
       {"pow_half", [](const Tensor& x) { return kiln::pow(x, 0.5); },
        [](double v) { return std::sqrt(v); }, 1, true},
       {"maximum_1", [](const Tensor& x) { return kiln::maximum(x, 1); },
@@ -273,12 +270,12 @@ const std::vector<ScalarCase>& scalar_cases() {
        [](double v) { return std::max(v, 0.5); }, 1},
       {"add_fn_true", [](const Tensor& x) { return kiln::add(x, true); },
        [](double v) { return v + 1; }, 0},
-      {"sub_fn_2", [](const Tensor& x) { return kiln::sub(x, 2); },
-       [](double v) { return v - 2; }, 0},
+      {"sub_fn_2", [](const Tensor& x) { return kiln::sub(x, 2); }, [](double v) { return v - 2; },
+       0},
       {"mul_fn_int64", [](const Tensor& x) { return kiln::mul(x, int64_t{-3}); },
        [](double v) { return v * -3; }, 0},
-      {"div_fn_2", [](const Tensor& x) { return kiln::div(x, 2); },
-       [](double v) { return v / 2; }, 2},
+      {"div_fn_2", [](const Tensor& x) { return kiln::div(x, 2); }, [](double v) { return v / 2; },
+       2},
   };
   return cs;
 }
@@ -315,7 +312,9 @@ TEST_P(ScalarOperand, MatchesReference) {
   EXPECT_TRUE(matches(c.fn(x), s, out, ref_unary(a, c.ref))) << c.name << " on " << name(t);
 }
 
-void PrintTo(const ScalarParam& p, std::ostream* os) { *os << scalar_cases()[p.c].name << "/" << name(p.dtype); }
+void PrintTo(const ScalarParam& p, std::ostream* os) {
+  *os << scalar_cases()[p.c].name << "/" << name(p.dtype);
+}
 
 INSTANTIATE_TEST_SUITE_P(Ops, ScalarOperand, ::testing::ValuesIn(scalar_params()),
                          [](const auto& info) {

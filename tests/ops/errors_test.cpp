@@ -130,8 +130,8 @@ TEST_F(Errors, PendingWorkSurvivesErrors) {
   Rng rng;
   Vals a = rng.uniform(12, DType::f32, -2, 2), b = rng.uniform(12, DType::f32, -2, 2);
   Tensor x = make(a, Shape{3, 4}, DType::f32), y = make(b, Shape{3, 4}, DType::f32);
-  Tensor xy = x * y;          // pending
-  Tensor e = kiln::exp(xy);   // pending, depends on xy
+  Tensor xy = x * y;        // pending
+  Tensor e = kiln::exp(xy); // pending, depends on xy
   EXPECT_FALSE(xy.is_realized());
   EXPECT_KILN_ERROR("[matmul]", kiln::matmul(xy, y));
   EXPECT_KILN_ERROR("[add]", xy + kiln::ones({2}));
@@ -139,17 +139,16 @@ TEST_F(Errors, PendingWorkSurvivesErrors) {
   EXPECT_KILN_ERROR("[mean]", kiln::mean(kiln::ones({2}, DType::i64)));
   Vals exy = ref_binary(a, Shape{3, 4}, b, Shape{3, 4}, [](double u, double v) { return u * v; });
   EXPECT_TRUE(matches(xy, Shape{3, 4}, DType::f32, exy));
-  EXPECT_TRUE(matches(e, Shape{3, 4}, DType::f32,
-                      ref_unary(exy, [](double v) { return std::exp(v); })));
+  EXPECT_TRUE(
+      matches(e, Shape{3, 4}, DType::f32, ref_unary(exy, [](double v) { return std::exp(v); })));
   // And new work after the errors is fine too.
-  EXPECT_TRUE(matches(kiln::matmul(xy, kiln::transpose(y, 0, 1)), Shape{3, 3}, DType::f32,
-                      [&] {
-                        Vals out(9, 0.0);
-                        for (int i = 0; i < 3; ++i)
-                          for (int j = 0; j < 3; ++j)
-                            for (int k = 0; k < 4; ++k) out[i * 3 + j] += exy[i * 4 + k] * b[j * 4 + k];
-                        return out;
-                      }()));
+  EXPECT_TRUE(matches(kiln::matmul(xy, kiln::transpose(y, 0, 1)), Shape{3, 3}, DType::f32, [&] {
+    Vals out(9, 0.0);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        for (int k = 0; k < 4; ++k) out[i * 3 + j] += exy[i * 4 + k] * b[j * 4 + k];
+    return out;
+  }()));
 }
 
 TEST_F(Errors, ErrorsWhileValuesArePendingInEagerMode) {

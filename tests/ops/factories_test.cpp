@@ -26,8 +26,7 @@ TEST_P(Factories, ZerosOnesFull) {
   }
   // Factories compose with ops.
   EXPECT_TRUE(matches(kiln::ones(s, t) + kiln::ones(s, t) * 0, s,
-                      t == DType::boolean ? DType::i64 : t,
-                      Vals(15, 1.0), Tol{0, 0}));
+                      t == DType::boolean ? DType::i64 : t, Vals(15, 1.0), Tol{0, 0}));
 }
 
 TEST_P(Factories, FromDataRoundTrip) {
@@ -211,7 +210,8 @@ TEST_F(FactoriesMisc, EagerModeGivesSameResultsForOps) {
   Vals lazy, eager;
   {
     Tensor x = make(a, Shape{5, 6}, DType::f32);
-    lazy = values(kiln::softmax(kiln::tanh(x) * 3 + kiln::transpose(kiln::transpose(x, 0, 1), 0, 1), 1));
+    lazy = values(
+        kiln::softmax(kiln::tanh(x) * 3 + kiln::transpose(kiln::transpose(x, 0, 1), 0, 1), 1));
   }
   {
     EagerGuard g(true);

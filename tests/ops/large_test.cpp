@@ -16,8 +16,8 @@ TEST_F(Large, ReductionsOverPrimeExtents) {
   for (int ax : {0, 1}) {
     SCOPED_TRACE("axis " + std::to_string(ax));
     Reduced s = ref_reduce(a, d, {ax}, fold_sum);
-    EXPECT_TRUE(matches(kiln::sum(x, {ax}), to_shape(s.shape_drop), DType::f64, s.vals,
-                        Tol{1e-12, 1e-11}));
+    EXPECT_TRUE(
+        matches(kiln::sum(x, {ax}), to_shape(s.shape_drop), DType::f64, s.vals, Tol{1e-12, 1e-11}));
     Reduced m = ref_reduce(a, d, {ax}, fold_max);
     EXPECT_TRUE(matches(kiln::max(x, {ax}), to_shape(m.shape_drop), DType::f64, m.vals));
     Reduced am = ref_reduce(a, d, {ax}, fold_argmax);
@@ -46,8 +46,8 @@ TEST_F(Large, ElementwiseOnLargeNonContiguousViews) {
   Vals c = rng.uniform(350, DType::f32, -2, 2);
   Tensor x = make(a, Shape{300, 350}, DType::f32);
   Tensor col = make(c, Shape{350, 1}, DType::f32);
-  Tensor t = kiln::transpose(x, 0, 1);                 // (350, 300)
-  Tensor s = kiln::slice(t, 1, 1, 300, 3);             // (350, 100): x[3j+1][i]
+  Tensor t = kiln::transpose(x, 0, 1);     // (350, 300)
+  Tensor s = kiln::slice(t, 1, 1, 300, 3); // (350, 100): x[3j+1][i]
   Tensor r = kiln::sigmoid(s) * kiln::expand(col, {350, 100}) + kiln::abs(s);
   Vals e(350 * 100);
   for (int i = 0; i < 350; ++i)
@@ -85,12 +85,14 @@ TEST_F(Large, BatchedMatmulOddSizes) {
   Rng rng;
   Vals a = rng.uniform(8 * 33 * 17, DType::f32, -1, 1);
   Vals b = rng.uniform(17 * 29, DType::f32, -1, 1);
-  Tensor r = kiln::matmul(make(a, Shape{8, 33, 17}, DType::f32), make(b, Shape{17, 29}, DType::f32));
+  Tensor r =
+      kiln::matmul(make(a, Shape{8, 33, 17}, DType::f32), make(b, Shape{17, 29}, DType::f32));
   Vals e(8 * 33 * 29, 0.0);
   for (int q = 0; q < 8; ++q)
     for (int i = 0; i < 33; ++i)
       for (int j = 0; j < 29; ++j)
-        for (int k = 0; k < 17; ++k) e[(q * 33 + i) * 29 + j] += a[(q * 33 + i) * 17 + k] * b[k * 29 + j];
+        for (int k = 0; k < 17; ++k)
+          e[(q * 33 + i) * 29 + j] += a[(q * 33 + i) * 17 + k] * b[k * 29 + j];
   EXPECT_TRUE(matches(r, Shape{8, 33, 29}, DType::f32, e, Tol{1e-5, 1e-5}));
 }
 
@@ -113,8 +115,7 @@ TEST_F(Large, Int64IsExactBeyondDoublePrecision) {
   const int64_t big = (int64_t{1} << 60) + 12345;
   std::vector<int64_t> v{big, -big, big + 1, 7};
   Tensor x = kiln::from_vector(v, Shape{4});
-  EXPECT_EQ((x + 1).to_vector<int64_t>(),
-            (std::vector<int64_t>{big + 1, -big + 1, big + 2, 8}));
+  EXPECT_EQ((x + 1).to_vector<int64_t>(), (std::vector<int64_t>{big + 1, -big + 1, big + 2, 8}));
   EXPECT_EQ((x - x).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0}));
   EXPECT_EQ(kiln::max(x).item<int64_t>(), big + 1);
   EXPECT_EQ(kiln::min(x).item<int64_t>(), -big);

@@ -40,11 +40,15 @@ Vals ref_matmul(const Vals& a, std::vector<int64_t> ad, const Vals& b, std::vect
 
 Tol mm_tol(DType t) {
   switch (t) {
-  case DType::f32: return {1e-5, 1e-4};
-  case DType::f64: return {1e-12, 1e-12};
+  case DType::f32:
+    return {1e-5, 1e-4};
+  case DType::f64:
+    return {1e-12, 1e-12};
   case DType::f16:
-  case DType::bf16: return {1e-2, 3e-2};
-  default: return {0, 0};
+  case DType::bf16:
+    return {1e-2, 3e-2};
+  default:
+    return {0, 0};
   }
 }
 
@@ -137,7 +141,9 @@ TEST_P(MatmulT, TransposedOperands) {
   EXPECT_TRUE(matches(kiln::matmul(at, bt), to_shape(od), t, e, mm_tol(t))) << "both";
 }
 
-void PrintTo(const MMParam& p, std::ostream* os) { *os << mm_cases()[p.c].name << "/" << name(p.dtype); }
+void PrintTo(const MMParam& p, std::ostream* os) {
+  *os << mm_cases()[p.c].name << "/" << name(p.dtype);
+}
 
 INSTANTIATE_TEST_SUITE_P(Ops, Matmul, ::testing::ValuesIn(mm_params()), [](const auto& info) {
   return std::string(mm_cases()[info.param.c].name) + "_" + name(info.param.dtype);
@@ -161,21 +167,21 @@ TEST_F(MatmulMisc, Square64) {
     std::vector<int64_t> od;
     Vals e = ref_matmul(a, {64, 64}, b, {64, 64}, &od);
     Tol tol = t == DType::f32 ? Tol{1e-5, 2e-4} : Tol{1e-12, 1e-12};
-    EXPECT_TRUE(matches(kiln::matmul(make(a, {64, 64}, t), make(b, {64, 64}, t)),
-                        Shape{64, 64}, t, e, tol))
+    EXPECT_TRUE(
+        matches(kiln::matmul(make(a, {64, 64}, t), make(b, {64, 64}, t)), Shape{64, 64}, t, e, tol))
         << name(t);
   }
 }
 
 TEST_F(MatmulMisc, SlicedAndPermutedOperands) {
   Rng rng;
-  Vals a = rng.uniform(8 * 10, DType::f64, -1, 1); // (8, 10)
+  Vals a = rng.uniform(8 * 10, DType::f64, -1, 1);    // (8, 10)
   Vals b = rng.uniform(2 * 5 * 4, DType::f64, -1, 1); // (2, 5, 4)
   Tensor x = make(a, Shape{8, 10}, DType::f64);
   Tensor y = make(b, Shape{2, 5, 4}, DType::f64);
   Tensor xs = kiln::slice(kiln::slice(x, 1, 0, 10, 2), 0, 1, 8, 2); // (4, 5): x[2i+1][2j]
-  Tensor yp = kiln::permute(y, {1, 0, 2});                           // (5, 2, 4)
-  Tensor yr = kiln::reshape(yp, {5, 8});                             // copy: (5, 8)
+  Tensor yp = kiln::permute(y, {1, 0, 2});                          // (5, 2, 4)
+  Tensor yr = kiln::reshape(yp, {5, 8});                            // copy: (5, 8)
   Vals xsv(20), yrv(40);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 5; ++j) xsv[i * 5 + j] = a[(2 * i + 1) * 10 + 2 * j];

@@ -11,13 +11,20 @@ DType expected_promote(DType a, DType b) {
   if (a == b) return a;
   auto rank = [](DType t) {
     switch (t) {
-    case DType::boolean: return 0;
-    case DType::i32: return 1;
-    case DType::i64: return 2;
-    case DType::f16: return 3;
-    case DType::bf16: return 3;
-    case DType::f32: return 4;
-    case DType::f64: return 5;
+    case DType::boolean:
+      return 0;
+    case DType::i32:
+      return 1;
+    case DType::i64:
+      return 2;
+    case DType::f16:
+      return 3;
+    case DType::bf16:
+      return 3;
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 5;
     }
     return -1;
   };
@@ -71,17 +78,19 @@ TEST_P(PromoteTable, MulResultDtypeAndValues) {
     Vals nz = rng.pick(12, {-3, -2, -1, 1, 2, 3});
     if (b == DType::boolean) nz = Vals(12, 1.0);
     Tensor d = kiln::div(x, make(nz, Shape{3, 4}, b));
-    Vals ed = ref_binary(va, Shape{3, 4}, nz, Shape{3, 4}, [](double u, double v) { return u / v; });
+    Vals ed =
+        ref_binary(va, Shape{3, 4}, nz, Shape{3, 4}, [](double u, double v) { return u / v; });
     EXPECT_TRUE(matches(d, Shape{3, 4}, dv, ed));
   }
 }
 
-void PrintTo(const PairParam& p, std::ostream* os) { *os << name(p.a) << "," << name(p.b); }
+void PrintTo(const PairParam& p, std::ostream* os) {
+  *os << name(p.a) << "," << name(p.b);
+}
 
-INSTANTIATE_TEST_SUITE_P(Ops, PromoteTable, ::testing::ValuesIn(all_pairs()),
-                         [](const auto& info) {
-                           return name(info.param.a) + "_" + name(info.param.b);
-                         });
+INSTANTIATE_TEST_SUITE_P(Ops, PromoteTable, ::testing::ValuesIn(all_pairs()), [](const auto& info) {
+  return name(info.param.a) + "_" + name(info.param.b);
+});
 
 class Promotion : public OpsTest {};
 
@@ -146,8 +155,8 @@ TEST_F(Promotion, ScalarsOfHigherCategoryGiveDefaultType) {
   EXPECT_TRUE(matches(b * 2.5, Shape{2}, DType::f32, {2.5, 0}));
   EXPECT_TRUE(matches(i32 / 2, Shape{2}, DType::f32, {1.5, -2}));
   EXPECT_TRUE(matches(3 / i32, Shape{2}, DType::f32, {1, -0.75}));
-  EXPECT_TRUE(matches(kiln::pow(i32, 0.5).astype(DType::f64) * 0 + 1, Shape{2}, DType::f64,
-                      {1, kNaN}));
+  EXPECT_TRUE(
+      matches(kiln::pow(i32, 0.5).astype(DType::f64) * 0 + 1, Shape{2}, DType::f64, {1, kNaN}));
   EXPECT_EQ((i32 > 0.5).dtype(), DType::boolean);
   EXPECT_EQ((b == 1).dtype(), DType::boolean);
 }
@@ -184,14 +193,16 @@ TEST_F(Promotion, MixedDtypeValuesAreComputedInTheResultType) {
   Vals a = rng.uniform(20, DType::i32, -1000, 1000);
   Vals b = rng.uniform(20, DType::f64, -1, 1);
   Tensor r = make(a, Shape{20}, DType::i32) + make(b, Shape{20}, DType::f64);
-  EXPECT_TRUE(matches(r, Shape{20}, DType::f64,
-                      ref_binary(a, Shape{20}, b, Shape{20}, [](double u, double v) { return u + v; })));
+  EXPECT_TRUE(
+      matches(r, Shape{20}, DType::f64,
+              ref_binary(a, Shape{20}, b, Shape{20}, [](double u, double v) { return u + v; })));
   // i64 values beyond 2^31 survive i32 + i64.
   Vals big{3e9, -5e9, 1e12};
   Vals small{1, 2, 3};
   Tensor s = make(small, Shape{3}, DType::i32) + make(big, Shape{3}, DType::i64);
   EXPECT_EQ(s.dtype(), DType::i64);
-  EXPECT_EQ(s.to_vector<int64_t>(), (std::vector<int64_t>{3000000001LL, -4999999998LL, 1000000000003LL}));
+  EXPECT_EQ(s.to_vector<int64_t>(),
+            (std::vector<int64_t>{3000000001LL, -4999999998LL, 1000000000003LL}));
   // f16 + bf16 computes in f32: 1 + 2^-10 is not representable in bf16 but is in f32/f16.
   Tensor h = make({std::ldexp(1.0, -10)}, Shape{1}, DType::f16);
   Tensor bf = make({1.0}, Shape{1}, DType::bf16);
@@ -226,8 +237,8 @@ TEST_F(Promotion, HalfAndBfloat16HostTypes) {
     EXPECT_EQ(h.bits, half_bits(quantize(DType::f16, v))) << v;
     EXPECT_EQ(static_cast<double>(static_cast<float>(h)), quantize(DType::f16, v)) << v;
   }
-  for (double v : {1.0, -2.5, 0.1, 1 + std::ldexp(1.0, -8), 1 + 3 * std::ldexp(1.0, -8), 3.14159,
-                   1e30}) {
+  for (double v :
+       {1.0, -2.5, 0.1, 1 + std::ldexp(1.0, -8), 1 + 3 * std::ldexp(1.0, -8), 3.14159, 1e30}) {
     kiln::bfloat16 b(static_cast<float>(v));
     EXPECT_EQ(b.bits, bf16_bits(quantize(DType::bf16, static_cast<float>(v)))) << v;
     EXPECT_EQ(static_cast<double>(static_cast<float>(b)),

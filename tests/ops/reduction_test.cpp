@@ -15,23 +15,25 @@ struct RedOp {
 
 const std::vector<RedOp>& red_ops() {
   static const std::vector<RedOp> ops{
-      {"sum", [](const Tensor& a, const std::vector<int>& ax, bool k) { return kiln::sum(a, ax, k); },
+      {"sum",
+       [](const Tensor& a, const std::vector<int>& ax, bool k) { return kiln::sum(a, ax, k); },
        fold_sum, true},
       {"mean",
        [](const Tensor& a, const std::vector<int>& ax, bool k) { return kiln::mean(a, ax, k); },
        fold_mean, false},
-      {"max", [](const Tensor& a, const std::vector<int>& ax, bool k) { return kiln::max(a, ax, k); },
+      {"max",
+       [](const Tensor& a, const std::vector<int>& ax, bool k) { return kiln::max(a, ax, k); },
        fold_max, true},
-      {"min", [](const Tensor& a, const std::vector<int>& ax, bool k) { return kiln::min(a, ax, k); },
+      {"min",
+       [](const Tensor& a, const std::vector<int>& ax, bool k) { return kiln::min(a, ax, k); },
        fold_min, true},
   };
   return ops;
 }
 
 const std::vector<std::vector<int>>& axes_cases() {
-  static const std::vector<std::vector<int>> cs{{},     {0},    {1},     {2},       {-1},
-                                                {-3},   {0, 2}, {1, -1}, {2, 0},    {-3, -2},
-                                                {0, 1, 2}};
+  static const std::vector<std::vector<int>> cs{{},     {0},     {1},    {2},      {-1},     {-3},
+                                                {0, 2}, {1, -1}, {2, 0}, {-3, -2}, {0, 1, 2}};
   return cs;
 }
 
@@ -57,11 +59,15 @@ Tol red_tol(const RedOp& op, DType t) {
   std::string n = op.name;
   if (n == "max" || n == "min") return Tol{0, 0}; // selection is exact
   switch (t) {
-  case DType::f32: return {1e-5, 1e-4};
-  case DType::f64: return {1e-12, 1e-12};
+  case DType::f32:
+    return {1e-5, 1e-4};
+  case DType::f64:
+    return {1e-12, 1e-12};
   case DType::f16:
-  case DType::bf16: return {1e-2, 3e-2};
-  default: return {0, 0};
+  case DType::bf16:
+    return {1e-2, 3e-2};
+  default:
+    return {0, 0};
   }
 }
 
@@ -79,11 +85,10 @@ TEST_P(Reduce, AllAxisCombinations) {
   for (const auto& axes : axes_cases()) {
     Reduced r = ref_reduce(a, d, axes, op.fold);
     for (bool keep : {false, true}) {
-      SCOPED_TRACE(std::string(op.name) + " axes " + axes_str(axes) +
-                   (keep ? " keepdim" : ""));
+      SCOPED_TRACE(std::string(op.name) + " axes " + axes_str(axes) + (keep ? " keepdim" : ""));
       Tensor y = op.fn(x, axes, keep);
-      EXPECT_TRUE(matches(y, to_shape(keep ? r.shape_keep : r.shape_drop), out, r.vals,
-                          red_tol(op, t)));
+      EXPECT_TRUE(
+          matches(y, to_shape(keep ? r.shape_keep : r.shape_drop), out, r.vals, red_tol(op, t)));
     }
   }
 }
@@ -102,8 +107,8 @@ TEST_P(Reduce, NonContiguousAndPendingInputs) {
   Tensor xt = kiln::transpose(x, 0, 1);
   for (int ax : {0, 1}) {
     Reduced r = ref_reduce(at, {8, 6}, {ax}, op.fold);
-    EXPECT_TRUE(matches(op.fn(xt, {ax}, false), to_shape(r.shape_drop), out, r.vals,
-                        red_tol(op, t)))
+    EXPECT_TRUE(
+        matches(op.fn(xt, {ax}, false), to_shape(r.shape_drop), out, r.vals, red_tol(op, t)))
         << op.name << " of transpose, axis " << ax;
   }
   // Strided slice (6, 4): every other column.
@@ -122,7 +127,9 @@ TEST_P(Reduce, NonContiguousAndPendingInputs) {
       << op.name << " of pending x * 2";
 }
 
-void PrintTo(const RedParam& p, std::ostream* os) { *os << red_ops()[p.op].name << "/" << name(p.dtype); }
+void PrintTo(const RedParam& p, std::ostream* os) {
+  *os << red_ops()[p.op].name << "/" << name(p.dtype);
+}
 
 INSTANTIATE_TEST_SUITE_P(Ops, Reduce, ::testing::ValuesIn(red_params()), [](const auto& info) {
   return std::string(red_ops()[info.param.op].name) + "_" + name(info.param.dtype);
@@ -196,8 +203,8 @@ TEST_F(Reductions, KeepdimResultBroadcastsBack) {
   Tensor row_sums = kiln::sum(centered, {-1});
   EXPECT_TRUE(matches(row_sums, Shape{5}, DType::f64, Vals(5, 0.0), Tol{0, 1e-12}));
   Tensor normalized = x / kiln::max(kiln::abs(x), {0}, true);
-  Reduced mx = ref_reduce(ref_unary(a, [](double v) { return std::fabs(v); }), {5, 7}, {0},
-                          fold_max);
+  Reduced mx =
+      ref_reduce(ref_unary(a, [](double v) { return std::fabs(v); }), {5, 7}, {0}, fold_max);
   Vals e(35);
   for (int i = 0; i < 5; ++i)
     for (int j = 0; j < 7; ++j) e[i * 7 + j] = a[i * 7 + j] / mx.vals[j];
@@ -257,7 +264,7 @@ TEST_P(Softmax, MatchesReferenceAndSumsToOne) {
     // Each slice along the axis sums to 1.
     Tensor sums = kiln::sum(sm.astype(DType::f64), {axis});
     Vals ones(static_cast<size_t>(sums.numel()), 1.0);
-    Tol st = t == DType::f64 ? Tol{1e-12, 1e-12}
+    Tol st = t == DType::f64   ? Tol{1e-12, 1e-12}
              : t == DType::f32 ? Tol{1e-5, 1e-5}
                                : Tol{2e-2, 2e-2};
     EXPECT_TRUE(all_close(values(sums), ones, st));
@@ -273,7 +280,9 @@ TEST_P(Softmax, ExpOfLogSoftmaxIsSoftmax) {
   Tensor x = make(a, Shape{5, 8}, t);
   Vals s1 = values(kiln::exp(kiln::log_softmax(x, 1)));
   Vals s2 = values(kiln::softmax(x, 1));
-  Tol tol = t == DType::f64 ? Tol{1e-12, 1e-12} : t == DType::f32 ? Tol{1e-5, 1e-6} : Tol{2e-2, 1e-2};
+  Tol tol = t == DType::f64   ? Tol{1e-12, 1e-12}
+            : t == DType::f32 ? Tol{1e-5, 1e-6}
+                              : Tol{2e-2, 1e-2};
   EXPECT_TRUE(all_close(s1, s2, tol));
 }
 

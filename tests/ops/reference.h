@@ -31,12 +31,12 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---- dtypes ------------------------------------------------------------------------------
 inline const std::vector<DType>& all_dtypes() {
-  static const std::vector<DType> v{DType::f32, DType::f64,  DType::f16,    DType::bf16,
+  static const std::vector<DType> v{DType::f32, DType::f64, DType::f16,    DType::bf16,
                                     DType::i32, DType::i64, DType::boolean};
   return v;
 }
 inline const std::vector<DType>& numeric_dtypes() { // everything but bool
-  static const std::vector<DType> v{DType::f32, DType::f64, DType::f16,
+  static const std::vector<DType> v{DType::f32,  DType::f64, DType::f16,
                                     DType::bf16, DType::i32, DType::i64};
   return v;
 }
@@ -47,17 +47,26 @@ inline const std::vector<DType>& float_dtypes() {
 inline bool is_float(DType t) {
   return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
 }
-inline bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
+inline bool is_int(DType t) {
+  return t == DType::i32 || t == DType::i64;
+}
 /// Our own names (test names must not depend on the library under test).
 inline std::string name(DType t) {
   switch (t) {
-  case DType::f32: return "f32";
-  case DType::f64: return "f64";
-  case DType::f16: return "f16";
-  case DType::bf16: return "bf16";
-  case DType::i32: return "i32";
-  case DType::i64: return "i64";
-  case DType::boolean: return "bool";
+  case DType::f32:
+    return "f32";
+  case DType::f64:
+    return "f64";
+  case DType::f16:
+    return "f16";
+  case DType::bf16:
+    return "bf16";
+  case DType::i32:
+    return "i32";
+  case DType::i64:
+    return "i64";
+  case DType::boolean:
+    return "bool";
   }
   return "?";
 }
@@ -78,8 +87,10 @@ inline double round_sig(double v, int bits, int min_unit_exp) {
 /// The value of dtype t nearest to v (what converting v to t gives; ints truncate).
 inline double quantize(DType t, double v) {
   switch (t) {
-  case DType::f64: return v;
-  case DType::f32: return static_cast<double>(static_cast<float>(v));
+  case DType::f64:
+    return v;
+  case DType::f32:
+    return static_cast<double>(static_cast<float>(v));
   case DType::f16: {
     if (std::isnan(v)) return v;
     if (std::fabs(v) >= 65520.0) return std::copysign(kInf, v);
@@ -90,9 +101,12 @@ inline double quantize(DType t, double v) {
     if (std::fabs(v) >= std::ldexp(2.0 - std::ldexp(1.0, -8), 127)) return std::copysign(kInf, v);
     return round_sig(v, 8, -133);
   }
-  case DType::i32: return static_cast<double>(static_cast<int32_t>(v));
-  case DType::i64: return static_cast<double>(static_cast<int64_t>(v));
-  case DType::boolean: return v != 0 ? 1.0 : 0.0;
+  case DType::i32:
+    return static_cast<double>(static_cast<int32_t>(v));
+  case DType::i64:
+    return static_cast<double>(static_cast<int64_t>(v));
+  case DType::boolean:
+    return v != 0 ? 1.0 : 0.0;
   }
   return v;
 }
@@ -124,7 +138,8 @@ inline Tensor make(const Vals& vals, const Shape& shape, DType dt) {
   EXPECT_EQ(static_cast<int64_t>(vals.size()), shape.numel()) << "test bug: size mismatch";
   size_t n = vals.size();
   switch (dt) {
-  case DType::f64: return kiln::from_data(vals.data(), dt, shape);
+  case DType::f64:
+    return kiln::from_data(vals.data(), dt, shape);
   case DType::f32: {
     std::vector<float> b(n);
     for (size_t i = 0; i < n; ++i) b[i] = static_cast<float>(vals[i]);
@@ -163,7 +178,9 @@ inline Vals quantize_all(DType t, Vals v) {
   return v;
 }
 
-inline Vals values(const Tensor& t) { return t.to_vector<double>(); }
+inline Vals values(const Tensor& t) {
+  return t.to_vector<double>();
+}
 
 // ---- random inputs -----------------------------------------------------------------------
 /// A generator seeded from the current test's full name: reproducible per test, different
@@ -221,11 +238,16 @@ struct Tol {
 };
 inline Tol tol_for(DType t) {
   switch (t) {
-  case DType::f64: return {1e-12, 1e-12};
-  case DType::f32: return {1e-5, 1e-5};
-  case DType::f16: return {1e-2, 1e-2};
-  case DType::bf16: return {1e-2, 1e-2};
-  default: return {0, 0};
+  case DType::f64:
+    return {1e-12, 1e-12};
+  case DType::f32:
+    return {1e-5, 1e-5};
+  case DType::f16:
+    return {1e-2, 1e-2};
+  case DType::bf16:
+    return {1e-2, 1e-2};
+  default:
+    return {0, 0};
   }
 }
 
@@ -244,15 +266,14 @@ inline ::testing::AssertionResult all_close(const Vals& actual, const Vals& expe
   std::ostringstream os;
   for (size_t i = 0; i < actual.size(); ++i) {
     if (!close(actual[i], expected[i], tol)) {
-      if (bad < 6)
-        os << "\n  [" << i << "] got " << actual[i] << " expected " << expected[i];
+      if (bad < 6) os << "\n  [" << i << "] got " << actual[i] << " expected " << expected[i];
       ++bad;
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
-         << bad << " of " << actual.size() << " elements differ (rtol " << tol.rtol
-         << ", atol " << tol.atol << "):" << os.str();
+         << bad << " of " << actual.size() << " elements differ (rtol " << tol.rtol << ", atol "
+         << tol.atol << "):" << os.str();
 }
 
 /// Shape, dtype and values of t against the expectation (tolerance from the dtype unless given).
@@ -260,16 +281,18 @@ inline ::testing::AssertionResult matches(const Tensor& t, const Shape& shape, D
                                           const Vals& expected, std::optional<Tol> tol = {}) {
   if (!t.defined()) return ::testing::AssertionFailure() << "tensor undefined";
   if (t.shape() != shape)
-    return ::testing::AssertionFailure() << "shape " << t.shape().str() << " != expected "
-                                         << shape.str();
+    return ::testing::AssertionFailure()
+           << "shape " << t.shape().str() << " != expected " << shape.str();
   if (t.dtype() != dtype)
-    return ::testing::AssertionFailure() << "dtype " << name(t.dtype()) << " != expected "
-                                         << name(dtype);
+    return ::testing::AssertionFailure()
+           << "dtype " << name(t.dtype()) << " != expected " << name(dtype);
   return all_close(values(t), expected, tol ? *tol : tol_for(dtype));
 }
 
 // ---- shapes and strided indexing -----------------------------------------------------------
-inline std::vector<int64_t> dims(const Shape& s) { return s.vec(); }
+inline std::vector<int64_t> dims(const Shape& s) {
+  return s.vec();
+}
 inline std::vector<int64_t> row_major_strides(const std::vector<int64_t>& d) {
   std::vector<int64_t> st(d.size(), 1);
   for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * d[i + 1];
@@ -337,7 +360,8 @@ inline Reduced ref_reduce(const Vals& a, const std::vector<int64_t>& d, std::vec
   if (axes.empty())
     for (int k = 0; k < static_cast<int>(d.size()); ++k) axes.push_back(k);
   std::vector<bool> red(d.size(), false);
-  for (int ax : axes) red[static_cast<size_t>(ax < 0 ? ax + static_cast<int>(d.size()) : ax)] = true;
+  for (int ax : axes)
+    red[static_cast<size_t>(ax < 0 ? ax + static_cast<int>(d.size()) : ax)] = true;
   Reduced r;
   for (size_t k = 0; k < d.size(); ++k) {
     r.shape_keep.push_back(red[k] ? 1 : d[k]);
@@ -359,7 +383,9 @@ inline double fold_sum(const Vals& g) {
   for (double x : g) s += x;
   return s;
 }
-inline double fold_mean(const Vals& g) { return fold_sum(g) / static_cast<double>(g.size()); }
+inline double fold_mean(const Vals& g) {
+  return fold_sum(g) / static_cast<double>(g.size());
+}
 inline double fold_max(const Vals& g) {
   double m = -kInf;
   for (double x : g) {
@@ -383,12 +409,13 @@ inline double fold_argmax(const Vals& g) {
   return static_cast<double>(best);
 }
 
-inline Shape to_shape(const std::vector<int64_t>& d) { return Shape(d); }
+inline Shape to_shape(const std::vector<int64_t>& d) {
+  return Shape(d);
+}
 
 // ---- errors ------------------------------------------------------------------------------
 /// Runs f; succeeds iff it throws kiln::Error whose what() contains `needle`.
-template <class F>
-::testing::AssertionResult throws_kiln_error(F&& f, const std::string& needle) {
+template <class F>::testing::AssertionResult throws_kiln_error(F&& f, const std::string& needle) {
   try {
     f();
   } catch (const kiln::Error& e) {
@@ -401,10 +428,10 @@ template <class F>
   } catch (...) {
     return ::testing::AssertionFailure() << "threw something that is not a std::exception";
   }
-  return ::testing::AssertionFailure() << "did not throw (expected kiln::Error with \""
-                                       << needle << "\")";
+  return ::testing::AssertionFailure()
+         << "did not throw (expected kiln::Error with \"" << needle << "\")";
 }
-#define EXPECT_KILN_ERROR(needle, ...) \
+#define EXPECT_KILN_ERROR(needle, ...)                                                             \
   EXPECT_TRUE(::kt::throws_kiln_error([&] { (void)(__VA_ARGS__); }, needle))
 
 // ---- fixture -----------------------------------------------------------------------------

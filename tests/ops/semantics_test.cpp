@@ -18,8 +18,8 @@ TEST_F(Semantics, IntegerPowStaysIntegerNegativeExponentsGiveZero) {
   Tensor ex = kiln::from_vector(std::vector<int32_t>{-2, -3, -5, 2, 3, 0, 1});
   EXPECT_TRUE(matches(kiln::pow(base, ex), Shape{7}, DType::i32, {0, -1, 1, 9, -8, 1, 5}));
   Tensor b64 = kiln::from_vector(std::vector<int64_t>{3, -3, 10});
-  EXPECT_TRUE(matches(kiln::pow(b64, 13), Shape{3}, DType::i64,
-                      {1594323, -1594323, 10000000000000.0}));
+  EXPECT_TRUE(
+      matches(kiln::pow(b64, 13), Shape{3}, DType::i64, {1594323, -1594323, 10000000000000.0}));
 }
 
 TEST_F(Semantics, IntegerArithmeticWraps) {
@@ -40,8 +40,8 @@ TEST_F(Semantics, BoolArithmeticRules) {
   EXPECT_TRUE(matches(b + c, Shape{4}, DType::boolean, {1, 1, 1, 0}));
   EXPECT_TRUE(matches(b * c, Shape{4}, DType::boolean, {1, 0, 0, 0}));
   // With a non-bool operand bool promotes and arithmetic is ordinary.
-  EXPECT_TRUE(matches(b - make({1, 1, 1, 1}, Shape{4}, DType::i32), Shape{4}, DType::i32,
-                      {0, -1, 0, -1}));
+  EXPECT_TRUE(
+      matches(b - make({1, 1, 1, 1}, Shape{4}, DType::i32), Shape{4}, DType::i32, {0, -1, 0, -1}));
 }
 
 TEST_F(Semantics, FloatToIntCastsSaturateAndNaNIsZero) {
@@ -87,9 +87,9 @@ TEST_F(Semantics, RandomStreamOffsetsCountElements) {
 TEST_F(Semantics, EvalComputesOnlyWhatIsAskedAndLiveIntermediates) {
   Tensor x = kiln::full({4}, 2.0);
   kiln::eval(x);
-  Tensor y = x * 3;          // live intermediate
-  Tensor z = y + 1;          // requested
-  Tensor other = x - 5;      // unrelated pending value
+  Tensor y = x * 3;     // live intermediate
+  Tensor z = y + 1;     // requested
+  Tensor other = x - 5; // unrelated pending value
   kiln::eval(z);
   EXPECT_TRUE(z.is_realized());
   EXPECT_TRUE(y.is_realized()) << "a pending value with a handle is written when computed";
@@ -120,8 +120,8 @@ TEST_F(Semantics, F32MathAccuracyOverWideRanges) {
   // tanh and sigmoid of tiny and large-magnitude inputs, relative accuracy.
   Vals tiny = rng.nonzero(500, DType::f32, 1e-6, 1e-2);
   Tensor t = make(tiny, Shape{500}, DType::f32);
-  EXPECT_TRUE(all_close(values(kiln::tanh(t)), ref_unary(tiny, [](double v) { return std::tanh(v); }),
-                        Tol{2e-6, 0}))
+  EXPECT_TRUE(all_close(values(kiln::tanh(t)),
+                        ref_unary(tiny, [](double v) { return std::tanh(v); }), Tol{2e-6, 0}))
       << "tanh(x) ~ x for small x";
   EXPECT_TRUE(all_close(values(kiln::sin(t)), ref_unary(tiny, [](double v) { return std::sin(v); }),
                         Tol{2e-6, 0}));
@@ -133,8 +133,8 @@ TEST_F(Semantics, F32MathAccuracyOverWideRanges) {
       << "sigmoid of large negative inputs keeps relative accuracy";
   Vals mid = rng.uniform(2000, DType::f32, -10, 10);
   Tensor mt = make(mid, Shape{2000}, DType::f32);
-  EXPECT_TRUE(all_close(values(kiln::tanh(mt)), ref_unary(mid, [](double v) { return std::tanh(v); }),
-                        Tol{2e-6, 1e-7}));
+  EXPECT_TRUE(all_close(values(kiln::tanh(mt)),
+                        ref_unary(mid, [](double v) { return std::tanh(v); }), Tol{2e-6, 1e-7}));
   EXPECT_TRUE(all_close(values(kiln::sigmoid(mt)),
                         ref_unary(mid, [](double v) { return 1 / (1 + std::exp(-v)); }),
                         Tol{2e-6, 1e-7}));

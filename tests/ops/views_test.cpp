@@ -45,7 +45,8 @@ TEST_F(Views, ReshapeValuesAndInference) {
   EXPECT_TRUE(matches(kiln::reshape(x, {2, -1, 3}), Shape{2, 2, 3}, DType::f32, v));
   EXPECT_TRUE(matches(kiln::reshape(x, {-1}), Shape{12}, DType::f32, v));
   EXPECT_TRUE(matches(x.reshape({12, 1}), Shape{12, 1}, DType::f32, v));
-  EXPECT_TRUE(matches(kiln::reshape(kiln::reshape(x, {4, 3}), {1, 12}), Shape{1, 12}, DType::f32, v));
+  EXPECT_TRUE(
+      matches(kiln::reshape(kiln::reshape(x, {4, 3}), {1, 12}), Shape{1, 12}, DType::f32, v));
   Tensor one = make({7}, Shape{1}, DType::f32);
   EXPECT_TRUE(matches(kiln::reshape(one, Shape{}), Shape{}, DType::f32, {7}));
 }
@@ -227,8 +228,7 @@ TEST_F(Views, SplitBySizeAndSizes) {
   auto t = kiln::split(iota({4, 5}), std::vector<int64_t>{2, 3}, 1);
   ASSERT_EQ(t.size(), 2u);
   EXPECT_TRUE(matches(t[0], Shape{4, 2}, DType::f32, {1, 2, 6, 7, 11, 12, 16, 17}));
-  EXPECT_TRUE(
-      matches(t[1], Shape{4, 3}, DType::f32, {3, 4, 5, 8, 9, 10, 13, 14, 15, 18, 19, 20}));
+  EXPECT_TRUE(matches(t[1], Shape{4, 3}, DType::f32, {3, 4, 5, 8, 9, 10, 13, 14, 15, 18, 19, 20}));
   auto u = kiln::split(iota({4, 5}), std::vector<int64_t>{1, 3}, 0);
   ASSERT_EQ(u.size(), 2u);
   EXPECT_EQ(u[1].shape(), (Shape{3, 5}));
@@ -265,9 +265,9 @@ TEST_F(Views, ViewsOfPendingValues) {
 
 TEST_F(Views, NonContiguousInputsInElementwiseChains) {
   Rng rng;
-  Vals a = rng.uniform(20, DType::f32, -2, 2);  // (4, 5)
-  Vals b = rng.uniform(40, DType::f32, -2, 2);  // (5, 8)
-  Vals c = rng.uniform(4, DType::f32, 0.5, 2);  // (4, 1)
+  Vals a = rng.uniform(20, DType::f32, -2, 2); // (4, 5)
+  Vals b = rng.uniform(40, DType::f32, -2, 2); // (5, 8)
+  Vals c = rng.uniform(4, DType::f32, 0.5, 2); // (4, 1)
   Tensor x = make(a, Shape{4, 5}, DType::f32);
   Tensor y = make(b, Shape{5, 8}, DType::f32);
   Tensor z = make(c, Shape{4, 1}, DType::f32);
@@ -297,8 +297,7 @@ TEST_F(Views, Concat) {
   Tensor d = make({7, 8}, Shape{2, 1}, DType::f32);
   EXPECT_TRUE(matches(kiln::concat({a, d, a}, 1), Shape{2, 7}, DType::f32,
                       {1, 2, 3, 7, 1, 2, 3, 4, 5, 6, 8, 4, 5, 6}));
-  EXPECT_TRUE(matches(kiln::concat({d, a}, -1), Shape{2, 4}, DType::f32,
-                      {7, 1, 2, 3, 8, 4, 5, 6}));
+  EXPECT_TRUE(matches(kiln::concat({d, a}, -1), Shape{2, 4}, DType::f32, {7, 1, 2, 3, 8, 4, 5, 6}));
   // Non-contiguous and pending pieces.
   Tensor t = kiln::transpose(iota({3, 2}), 0, 1); // (2, 3): [[1,3,5],[2,4,6]]
   Tensor p = a * 2;
@@ -330,8 +329,8 @@ TEST_F(Views, ReductionsOverExpandedViews) {
                       ref_unary(a, [](double v) { return 15 * v; })));
   EXPECT_TRUE(matches(kiln::max(e, {1}), Shape{3, 5}, DType::f64,
                       Vals(15, *std::max_element(a.begin(), a.end()))));
-  EXPECT_TRUE(matches(kiln::contiguous(e), Shape{3, 4, 5}, DType::f64,
-                      gather(a, {3, 4, 5}, {0, 1, 0})));
+  EXPECT_TRUE(
+      matches(kiln::contiguous(e), Shape{3, 4, 5}, DType::f64, gather(a, {3, 4, 5}, {0, 1, 0})));
   EXPECT_TRUE(kiln::contiguous(e).is_contiguous());
   EXPECT_TRUE(matches(kiln::reshape(e, {12, 5}), Shape{12, 5}, DType::f64,
                       gather(a, {3, 4, 5}, {0, 1, 0})));
