@@ -2,6 +2,7 @@
 
 #include "engine/host_convert.h"
 #include "runtime/cpu/tape_eval.h"
+#include "runtime/cpu/thread_pool.h"
 
 #include <cmath>
 #include <limits>
@@ -9,6 +10,10 @@
 namespace kiln::detail::cpu {
 
 namespace {
+
+// Kernels under 64 blocks (16K elements) run on the calling thread: small tensors (an RNN
+// step) would pay more for waking threads than they save.
+constexpr int64_t kParallelGrainBlocks = 64;
 
 std::vector<BoundInput> bind_inputs(const FusedKernel& k, llvm::ArrayRef<char*> base,
                                     llvm::ArrayRef<Shape> strides, const Shape& shape) {
@@ -30,20 +35,25 @@ void run_elementwise(const FusedKernel& k, llvm::ArrayRef<char*> base) {
   std::vector<Shape> strides;
   for (const KernelInput& in : k.inputs) strides.push_back(in.strides);
   std::vector<BoundInput> inputs = bind_inputs(k, base, strides, k.shape);
-  std::vector<Slab> slabs(k.tape.size());
   std::vector<bool> out_contig;
   for (const KernelOutput& o : k.outputs)
     out_contig.push_back(is_contiguous(Layout{k.shape, o.strides, 0}));
   const int64_t n = k.shape.numel();
-  for (int64_t start = 0; start < n; start += kBlock) {
-    int len = static_cast<int>(std::min<int64_t>(kBlock, n - start));
-    eval_block(k, k.shape, inputs, start, len, slabs);
-    for (size_t i = 0; i < k.outputs.size(); ++i) {
-      const KernelOutput& o = k.outputs[i];
-      store_block(slabs[o.value], o.dtype, base[o.slot] + o.offset * itemsize(o.dtype), k.shape,
-                  o.strides.data(), out_contig[i], start, len);
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  // Blocks are independent: threads take ranges of them, each with its own slabs.
+  parallel_for(blocks, kParallelGrainBlocks, [&](int64_t first, int64_t last) {
+    std::vector<Slab> slabs(k.tape.size());
+    for (int64_t b = first; b < last; ++b) {
+      int64_t start = b * kBlock;
+      int len = static_cast<int>(std::min<int64_t>(kBlock, n - start));
+      eval_block(k, k.shape, inputs, start, len, slabs);
+      for (size_t i = 0; i < k.outputs.size(); ++i) {
+        const KernelOutput& o = k.outputs[i];
+        store_block(slabs[o.value], o.dtype, base[o.slot] + o.offset * itemsize(o.dtype), k.shape,
+                    o.strides.data(), out_contig[i], start, len);
+      }
     }
-  }
+  });
 }
 
 namespace {
@@ -116,13 +126,18 @@ void reduce_typed(const FusedKernel& k, llvm::ArrayRef<char*> base, const Shape&
   std::vector<A> acc(O, initial<A>(k.reduce_op));
   std::vector<int64_t> arg(k.reduce_op == OpCode::argmax ? O : 0, -1);
   Reducer<T, A> red{k.reduce_op, acc, arg};
-  std::vector<Slab> slabs(k.tape.size());
-  const int64_t n = O * R;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    int len = static_cast<int>(std::min<int64_t>(kBlock, n - start));
-    eval_block(k, pshape, inputs, start, len, slabs);
-    red.fold(slabs[k.reduce_value].as<T>(), start, len, R);
-  }
+  // Threads take ranges of outputs; each output is still folded in order by one thread, so
+  // results don't depend on the thread count.
+  int64_t grain = std::max<int64_t>(1, kParallelGrainBlocks * kBlock / std::max<int64_t>(R, 1));
+  parallel_for(O, grain, [&](int64_t first, int64_t last) {
+    std::vector<Slab> slabs(k.tape.size());
+    const int64_t end = last * R;
+    for (int64_t start = first * R; start < end; start += kBlock) {
+      int len = static_cast<int>(std::min<int64_t>(kBlock, end - start));
+      eval_block(k, pshape, inputs, start, len, slabs);
+      red.fold(slabs[k.reduce_value].as<T>(), start, len, R);
+    }
+  });
   const KernelOutput& out = k.outputs[0];
   char* dst = base[out.slot] + out.offset * itemsize(out.dtype);
   if (k.reduce_op == OpCode::argmax) {
