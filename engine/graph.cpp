@@ -116,11 +116,6 @@ void add_input(Node* n, Node* input) {
   recount(input, was);
 }
 
-void discard(Node* n) {
-  for (Node* in : n->inputs) release_use(in);
-  delete n;
-}
-
 Tensor publish(Node* n, bool internal) {
   EngineState& e = engine();
   n->id = e.next_id++;

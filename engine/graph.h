@@ -38,8 +38,6 @@ void add_input(Node* n, Node* input);
 /// casts and scalar constants an op records for itself) are not realized on their own in
 /// eager mode: they fuse into the op that asked for them.
 Tensor publish(Node* n, bool internal = false);
-/// Free a node that was never published (a validation failure after new_node).
-void discard(Node* n);
 
 void retain_handle(Node* n);
 void release_handle(Node* n);
