@@ -72,6 +72,22 @@ inline int nproc() {
   return 0; // unknown
 }
 
+/// Median microseconds per call of `body`, timed on the host: after a warm-up, `iters` calls
+/// are queued, then `sync()` waits for the device; repeated `batches` times. Suits work issued
+/// asynchronously (a GPU stream), where host overhead overlaps device time as it does for users.
+template <class F, class S> double time_us(F&& body, S&& sync, int iters = 20, int batches = 7) {
+  body();
+  sync();
+  std::vector<double> per;
+  for (int b = 0; b < batches; ++b) {
+    double t0 = now_ns();
+    for (int i = 0; i < iters; ++i) body();
+    sync();
+    per.push_back((now_ns() - t0) / 1e3 / iters);
+  }
+  return median(per);
+}
+
 /// The header every benchmark prints first: what ran, where and when.
 inline void print_header(const char* title, int argc, char** argv) {
   std::printf("# %s\n\n", title);

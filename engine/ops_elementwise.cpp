@@ -79,6 +79,14 @@ Shape broadcast_or_fail(const char* op, const Shape& a, const Shape& b) {
   return *s;
 }
 
+// Checks three operands of one op (same device, broadcastable); returns the result shape.
+Shape broadcast3_or_fail(const char* op, const Node* a, const Node* b, const Node* c) {
+  same_device(op, a, b);
+  same_device(op, a, c);
+  return broadcast_or_fail(op, broadcast_or_fail(op, a->layout.shape, b->layout.shape),
+                           c->layout.shape);
+}
+
 // Arithmetic whose result type is boolean, as PyTorch: + is "or", * is "and"; - and pow have
 // no boolean meaning. Division is true division and never boolean.
 OpCode boolean_op(OpCode op) {
@@ -249,10 +257,7 @@ Tensor clamp(const Tensor& a, const Tensor& lo, const Tensor& hi) {
   Node* na = arg(a, "clamp");
   Node* nl = arg(lo, "clamp");
   Node* nh = arg(hi, "clamp");
-  same_device("clamp", na, nl);
-  same_device("clamp", na, nh);
-  broadcast_or_fail("clamp", broadcast_or_fail("clamp", na->layout.shape, nl->layout.shape),
-                    nh->layout.shape);
+  broadcast3_or_fail("clamp", na, nl, nh);
   if (a.dtype() == DType::boolean) fail("clamp", "not supported for boolean tensors");
   return minimum(maximum(a, lo), hi);
 }
@@ -261,12 +266,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Node* nc = arg(cond, "where");
   Node* na = arg(a, "where");
   Node* nb = arg(b, "where");
-  same_device("where", nc, na);
-  same_device("where", nc, nb);
   if (nc->dtype != DType::boolean)
     fail("where", "the condition must be boolean, got {}", dtype_name(nc->dtype));
-  Shape s = broadcast_or_fail("where", nc->layout.shape,
-                              broadcast_or_fail("where", na->layout.shape, nb->layout.shape));
+  Shape s = broadcast3_or_fail("where", nc, na, nb);
   ResultType rt;
   rt.add_tensor(na);
   rt.add_tensor(nb);

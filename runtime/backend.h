@@ -39,6 +39,11 @@ public:
   virtual void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) = 0;
   /// Wait until all work issued so far is done.
   virtual void synchronize() = 0;
+
+protected:
+  /// Wrap memory this backend allocated in a Buffer (released through release()) and count it
+  /// in kiln::stats().
+  BufferRef adopt(void* data, size_t bytes);
 };
 
 /// The backend for a device; throws kiln::Error naming `op` if the device is unavailable.

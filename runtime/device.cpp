@@ -3,6 +3,7 @@
 #include "engine/errors.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/memory_stats.h"
 #ifdef KILN_HAVE_CUDA
 #include "runtime/cuda/cuda_backend.h"
 #endif
@@ -80,6 +81,15 @@ namespace detail {
 
 Buffer::~Buffer() {
   if (owner) owner->release(*this);
+}
+
+BufferRef Backend::adopt(void* data, size_t bytes) {
+  BufferRef b(new Buffer);
+  b->data = data;
+  b->bytes = bytes;
+  b->owner = this;
+  memory_stats().on_alloc(static_cast<int64_t>(bytes));
+  return b;
 }
 
 Backend& backend_for(Device d, const char* op) {

@@ -41,19 +41,6 @@ double copy_bandwidth(size_t bytes) { // GB/s, read + write counted
   return 2.0 * static_cast<double>(bytes) / (bench::median(t) * 1e6);
 }
 
-template <class F> double time_us(F&& body, int iters = 20, int batches = 7) {
-  body();
-  kiln::sync();
-  std::vector<double> per;
-  for (int b = 0; b < batches; ++b) {
-    double t0 = bench::now_ns();
-    for (int i = 0; i < iters; ++i) body();
-    kiln::sync();
-    per.push_back((bench::now_ns() - t0) / 1e3 / iters);
-  }
-  return bench::median(per);
-}
-
 Tensor chain(const Tensor& x, const Tensor& y) {
   Tensor t = tanh(x * y + 1);
   Tensor s = sigmoid(t);
@@ -88,7 +75,7 @@ int main(int argc, char** argv) {
     Tensor x = randn({n}, t, gpu), y = randn({n}, t, gpu);
     eval(x, y);
     Tensor o;
-    double us = time_us([&] { eval(o = chain(x, y)); });
+    double us = bench::time_us([&] { eval(o = chain(x, y)); }, [] { kiln::sync(); });
     reset_stats();
     eval(o = chain(x, y));
     Stats s = stats();
@@ -103,7 +90,7 @@ int main(int argc, char** argv) {
     Tensor col = randn({r, 1}, DType::f32, gpu);
     eval(m, row_v, col);
     Tensor o;
-    double us = time_us([&] { eval(o = tanh(m + row_v) * col); });
+    double us = bench::time_us([&] { eval(o = tanh(m + row_v) * col); }, [] { kiln::sync(); });
     row("broadcast (8192x8192 + row) * col, f32", r * c, 2.0 * r * c * 4 + (r + c) * 4, us);
   }
   return 0;

@@ -16,19 +16,6 @@ using namespace kiln;
 
 namespace {
 
-template <class F> double time_us(F&& body, void (*sync_fn)(), int iters = 20, int batches = 7) {
-  body();
-  sync_fn();
-  std::vector<double> per;
-  for (int b = 0; b < batches; ++b) {
-    double t0 = bench::now_ns();
-    for (int i = 0; i < iters; ++i) body();
-    sync_fn();
-    per.push_back((bench::now_ns() - t0) / 1e3 / iters);
-  }
-  return bench::median(per);
-}
-
 void device_sync() {
   cudaDeviceSynchronize();
 }
@@ -62,7 +49,7 @@ double cublas_us(cublasHandle_t h, DType t, int64_t M, int64_t N, int64_t K) {
   fill_random(b, t, K * N, 2);
   float one = 1, zero = 0;
   cudaDataType_t dt = t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  double us = time_us(
+  double us = bench::time_us(
       [&] {
         cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b, dt, N, a, dt, K, &zero, c, dt,
                      N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -96,7 +83,7 @@ int main(int argc, char** argv) {
       Tensor a = randn({c.m, c.k}, t, Device::cuda(0)), b = randn({c.k, c.n}, t, Device::cuda(0));
       eval(a, b);
       Tensor o;
-      double k_us = time_us([&] { eval(o = matmul(a, b)); }, kiln_sync);
+      double k_us = bench::time_us([&] { eval(o = matmul(a, b)); }, kiln_sync);
       double c_us = cublas_us(h, t, c.m, c.n, c.k);
       std::printf("| %s | %lld x %lld x %lld | %.1f | %.1f | %.2f | %.1f |\n", dtype_name(t),
                   (long long)c.m, (long long)c.k, (long long)c.n, c_us, k_us, k_us / c_us,

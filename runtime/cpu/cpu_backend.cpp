@@ -35,12 +35,7 @@ public:
     void* p = std::aligned_alloc(64, rounded);
     if (!p) fail("alloc", "out of host memory allocating {} bytes", bytes);
     if (poison_allocations()) std::memset(p, 0xff, rounded); // NaN / -1 in every dtype
-    BufferRef b(new Buffer);
-    b->data = p;
-    b->bytes = bytes;
-    b->owner = this;
-    memory_stats().on_alloc(static_cast<int64_t>(bytes));
-    return b;
+    return adopt(p, bytes);
   }
 
   void release(Buffer& b) override {

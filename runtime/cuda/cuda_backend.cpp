@@ -56,12 +56,7 @@ public:
            index_, bytes, free_b, total_b, cudaGetErrorString(e));
     }
     if (poison_allocations()) cudaMemsetAsync(p, 0xff, n, stream_); // NaN / -1 in every dtype
-    BufferRef b(new Buffer);
-    b->data = p;
-    b->bytes = bytes;
-    b->owner = this;
-    memory_stats().on_alloc(static_cast<int64_t>(bytes));
-    return b;
+    return adopt(p, bytes);
   }
 
   void release(Buffer& b) override {
