@@ -91,8 +91,20 @@ uint64_t f64_bits(double v) {
   return std::bit_cast<uint64_t>(v);
 }
 
+// Reduced axes are all trailing: the reduce kernel's (kept, reduced) order is row-major.
+bool trailing_reduce(const FusedKernel& k) {
+  const int rank = k.shape.size();
+  uint32_t trailing = 0;
+  for (int d = rank - std::popcount(k.reduce_axes); d < rank; ++d) trailing |= 1u << d;
+  return k.reduce_axes == trailing;
+}
+
+// Whether output o is stored at the flat index of the kernel's iteration order (else through
+// strides): a per-row output always is.
 bool out_contiguous(const FusedKernel& k, const KernelOutput& o) {
-  return k.kind == FusedKernel::Kind::reduce || is_contiguous(Layout{k.shape, o.strides, 0});
+  if (o.reduced) return true;
+  if (k.kind == FusedKernel::Kind::reduce && !trailing_reduce(k)) return false;
+  return is_contiguous(Layout{k.shape, o.strides, 0});
 }
 
 } // namespace
@@ -224,6 +236,7 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   key += " | outc:";
   for (const KernelOutput& o : k.outputs) key += out_contiguous(k, o) ? 'c' : 's';
   key += v.index32 ? " i32" : " i64";
+  if (v.rows_per_block > 1) key += fmt::format(" bx{}", v.rows_per_block);
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
   return key;
@@ -281,7 +294,7 @@ private:
   // unravelled over dims [lo, hi) (row-major, dim hi-1 fastest). Inputs use `in_var`+j
   // (or are skipped when in_var is empty), outputs `oo`+j.
   void unravel(int ind, const std::string& idx, int lo, int hi, const std::string& in_var,
-               bool outputs) {
+               const std::string& out_var) {
     if (hi <= lo || !pl_.shape_fields) return; // no operand is strided
     line(ind, "{");
     line(ind + 1, fmt::format("idx_t q, rem = {};", idx));
@@ -296,23 +309,27 @@ private:
           line(ind + 1,
                fmt::format("{}{} += q * {};", in_var, j, cast_idx(fmt::format("in{}_s{}", j, d))));
       }
-      for (size_t j = 0; j < pl_.out.size() && outputs; ++j)
+      for (size_t j = 0; j < pl_.out.size() && !out_var.empty(); ++j)
         if (pl_.out[j].mode == M::strided)
-          line(ind + 1,
-               fmt::format("oo{} += q * {};", j, cast_idx(fmt::format("out{}_s{}", j, d))));
+          line(ind + 1, fmt::format("{}{} += q * {};", out_var, j,
+                                    cast_idx(fmt::format("out{}_s{}", j, d))));
     }
     line(ind, "}");
   }
 
-  void declare_offsets(int ind, const char* var, const char* init, bool outputs) {
+  // Declares the offset variables of the strided inputs (`var`+j, from `init`+j or 0) and, when
+  // out_var is given, of the strided outputs (out_var+j, from out_init+j or 0).
+  void declare_offsets(int ind, const char* var, const char* init, const char* out_var = nullptr,
+                       const char* out_init = nullptr) {
     std::string decl;
     for (size_t j = 0; j < pl_.in.size(); ++j)
       if (pl_.in[j].mode == M::strided)
         decl += fmt::format("{}{}{} = {}", decl.empty() ? "" : ", ", var, j,
                             init ? fmt::format("{}{}", init, j) : "0");
-    for (size_t j = 0; j < pl_.out.size() && outputs; ++j)
+    for (size_t j = 0; j < pl_.out.size() && out_var; ++j)
       if (pl_.out[j].mode == M::strided)
-        decl += fmt::format("{}oo{} = 0", decl.empty() ? "" : ", ", j);
+        decl += fmt::format("{}{}{} = {}", decl.empty() ? "" : ", ", out_var, j,
+                            out_init ? fmt::format("{}{}", out_init, j) : "0");
     if (!decl.empty()) line(ind, "idx_t " + decl + ";");
   }
 
@@ -329,9 +346,12 @@ private:
     return "";
   }
 
-  void tape(int ind, const Load& load) {
+  // Emits the tape's values; with `level` (reduce kernels) only the non-reduction values of
+  // level <= max_level (reductions are row variables defined after their pass).
+  void tape(int ind, const Load& load, const int8_t* level = nullptr, int max_level = 0) {
     for (size_t t = 0; t < k_.tape.size(); ++t) {
       const TapeInst& in = k_.tape[t];
+      if (level && (is_reduction(in.op) || level[t] > max_level)) continue;
       std::string e = in.op == OpCode::load ? cg::load_cvt(k_.inputs[in.a].dtype, load(in.a))
                                             : cg::inst_expr(k_, static_cast<int>(t));
       line(ind, fmt::format("const {} v{} = {};", cg::ct_name(in.dtype), t, e));
@@ -379,8 +399,8 @@ private:
       start = fmt::format("nv * {} + tid", epv);
     }
     line(1, fmt::format("for (idx_t i = {}; i < n; i += stride) {{", start));
-    declare_offsets(2, "oi", nullptr, true);
-    unravel(2, "i", 0, pl_.rank, "oi", true);
+    declare_offsets(2, "oi", nullptr, "oo");
+    unravel(2, "i", 0, pl_.rank, "oi", "oo");
     tape(2, [&](int j) { return element_load(j); });
     for (size_t j = 0; j < pl_.out.size(); ++j)
       line(2, fmt::format("p.out{}[{}] = {};", j,
@@ -388,77 +408,169 @@ private:
     line(1, "}");
   }
 
+  // One output row per block (rows_per_block 1: threads stride along the row, combined by warp
+  // shuffles) or rows_per_block consecutive rows per block (threads of a warp on neighbouring
+  // rows, so that a reduction over outer axes reads coalesced; combined in shared memory).
+  // Each row is walked once per pass (see ReducePasses): values are recomputed, and their
+  // loads hit the cache, rather than kept; a reduction's result is a row variable from the
+  // pass after the one that folds it.
   void reduce_body() {
-    const DType vt = k_.tape[k_.reduce_value].dtype;
-    const bool fl = is_floating(vt);
-    const char* A = fl ? "double" : "long long"; // accumulator, as the CPU reference
-    const OpCode op = k_.reduce_op;
-    const bool arg = op == OpCode::argmax;
-    std::string init = "0";
-    if (op == OpCode::max || op == OpCode::argmax)
-      init = fl ? "-k_inf()" : "-9223372036854775807LL - 1";
-    else if (op == OpCode::min)
-      init = fl ? "k_inf()" : "9223372036854775807LL";
-    auto fold = [&](int ind, const std::string& x, const std::string& ix) {
-      switch (op) {
+    const ReducePasses rp = reduce_passes(k_);
+    const int bx = v_.rows_per_block;
+    struct Red {
+      int t;
+      OpCode op;
+      bool fl, arg;
+      const char* A;
+      std::string init;
+    };
+    std::vector<Red> reds;
+    for (size_t t = 0; t < k_.tape.size(); ++t) {
+      const TapeInst& in = k_.tape[t];
+      if (!is_reduction(in.op)) continue;
+      Red r{static_cast<int>(t), in.op, is_floating(k_.tape[in.a].dtype), in.op == OpCode::argmax,
+            nullptr, "0"};
+      r.A = r.fl ? "double" : "long long"; // accumulator, as the CPU reference
+      if (r.op == OpCode::max || r.arg)
+        r.init = r.fl ? "-k_inf()" : "-9223372036854775807LL - 1";
+      else if (r.op == OpCode::min)
+        r.init = r.fl ? "k_inf()" : "9223372036854775807LL";
+      reds.push_back(r);
+    }
+    auto fold = [&](int ind, const Red& r, const std::string& acc, const std::string& arg,
+                    const std::string& x, const std::string& ix) {
+      switch (r.op) {
       case OpCode::sum:
       case OpCode::mean:
-        line(ind, fl ? fmt::format("acc += {};", x) : fmt::format("acc = k_add(acc, {});", x));
+        line(ind, r.fl ? fmt::format("{} += {};", acc, x)
+                       : fmt::format("{0} = k_add({0}, {1});", acc, x));
         break;
       case OpCode::max:
-        line(ind, fmt::format("k_fold_max(acc, {});", x));
+        line(ind, fmt::format("k_fold_max({}, {});", acc, x));
         break;
       case OpCode::min:
-        line(ind, fmt::format("k_fold_min(acc, {});", x));
+        line(ind, fmt::format("k_fold_min({}, {});", acc, x));
         break;
       default:
-        line(ind, fmt::format("k_fold_argmax(acc, arg, {}, {});", x, ix));
+        line(ind, fmt::format("k_fold_argmax({}, {}, {}, {});", acc, arg, x, ix));
         break;
       }
     };
-    auto warp_reduce = [&](int ind) {
-      line(ind, "for (int s = 16; s > 0; s >>= 1) {");
-      line(ind + 1, fmt::format("const {} b = __shfl_down_sync(0xffffffffu, acc, s);", A));
-      if (arg) line(ind + 1, "const long long ib = __shfl_down_sync(0xffffffffu, arg, s);");
-      fold(ind + 1, "b", "ib");
-      line(ind, "}");
-    };
-    line(1, fmt::format("__shared__ {} k_sacc[32];", A));
-    if (arg) line(1, "__shared__ long long k_sarg[32];");
+    const int slots = bx == 1 ? 32 : kBlock; // shared accumulators per reduction
+    for (const Red& r : reds) {
+      line(1, fmt::format("__shared__ {} k_s{}[{}];", r.A, r.t, slots));
+      if (r.arg) line(1, fmt::format("__shared__ long long k_sa{}[{}];", r.t, slots));
+    }
     line(1, "const idx_t O = (idx_t)p.O, R = (idx_t)p.R;");
-    line(1,
-         "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;");
-    line(1, "for (idx_t o = blockIdx.x; o < O; o += gridDim.x) {");
-    declare_offsets(2, "ki", nullptr, false);
-    unravel(2, "o", 0, pl_.nkept, "ki", false);
-    line(2, fmt::format("{} acc = {};", A, init));
-    if (arg) line(2, "long long arg = -1;");
-    line(2, "for (idx_t r = threadIdx.x; r < R; r += blockDim.x) {");
-    line(3, "const idx_t i = o * R + r;");
-    declare_offsets(3, "oi", "ki", false);
-    unravel(3, "r", pl_.nkept, pl_.rank, "oi", false);
-    tape(3, [&](int j) { return element_load(j); });
-    fold(3, fmt::format("({})v{}", A, k_.reduce_value), "(long long)r");
-    line(2, "}");
-    warp_reduce(2);
-    line(2, "if (lane == 0) {");
-    line(3, "k_sacc[warp] = acc;");
-    if (arg) line(3, "k_sarg[warp] = arg;");
-    line(2, "}");
-    line(2, "__syncthreads();");
-    line(2, "if (warp == 0) {");
-    line(3, fmt::format("acc = lane < nwarps ? k_sacc[lane] : {};", init));
-    if (arg) line(3, "arg = lane < nwarps ? k_sarg[lane] : -1;");
-    warp_reduce(3);
-    const KernelOutput& out = k_.outputs[0];
-    std::string value = arg                  ? cg::from_i64(out.dtype, "arg")
-                        : !fl                ? cg::from_i64(out.dtype, "acc")
-                        : op == OpCode::mean ? cg::from_double(out.dtype, "acc / (double)R")
-                                             : cg::from_double(out.dtype, "acc");
-    line(3, fmt::format("if (lane == 0) p.out0[o] = {};", value));
-    line(2, "}");
-    line(2, "__syncthreads();");
+    if (bx == 1) {
+      line(1, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x "
+              ">> 5;");
+      line(1, "const int tx = 0, ty = threadIdx.x, by = blockDim.x;");
+    } else {
+      line(1, fmt::format("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0}, by = "
+                          "blockDim.x / {0};",
+                          bx));
+    }
+    line(1, fmt::format("for (idx_t ob = (idx_t)blockIdx.x * {0}; ob < O; ob += (idx_t)gridDim.x * "
+                        "{0}) {{",
+                        bx));
+    line(2, "const idx_t o = ob + tx;");
+    line(2, "const bool valid = o < O;");
+    declare_offsets(2, "ki", nullptr, "ko");
+    if (pl_.shape_fields && pl_.nkept > 0) {
+      line(2, "if (valid)");
+      unravel(2, "o", 0, pl_.nkept, "ki", "ko");
+    }
+    for (int pass = 0; pass < rp.passes; ++pass) {
+      for (const Red& r : reds) {
+        if (rp.level[k_.tape[r.t].a] != pass) continue;
+        line(2, fmt::format("{} acc{} = {};", r.A, r.t, r.init));
+        if (r.arg) line(2, fmt::format("long long arg{} = -1;", r.t));
+      }
+      line(2, "for (idx_t r = ty; valid && r < R; r += by) {");
+      line(3, "const idx_t i = o * R + r;");
+      declare_offsets(3, "oi", "ki", "oo", "ko");
+      unravel(3, "r", pl_.nkept, pl_.rank, "oi", "oo");
+      tape(3, [&](int j) { return element_load(j); }, rp.level.data(), pass);
+      for (const Red& r : reds)
+        if (rp.level[k_.tape[r.t].a] == pass)
+          fold(3, r, fmt::format("acc{}", r.t), fmt::format("arg{}", r.t),
+               fmt::format("({})v{}", r.A, k_.tape[r.t].a), "(long long)r");
+      for (size_t j = 0; j < pl_.out.size(); ++j) {
+        const KernelOutput& o = k_.outputs[j];
+        if (o.reduced || rp.level[o.value] != pass) continue;
+        line(3, fmt::format("p.out{}[{}] = {};", j,
+                            pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i",
+                            stored(j)));
+      }
+      line(2, "}");
+      for (const Red& r : reds)
+        if (rp.level[k_.tape[r.t].a] == pass) combine(2, r.t, r.A, r.init, r.arg, bx, fold, r);
+    }
+    for (size_t j = 0; j < pl_.out.size(); ++j)
+      if (k_.outputs[j].reduced)
+        line(2, fmt::format("if (ty == 0 && valid) p.out{}[o] = {};", j, stored(j)));
+    line(2, "__syncthreads(); // the shared accumulators are reused by the next row");
     line(1, "}");
+  }
+
+  // Combines the block's partial accumulators of reduction t into every thread's row value
+  // v<t>: the result stored in its dtype and read back, as an unfused kernel would load it.
+  template <class Fold, class Red>
+  void combine(int ind, int t, const char* A, const std::string& init, bool arg, int bx,
+               const Fold& fold, const Red& r) {
+    const std::string acc = fmt::format("acc{}", t), ia = fmt::format("arg{}", t);
+    const std::string sacc = fmt::format("k_s{}", t), sarg = fmt::format("k_sa{}", t);
+    if (bx == 1) {
+      auto warp_reduce = [&](int in) {
+        line(in, "for (int s = 16; s > 0; s >>= 1) {");
+        line(in + 1, fmt::format("const {} b = __shfl_down_sync(0xffffffffu, {}, s);", A, acc));
+        if (arg) line(in + 1, fmt::format("const long long ib = __shfl_down_sync(0xffffffffu, {}, s);", ia));
+        fold(in + 1, r, acc, ia, "b", "ib");
+        line(in, "}");
+      };
+      warp_reduce(ind);
+      line(ind, "if (lane == 0) {");
+      line(ind + 1, fmt::format("{}[warp] = {};", sacc, acc));
+      if (arg) line(ind + 1, fmt::format("{}[warp] = {};", sarg, ia));
+      line(ind, "}");
+      line(ind, "__syncthreads();");
+      line(ind, "if (warp == 0) {");
+      line(ind + 1, fmt::format("{} = lane < nwarps ? {}[lane] : {};", acc, sacc, init));
+      if (arg) line(ind + 1, fmt::format("{} = lane < nwarps ? {}[lane] : -1;", ia, sarg));
+      warp_reduce(ind + 1);
+      line(ind + 1, "if (lane == 0) {");
+      line(ind + 2, fmt::format("{}[0] = {};", sacc, acc));
+      if (arg) line(ind + 2, fmt::format("{}[0] = {};", sarg, ia));
+      line(ind + 1, "}");
+      line(ind, "}");
+      line(ind, "__syncthreads();");
+      line(ind, fmt::format("{} = {}[0];", acc, sacc));
+      if (arg) line(ind, fmt::format("{} = {}[0];", ia, sarg));
+    } else {
+      line(ind, fmt::format("{}[threadIdx.x] = {};", sacc, acc));
+      if (arg) line(ind, fmt::format("{}[threadIdx.x] = {};", sarg, ia));
+      line(ind, "__syncthreads();");
+      line(ind, "if (ty == 0) {");
+      line(ind + 1, fmt::format("for (int y = 1; y < by; ++y) {{"));
+      line(ind + 2, fmt::format("const {} b = {}[y * {} + tx];", A, sacc, bx));
+      if (arg) line(ind + 2, fmt::format("const long long ib = {}[y * {} + tx];", sarg, bx));
+      fold(ind + 2, r, acc, ia, "b", "ib");
+      line(ind + 1, "}");
+      line(ind + 1, fmt::format("{}[tx] = {};", sacc, acc));
+      if (arg) line(ind + 1, fmt::format("{}[tx] = {};", sarg, ia));
+      line(ind, "}");
+      line(ind, "__syncthreads();");
+      line(ind, fmt::format("{} = {}[tx];", acc, sacc));
+      if (arg) line(ind, fmt::format("{} = {}[tx];", ia, sarg));
+    }
+    const TapeInst& in = k_.tape[t];
+    std::string value = arg                       ? cg::from_i64(in.dtype, ia)
+                        : !r.fl                   ? cg::from_i64(in.dtype, acc)
+                        : in.op == OpCode::mean ? cg::from_double(in.dtype, acc + " / (double)R")
+                                                  : cg::from_double(in.dtype, acc);
+    line(ind, fmt::format("const {} v{} = {};", cg::ct_name(in.dtype), t,
+                          cg::load_cvt(in.dtype, value)));
   }
 
   const FusedKernel& k_;
@@ -483,8 +595,14 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
   bool fits = n <= kMax32;
   for (const KernelInput& in : k.inputs) fits &= reach(k.shape, in.strides) <= kMax32;
   for (const KernelOutput& o : k.outputs)
-    if (k.kind == FusedKernel::Kind::elementwise) fits &= reach(k.shape, o.strides) <= kMax32;
+    if (!o.reduced) fits &= reach(k.shape, o.strides) <= kMax32;
   v.index32 = fits;
+  // A reduction over outer axes (the innermost dim is kept) puts neighbouring rows on
+  // neighbouring threads, so that a warp's loads are coalesced.
+  if (k.kind == FusedKernel::Kind::reduce && k.shape.size() > 0) {
+    int last = k.shape.size() - 1;
+    if (!(k.reduce_axes & (1u << last)) && k.shape[last] > 1) v.rows_per_block = 32;
+  }
   // Vector accesses: elementwise, every memory operand contiguous (or scalar) and 16-byte aligned.
   if (k.kind != FusedKernel::Kind::elementwise || n < elems_per_vec(k)) return v;
   auto aligned = [&](int slot, int64_t offset, DType dt) {
@@ -538,10 +656,14 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     CgPlan pl = cuda_make_plan(k, {});
     int64_t O = static_cast<int64_t>(pl.fields[0].bits),
             R = static_cast<int64_t>(pl.fields[1].bits);
-    // One block per output (grid-stride over outputs); the block is no wider than R needs.
-    l.block = 32;
-    while (l.block < kBlock && l.block < R) l.block *= 2;
-    l.grid = static_cast<uint32_t>(std::min<int64_t>(O, int64_t(sms) * (2048 / l.block) * 2));
+    const int bx = v.rows_per_block;
+    // rows_per_block rows per block (grid-stride over rows); each row gets as many threads as
+    // it has elements, up to the block size (at least a warp).
+    int by = 1;
+    while (bx * by < kBlock && by < R) by *= 2;
+    l.block = static_cast<uint32_t>(std::max(32, bx * by));
+    int64_t row_blocks = (O + bx - 1) / bx;
+    l.grid = static_cast<uint32_t>(std::min<int64_t>(row_blocks, int64_t(sms) * (2048 / l.block) * 2));
     return l;
   }
   int64_t n = k.shape.numel();

@@ -30,6 +30,7 @@ struct CudaTarget {
 struct CudaVariant {
   bool index32 = true; // every index fits in int32
   bool vec = false;    // 16-byte vector loads/stores (all operands contiguous and aligned)
+  int rows_per_block = 1; // reduce: output rows per block (32 when the innermost dim is kept)
 };
 
 struct CudaKernelSource {

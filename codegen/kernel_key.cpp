@@ -23,10 +23,10 @@ std::string kernel_key(const FusedKernel& k) {
   }
   for (const KernelOutput& o : k.outputs) {
     bool contiguous = k.kind == FusedKernel::Kind::reduce || is_contiguous({k.shape, o.strides, 0});
-    key += fmt::format(" out:{}:{}:{}", o.value, dtype_name(o.dtype), contiguous ? 'c' : 's');
+    key += fmt::format(" out:{}:{}:{}", o.value, dtype_name(o.dtype),
+                       o.reduced ? 'r' : contiguous ? 'c' : 's');
   }
-  if (k.kind == FusedKernel::Kind::reduce)
-    key += fmt::format(" {}:axes{:x}:v{}", op_name(k.reduce_op), k.reduce_axes, k.reduce_value);
+  if (k.kind == FusedKernel::Kind::reduce) key += fmt::format(" axes{:x}", k.reduce_axes);
   return key;
 }
 
@@ -64,13 +64,9 @@ void kernel_signature(const FusedKernel& k, llvm::SmallVectorImpl<char>& out) {
     bool contiguous = k.kind == FusedKernel::Kind::reduce || is_contiguous({k.shape, o.strides, 0});
     put(o.value);
     put(static_cast<int>(o.dtype));
-    put(contiguous);
+    put(contiguous + 2 * o.reduced);
   }
-  if (k.kind == FusedKernel::Kind::reduce) {
-    put(static_cast<int>(k.reduce_op));
-    put(k.reduce_axes);
-    put(k.reduce_value);
-  }
+  if (k.kind == FusedKernel::Kind::reduce) put(k.reduce_axes);
 }
 
 std::string kernel_name(const FusedKernel& k) {
@@ -85,7 +81,6 @@ std::string kernel_name(const FusedKernel& k) {
     name += '_';
     name += op_name(t.op);
   }
-  if (k.kind == FusedKernel::Kind::reduce) name += std::string("_") + op_name(k.reduce_op);
   if (shown == 0 && k.kind == FusedKernel::Kind::elementwise) name += "_copy";
   if (!k.outputs.empty()) name += std::string("_") + dtype_name(k.outputs[0].dtype);
   uint64_t h = static_cast<uint64_t>(llvm::hash_value(kernel_key(k)));

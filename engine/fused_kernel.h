@@ -5,8 +5,15 @@
 // A kernel iterates over `shape` (its iteration space). Each input is read through an index
 // map (strides and offset in elements over the iteration space, 0 strides for broadcast dims).
 // The tape is in SSA form: instruction i defines value i from earlier values. Elementwise
-// kernels store values through output index maps; reduction kernels fold value `reduce_value`
-// over the axes in `reduce_axes` and store one element per kept position.
+// kernels store values through output index maps.
+//
+// Reduce kernels fold over the axes in `reduce_axes`: each kept position (an "output row")
+// owns the elements of the reduced axes. A reduction is a tape instruction (op sum, mean, max,
+// min or argmax; operand a) whose value is the folded result of its row, broadcast over the
+// row. Later instructions may use it: softmax is max, then sum(exp(x - max)), then
+// exp(x - max) / sum, one kernel that loops over each row once per reduction level (see
+// ReducePasses). Outputs are either per-row (`reduced`: a reduction's result) or over the
+// whole iteration space.
 #include "engine/layout.h"
 #include "engine/ops_table.h"
 
@@ -53,9 +60,10 @@ struct KernelOutput {
   int value = 0; // tape value stored
   int slot = 0;
   DType dtype = DType::f32;
-  Shape strides; // elementwise: over the iteration space; reduce: over the kept dims (in order)
+  Shape strides; // over the iteration space; for `reduced` outputs over the kept dims (in order)
   int64_t offset = 0;
   Origin origin;
+  bool reduced = false; // one element per output row (the value is a reduction)
 };
 
 struct FusedKernel {
@@ -64,13 +72,21 @@ struct FusedKernel {
   std::vector<KernelInput> inputs;
   std::vector<TapeInst> tape;
   std::vector<KernelOutput> outputs;
-  OpCode reduce_op = OpCode::sum;
-  uint32_t reduce_axes = 0; // bitmask over `shape`
-  int reduce_value = -1;
+  uint32_t reduce_axes = 0; // reduce: bitmask over `shape`
 
   /// Compute instructions (not loads or constants): the ops this kernel fuses.
   int compute_ops() const;
 };
+
+/// How a reduce kernel walks each row: pass p evaluates the values of level <= p, folds the
+/// reductions whose operand has level p, and stores the whole-space outputs of level p. A
+/// reduction's result has its operand's level + 1 (it is known only after that pass).
+struct ReducePasses {
+  std::vector<int8_t> level; // per tape value
+  int passes = 0;
+};
+ReducePasses reduce_passes(const FusedKernel& k);
+bool is_reduction(OpCode op);
 
 /// C = A @ B over broadcast batch dims; every operand has rank batch + 2.
 struct GemmStep {

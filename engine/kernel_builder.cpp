@@ -44,6 +44,24 @@ public:
     return v;
   }
 
+  // The folded value of reduction n (a node of this kernel over its whole space).
+  int reduction(Node* n) {
+    if (auto it = reduced_.find(n); it != reduced_.end()) return it->second;
+    if (n->inputs[0]->shape() != k_.shape || n->axes != k_.reduce_axes) {
+      retry = Retry{n, "reduction over another space than its kernel's"};
+      return 0;
+    }
+    if (!p_.info(n)->materialize) fused.push_back(n);
+    TapeInst inst;
+    inst.op = n->op;
+    inst.dtype = n->dtype;
+    inst.a = value(n->inputs[0], -1);
+    if (retry) return 0;
+    int v = emit(inst);
+    reduced_[n] = v;
+    return v;
+  }
+
   std::optional<Retry> retry;
   std::vector<Node*> fused; // nodes computed in registers
 
@@ -58,18 +76,42 @@ private:
     return static_cast<int>(transforms_.size()) - 1;
   }
 
-  int load(Node* n, int slot, Layout l, int t) {
-    // t is the innermost transform; its parents lead out to the iteration space.
+  // Layout l of a value, seen from the iteration space through transform t (t is the innermost
+  // transform; its parents lead out to the iteration space). Sets `retry` on failure.
+  Layout map_out(Layout l, int t) {
     for (int i = t; i >= 0; i = transforms_[i].parent) {
       const Transform& tr = transforms_[i];
       auto next = apply_view(l, tr.prim);
       if (!next) {
         retry = Retry{view_root(tr.at->inputs[0]), "reshaped after a broadcast or view that "
                                                    "strides cannot express"};
-        return 0;
+        return l;
       }
       l = *next;
     }
+    return l;
+  }
+
+  // Whether transform t reads reduction n's result at each element's own output row: the
+  // result's index map over the iteration space is the projection onto the kept dims.
+  bool reads_own_row(Node* n, int t) {
+    Layout l = map_out(Layout{n->shape(), contiguous_strides(n->shape()), 0}, t);
+    if (retry || l.shape != k_.shape || l.offset != 0) return false;
+    Shape kept;
+    for (int d = 0; d < k_.shape.size(); ++d)
+      if (!(k_.reduce_axes & (1u << d))) kept.push_back(k_.shape[d]);
+    Shape ks = contiguous_strides(kept);
+    for (int d = 0, j = 0; d < k_.shape.size(); ++d) {
+      bool reduced = k_.reduce_axes & (1u << d);
+      int64_t want = reduced ? 0 : ks[j++];
+      if (k_.shape[d] != 1 && l.strides[d] != want) return false;
+    }
+    return true;
+  }
+
+  int load(Node* n, int slot, Layout l, int t) {
+    l = map_out(l, t);
+    if (retry) return 0;
     if (l.shape != k_.shape) { // cannot happen: transforms end in the iteration space
       retry = Retry{n, "internal: index map does not match the iteration space"};
       return 0;
@@ -103,6 +145,13 @@ private:
     if (n->op == OpCode::view) return value(n->inputs[0], push(t, n->view, n));
     Info* in = p_.info(n);
     if (in->group != group_) return load(n, p_.slot_for_leaf(n), contiguous_layout(n->shape()), t);
+    if (op_kind(n->op) == OpKind::Reduce) {
+      if (!reads_own_row(n, t)) {
+        if (!retry) retry = Retry{n, "reduction read other than broadcast over its own rows"};
+        return 0;
+      }
+      return reduction(n);
+    }
     if (in->materialize && t != -1) { // an output of this kernel read at another index
       retry = Retry{n, "read through a view by the kernel that writes it"};
       return 0;
@@ -149,28 +198,10 @@ private:
   FusedKernel& k_;
   std::vector<Transform> transforms_;
   llvm::DenseMap<std::pair<Node*, int>, int> memo_; // (node, transform) -> tape value
+  llvm::DenseMap<Node*, int> reduced_;              // reduction -> its tape value
 };
 
 } // namespace
-
-int FusedKernel::compute_ops() const {
-  int n = 0;
-  for (const TapeInst& i : tape)
-    if (i.op != OpCode::load && i.op != OpCode::constant) ++n;
-  return n;
-}
-
-const char* index_class_name(IndexClass c) {
-  switch (c) {
-  case IndexClass::contiguous:
-    return "contiguous";
-  case IndexClass::scalar:
-    return "scalar";
-  case IndexClass::strided:
-    return "strided";
-  }
-  return "?";
-}
 
 int Planner::slot_for_leaf(Node* n) {
   if (n->realized()) {
@@ -249,12 +280,14 @@ Step Planner::integer_matmul(Node* mm) {
   mul.op = OpCode::mul;
   mul.a = 0;
   mul.b = 1;
-  k.tape = {la_inst, lb_inst, mul};
-  k.reduce_op = OpCode::sum;
+  TapeInst sum;
+  sum.op = OpCode::sum;
+  sum.dtype = mm->dtype;
+  sum.a = 2;
+  k.tape = {la_inst, lb_inst, mul, sum};
   k.reduce_axes = 1u << rank;
-  k.reduce_value = 2;
   int out = slot_for_leaf(mm);
-  k.outputs.push_back({2, out, mm->dtype, contiguous_strides(mm->shape()), 0, origin(mm)});
+  k.outputs.push_back({3, out, mm->dtype, contiguous_strides(mm->shape()), 0, origin(mm), true});
   st.writes.push_back(out);
   st.realizes.push_back(mm);
   note_input(*this, st, sa, origin(mm->inputs[0]));
@@ -347,29 +380,20 @@ std::optional<Retry> Planner::build_group(int g) {
   k.shape = grp.shape;
   k.kind =
       grp.kind == Group::Kind::reduce ? FusedKernel::Kind::reduce : FusedKernel::Kind::elementwise;
+  k.reduce_axes = grp.axes;
   Builder b(*this, g, k);
-  if (k.kind == FusedKernel::Kind::reduce) {
-    Node* r = grp.roots[0];
-    k.reduce_op = r->op;
-    k.reduce_axes = r->axes;
-    k.reduce_value = b.value(r->inputs[0], -1);
+  Shape kept;
+  for (int i = 0; i < k.shape.size(); ++i)
+    if (!(k.reduce_axes & (1u << i))) kept.push_back(k.shape[i]);
+  for (Node* root : grp.roots) {
+    bool reduced = op_kind(root->op) == OpKind::Reduce;
+    int v = reduced ? b.reduction(root) : b.value(root, -1);
     if (b.retry) return b.retry;
-    Shape kept;
-    for (int i = 0; i < k.shape.size(); ++i)
-      if (!(r->axes & (1u << i))) kept.push_back(k.shape[i]);
-    int slot = slot_for_leaf(r);
-    k.outputs.push_back({k.reduce_value, slot, r->dtype, contiguous_strides(kept), 0, origin(r)});
+    int slot = slot_for_leaf(root);
+    k.outputs.push_back({v, slot, root->dtype, contiguous_strides(reduced ? kept : k.shape), 0,
+                         origin(root), reduced});
     st.writes.push_back(slot);
-    st.realizes.push_back(r);
-  } else {
-    for (Node* root : grp.roots) {
-      int v = b.value(root, -1);
-      if (b.retry) return b.retry;
-      int slot = slot_for_leaf(root);
-      k.outputs.push_back({v, slot, root->dtype, contiguous_strides(k.shape), 0, origin(root)});
-      st.writes.push_back(slot);
-      st.realizes.push_back(root);
-    }
+    st.realizes.push_back(root);
   }
   if (b.retry) return b.retry;
   st.fused = std::move(b.fused);

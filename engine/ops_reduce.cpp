@@ -1,4 +1,4 @@
-// Reductions and the composites built from them (softmax, log_softmax).
+// Reductions and the composites built from them (softmax, log_softmax, layer_norm).
 #include "engine/ops_common.h"
 
 namespace kiln {
@@ -95,6 +95,25 @@ Tensor log_softmax(const Tensor& a, int axis) {
   Tensor x = is_floating(n->dtype) ? a : cast(a, DType::f32);
   Tensor shifted = x - max(x, {d}, true);
   return shifted - log(sum(exp(shifted), {d}, true));
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  Node* n = arg(x, "layer_norm");
+  const Shape& s = n->layout.shape;
+  if (s.size() == 0) fail("layer_norm", "needs at least one dimension, got a scalar");
+  if (!is_floating(n->dtype))
+    fail("layer_norm", "needs a floating-point input, got {} (cast first)", dtype_name(n->dtype));
+  const Shape want{s[s.size() - 1]};
+  for (const Tensor* t : {&weight, &bias})
+    if (t->defined() && t->node()->layout.shape != want)
+      fail("layer_norm", "{} must have shape {} for input {}, got {}",
+           t == &weight ? "weight" : "bias", want, s, t->node()->layout.shape);
+  const int last = s.size() - 1;
+  Tensor xc = x - mean(x, {last}, true);
+  Tensor y = xc * rsqrt(mean(xc * xc, {last}, true) + eps);
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
 }
 
 } // namespace kiln

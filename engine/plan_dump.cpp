@@ -25,6 +25,13 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
     out += fmt::format("    in{} {} {} strides {} offset {} <- {}\n", i, dtype_name(in.dtype),
                        index_class_name(in.cls), in.strides.str(), in.offset, name(in.origin));
   }
+  const bool reduce = k.kind == FusedKernel::Kind::reduce;
+  ReducePasses rp;
+  if (reduce) {
+    rp = reduce_passes(k);
+    out += fmt::format("    rows: reduced axes mask {:#x}, {} pass(es) over each row\n",
+                       k.reduce_axes, rp.passes);
+  }
   for (size_t i = 0; i < k.tape.size(); ++i) {
     const TapeInst& t = k.tape[i];
     std::string what;
@@ -32,17 +39,16 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
       what = fmt::format("load in{}", t.a);
     else if (t.op == OpCode::constant)
       what = fmt::format("constant {}", t.imm);
+    else if (is_reduction(t.op))
+      what = fmt::format("{} of v{} over its row (pass {})", op_name(t.op), t.a, rp.level[t.a]);
     else
       what = std::string(op_name(t.op)) + operand(t);
     out += fmt::format("    v{} = {} : {}\n", i, what, dtype_name(t.dtype));
   }
-  if (k.kind == FusedKernel::Kind::reduce)
-    out += fmt::format("    reduce {} of v{} over axes mask {:#x}\n", op_name(k.reduce_op),
-                       k.reduce_value, k.reduce_axes);
   for (size_t i = 0; i < k.outputs.size(); ++i) {
     const KernelOutput& o = k.outputs[i];
-    out +=
-        fmt::format("    out{} = v{} {} -> {}\n", i, o.value, dtype_name(o.dtype), name(o.origin));
+    out += fmt::format("    out{} = v{} {}{} -> {}\n", i, o.value, dtype_name(o.dtype),
+                       o.reduced ? " (one per row)" : "", name(o.origin));
   }
 }
 

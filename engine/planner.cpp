@@ -7,7 +7,9 @@
 // 3. group     walking consumers before producers: an unmarked elementwise node joins the one
 //              kernel all its consumers are in (diamonds included); a marked elementwise node
 //              whose consumers all sit in one kernel over the same space joins it as an extra
-//              output (multi-output fusion); anything else starts a kernel;
+//              output (multi-output fusion); a reduction whose consumers all sit in one kernel
+//              over its input's space joins it (softmax, layer_norm: one kernel that walks each
+//              row once per reduction level); anything else starts a kernel;
 // 4. build     each group's FusedKernel (kernel_builder.cpp). Views and broadcasts become index
 //              maps on the loads. If a view cannot be expressed that way the builder asks for
 //              one more node to be marked, and planning starts again from step 3;
@@ -62,9 +64,6 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
       mark(n, n->op == OpCode::view ? "viewed by a live tensor" : "live handle");
     if (n->uses > in.consumers.size()) mark(n, "also used by pending work outside this evaluation");
     switch (op_kind(n->op)) {
-    case OpKind::Reduce:
-      mark(n, "reduction result");
-      break;
     case OpKind::Gemm:
       mark(n, "GEMM result");
       for (Node* x : n->inputs) mark(x, "GEMM operand");
@@ -105,9 +104,33 @@ int Planner::new_group(Node* root) {
            : k == OpKind::Transfer ? Group::Kind::transfer
                                    : Group::Kind::elementwise;
   g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();
+  if (g.kind == Group::Kind::reduce) g.axes = root->axes;
   g.roots.push_back(root);
   groups_.push_back(std::move(g));
   return static_cast<int>(groups_.size()) - 1;
+}
+
+// A reduction whose consumers all sit in one kernel over the reduction's own input space
+// (softmax's max and sum, layer_norm's mean and variance) joins that kernel: the kernel walks
+// each output row once per reduction level and the result never goes to memory, unless a
+// handle holds it (then it is also a per-row output of the kernel).
+bool Planner::join_consumer_kernel(Info& in) {
+  Node* n = in.n;
+  if (in.no_merge) return false;
+  llvm::SmallVector<int, 4> cg;
+  bool through_view = false;
+  consumer_groups(n, cg, through_view);
+  if (cg.size() != 1) return false;
+  Group& g = groups_[cg[0]];
+  bool fits = g.shape == n->inputs[0]->shape() &&
+              (g.kind == Group::Kind::elementwise ||
+               (g.kind == Group::Kind::reduce && g.axes == n->axes));
+  if (!fits) return false;
+  g.kind = Group::Kind::reduce;
+  g.axes = n->axes;
+  in.group = cg[0];
+  if (in.materialize) g.roots.push_back(n);
+  return true;
 }
 
 void Planner::group_all() {
@@ -130,10 +153,20 @@ void Planner::group_all() {
       in.reason = "used by several kernels";
     }
     if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
-        groups_[cg[0]].kind == Group::Kind::elementwise && groups_[cg[0]].shape == n->shape()) {
+        groups_[cg[0]].kind != Group::Kind::gemm && groups_[cg[0]].shape == n->shape() &&
+        groups_[cg[0]].kind != Group::Kind::concat &&
+        groups_[cg[0]].kind != Group::Kind::transfer) {
       in.group = cg[0];
       groups_[cg[0]].roots.push_back(n); // multi-output: written by its consumers' kernel
       continue;
+    }
+    if (op_kind(n->op) == OpKind::Reduce) {
+      if (join_consumer_kernel(in)) continue;
+      if (!in.materialize) {
+        in.materialize = true;
+        in.reason = in.consumers.empty() ? "reduction result"
+                                         : "reduction read by several kernels or another space";
+      }
     }
     in.group = new_group(n);
   }

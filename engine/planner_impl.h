@@ -28,6 +28,7 @@ struct Group {
     transfer
   } kind = Kind::elementwise;
   Shape shape;              // iteration space
+  uint32_t axes = 0;        // reduce: the reduced axes of `shape`
   std::vector<Node*> roots; // nodes this group writes (roots[0] is the primary)
 };
 
@@ -60,6 +61,7 @@ private:
   void mark(Node* n, const char* reason);
   void consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view);
   int new_group(Node* root);
+  bool join_consumer_kernel(Info& in);
   std::optional<Retry> build_group(int g);
   Step integer_matmul(Node* mm);
 

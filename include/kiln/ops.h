@@ -145,8 +145,15 @@ Tensor max(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = fa
 Tensor min(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
 /// Index (i64) of the first maximum along axis; without an axis, into the flattened tensor.
 Tensor argmax(const Tensor& a, std::optional<int> axis = {}, bool keepdim = false);
+/// Each runs as one kernel on every backend (the reductions join the elementwise kernel that
+/// uses them; see docs/architecture.md, "Reductions with consumers").
 Tensor softmax(const Tensor& a, int axis = -1);
 Tensor log_softmax(const Tensor& a, int axis = -1);
+/// Normalizes over the last axis: (x - mean) / sqrt(var + eps) * weight + bias, with the biased
+/// variance (as torch.nn.functional.layer_norm). weight and bias are optional (undefined
+/// tensors skip them); when given, their shape is [x.shape(-1)]. x must be floating.
+Tensor layer_norm(const Tensor& x, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
 
 // ---- linear algebra ----------------------------------------------------------------------
 /// torch.matmul semantics: 1-D operands are promoted and squeezed, batch dims broadcast.

@@ -58,56 +58,23 @@ void run_elementwise(const FusedKernel& k, llvm::ArrayRef<char*> base) {
 
 namespace {
 
-// Folds values of one block into per-output accumulators. A is double for floating inputs
-// (the CPU backend is the accuracy reference) and int64 for integers and booleans.
-template <class T, class A> struct Reducer {
-  OpCode op;
-  std::vector<A>& acc;
-  std::vector<int64_t>& arg; // argmax: index of the best so far (-1: none yet)
-  void fold(const T* v, int64_t pos, int len, int64_t R) {
-    int64_t end = pos + len;
-    const T* p = v;
-    while (pos < end) {
-      int64_t o = pos / R;
-      int64_t seg = std::min(end, (o + 1) * R) - pos;
-      fold_segment(p, seg, o, pos - o * R);
-      p += seg;
-      pos += seg;
-    }
-  }
-  void fold_segment(const T* v, int64_t n, int64_t o, int64_t first) {
-    A a = acc[o];
-    switch (op) {
-    case OpCode::sum:
-    case OpCode::mean:
-      if constexpr (std::is_floating_point_v<A>)
-        for (int64_t i = 0; i < n; ++i) a += A(v[i]);
-      else
-        for (int64_t i = 0; i < n; ++i) a = static_cast<A>(uint64_t(a) + uint64_t(int64_t(v[i])));
-      break;
-    case OpCode::max:
-      for (int64_t i = 0; i < n; ++i)
-        a = (A(v[i]) > a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
-      break;
-    case OpCode::min:
-      for (int64_t i = 0; i < n; ++i)
-        a = (A(v[i]) < a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
-      break;
-    case OpCode::argmax: {
-      int64_t best = arg[o];
-      for (int64_t i = 0; i < n; ++i) {
-        A x = A(v[i]);
-        bool take = best < 0 || (a == a && (x > a || x != x)); // first max; NaN wins
-        if (take) a = x, best = first + i;
-      }
-      arg[o] = best;
-      break;
-    }
-    default:
-      break;
-    }
-    acc[o] = a;
-  }
+// One reduction of a reduce kernel and its per-row accumulators for the current row group.
+// Accumulators are double for floating operands (the CPU backend is the accuracy reference)
+// and int64 for integers and booleans.
+struct RowReduction {
+  int value = 0;   // the reduction's tape value
+  int operand = 0; // the folded tape value
+  int pass = 0;    // the pass that folds it (its operand's level)
+  OpCode op = OpCode::sum;
+  DType dtype = DType::f32; // of the result
+  CT ct = CT::f32;          // compute type of the operand
+  std::vector<double> accd;
+  std::vector<int64_t> acci;
+  std::vector<int64_t> arg; // argmax: index of the best so far (-1: none yet)
+  std::vector<double> result; // per row, rounded to dtype (integers exactly up to 2^53)
+  std::vector<int64_t> iresult;
+
+  bool floating() const { return ct == CT::f32 || ct == CT::f64; }
 };
 
 template <class A> A initial(OpCode op) {
@@ -120,74 +87,228 @@ template <class A> A initial(OpCode op) {
   return A(0);
 }
 
+// Folds n values of row `row` (its elements first..first+n-1) into its accumulator.
 template <class T, class A>
-void reduce_typed(const FusedKernel& k, llvm::ArrayRef<char*> base, const Shape& pshape,
-                  llvm::ArrayRef<BoundInput> inputs, int64_t O, int64_t R) {
-  std::vector<A> acc(O, initial<A>(k.reduce_op));
-  std::vector<int64_t> arg(k.reduce_op == OpCode::argmax ? O : 0, -1);
-  Reducer<T, A> red{k.reduce_op, acc, arg};
-  // Threads take ranges of outputs; each output is still folded in order by one thread, so
-  // results don't depend on the thread count.
-  int64_t grain = std::max<int64_t>(1, kParallelGrainBlocks * kBlock / std::max<int64_t>(R, 1));
-  parallel_for(O, grain, [&](int64_t first, int64_t last) {
-    std::vector<Slab> slabs(k.tape.size());
-    const int64_t end = last * R;
-    for (int64_t start = first * R; start < end; start += kBlock) {
-      int len = static_cast<int>(std::min<int64_t>(kBlock, end - start));
-      eval_block(k, pshape, inputs, start, len, slabs);
-      red.fold(slabs[k.reduce_value].as<T>(), start, len, R);
+void fold_segment(OpCode op, const T* v, int64_t n, A& a, int64_t& best, int64_t first) {
+  switch (op) {
+  case OpCode::sum:
+  case OpCode::mean:
+    if constexpr (std::is_floating_point_v<A>)
+      for (int64_t i = 0; i < n; ++i) a += A(v[i]);
+    else
+      for (int64_t i = 0; i < n; ++i) a = static_cast<A>(uint64_t(a) + uint64_t(int64_t(v[i])));
+    break;
+  case OpCode::max:
+    for (int64_t i = 0; i < n; ++i)
+      a = (A(v[i]) > a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
+    break;
+  case OpCode::min:
+    for (int64_t i = 0; i < n; ++i)
+      a = (A(v[i]) < a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
+    break;
+  case OpCode::argmax:
+    for (int64_t i = 0; i < n; ++i) {
+      A x = A(v[i]);
+      bool take = best < 0 || (a == a && (x > a || x != x)); // first max; NaN wins
+      if (take) a = x, best = first + i;
     }
-  });
-  const KernelOutput& out = k.outputs[0];
-  char* dst = base[out.slot] + out.offset * itemsize(out.dtype);
-  if (k.reduce_op == OpCode::argmax) {
-    convert_elements(arg.data(), DType::i64, dst, out.dtype, O);
-    return;
-  }
-  if constexpr (std::is_floating_point_v<A>) {
-    if (k.reduce_op == OpCode::mean)
-      for (A& a : acc) a /= static_cast<A>(R);
-    convert_elements(acc.data(), DType::f64, dst, out.dtype, O);
-  } else {
-    convert_elements(acc.data(), DType::i64, dst, out.dtype, O);
+    break;
+  default:
+    break;
   }
 }
+
+// Folds the values of flat indices [pos, pos+len) (relative to the row group) into the rows
+// they belong to.
+template <class T, class A>
+void fold_block(RowReduction& r, std::vector<A>& acc, const T* v, int64_t pos, int len,
+                int64_t R) {
+  int64_t end = pos + len;
+  while (pos < end) {
+    int64_t row = pos / R;
+    int64_t seg = std::min(end, (row + 1) * R) - pos;
+    int64_t dummy = -1;
+    fold_segment(r.op, v, seg, acc[row], r.op == OpCode::argmax ? r.arg[row] : dummy,
+                 pos - row * R);
+    v += seg;
+    pos += seg;
+  }
+}
+
+void fold_any(RowReduction& r, const Slab& slab, int64_t pos, int len, int64_t R) {
+  switch (r.ct) {
+  case CT::f32:
+    return fold_block(r, r.accd, slab.as<float>(), pos, len, R);
+  case CT::f64:
+    return fold_block(r, r.accd, slab.as<double>(), pos, len, R);
+  case CT::i32:
+    return fold_block(r, r.acci, slab.as<int32_t>(), pos, len, R);
+  case CT::i64:
+    return fold_block(r, r.acci, slab.as<int64_t>(), pos, len, R);
+  }
+}
+
+void start_rows(RowReduction& r, int64_t rows) {
+  if (r.floating())
+    r.accd.assign(rows, initial<double>(r.op));
+  else
+    r.acci.assign(rows, initial<int64_t>(r.op));
+  if (r.op == OpCode::argmax) r.arg.assign(rows, -1);
+}
+
+// Each row's result as stored in r.dtype and read back (so later passes see exactly what an
+// unfused kernel would have loaded).
+void finish_rows(RowReduction& r, int64_t rows, int64_t R) {
+  r.result.resize(rows);
+  r.iresult.resize(rows);
+  for (int64_t i = 0; i < rows; ++i) {
+    if (r.op == OpCode::argmax) {
+      r.iresult[i] = r.arg[i];
+      r.result[i] = static_cast<double>(r.arg[i]);
+      continue;
+    }
+    if (is_floating(r.dtype)) {
+      double v = r.floating() ? r.accd[i] : static_cast<double>(r.acci[i]);
+      if (r.op == OpCode::mean) v /= static_cast<double>(R);
+      if (r.dtype != DType::f64) {
+        char tmp[8];
+        convert_elements(&v, DType::f64, tmp, r.dtype, 1);
+        v = load_as_double(tmp, r.dtype, 0);
+      }
+      r.result[i] = v;
+      continue;
+    }
+    int64_t v = r.floating() ? saturate_cast<int64_t>(r.accd[i]) : r.acci[i];
+    char tmp[8];
+    convert_elements(&v, DType::i64, tmp, r.dtype, 1);
+    int64_t back = 0;
+    convert_elements(tmp, r.dtype, &back, DType::i64, 1);
+    r.iresult[i] = back;
+    r.result[i] = static_cast<double>(back);
+  }
+}
+
+// Broadcast each row's result over the block's elements, in the compute type of r.dtype.
+void fill_block(const RowReduction& r, Slab& slab, int64_t pos, int len, int64_t R) {
+  auto fill = [&](auto* out, const auto& vals) {
+    for (int e = 0; e < len;) {
+      int64_t row = (pos + e) / R;
+      int n = static_cast<int>(std::min<int64_t>(len - e, (row + 1) * R - (pos + e)));
+      auto v = vals[row];
+      for (int j = 0; j < n; ++j) out[e + j] = static_cast<std::remove_pointer_t<decltype(out)>>(v);
+      e += n;
+    }
+  };
+  switch (compute_type(r.dtype)) {
+  case CT::f32:
+    return fill(slab.as<float>(), r.result);
+  case CT::f64:
+    return fill(slab.as<double>(), r.result);
+  case CT::i32:
+    return fill(slab.as<int32_t>(), r.iresult);
+  case CT::i64:
+    return fill(slab.as<int64_t>(), r.iresult);
+  }
+}
+
+void store_rows(const RowReduction& r, const KernelOutput& o, char* base, int64_t first_row,
+                int64_t rows) {
+  char* dst = base + (o.offset + first_row) * itemsize(o.dtype);
+  if (is_floating(r.dtype))
+    convert_elements(r.result.data(), DType::f64, dst, o.dtype, rows);
+  else
+    convert_elements(r.iresult.data(), DType::i64, dst, o.dtype, rows);
+}
+
+// Rows are processed in groups of about this many elements (at least one row): a group's
+// rows are walked once per pass while they are still in cache.
+constexpr int64_t kRowGroupElems = 16 * kBlock;
 
 } // namespace
 
 void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base) {
   // Permute the iteration space so that kept dims come first and reduced dims last; then each
-  // output owns a run of R consecutive flat indices.
+  // output row owns a run of R consecutive flat indices.
   int rank = k.shape.size();
   llvm::SmallVector<int, kMaxRank> perm;
   for (int d = 0; d < rank; ++d)
     if (!(k.reduce_axes & (1u << d))) perm.push_back(d);
   for (int d = 0; d < rank; ++d)
     if (k.reduce_axes & (1u << d)) perm.push_back(d);
+  bool identity = true;
   Shape pshape;
   int64_t R = 1, O = 1;
-  for (int d : perm) {
+  for (int i = 0; i < rank; ++i) {
+    int d = perm[i];
+    identity &= d == i;
     pshape.push_back(k.shape[d]);
     (k.reduce_axes & (1u << d) ? R : O) *= k.shape[d];
   }
-  std::vector<Shape> strides;
-  for (const KernelInput& in : k.inputs) {
+  auto permuted = [&](const Shape& st) {
     Shape s;
-    for (int d : perm) s.push_back(in.strides[d]);
-    strides.push_back(s);
-  }
+    for (int d : perm) s.push_back(st[d]);
+    return s;
+  };
+  std::vector<Shape> strides;
+  for (const KernelInput& in : k.inputs) strides.push_back(permuted(in.strides));
   std::vector<BoundInput> inputs = bind_inputs(k, base, strides, pshape);
-  DType vt = k.tape[k.reduce_value].dtype;
-  switch (compute_type(vt)) {
-  case CT::f32:
-    return reduce_typed<float, double>(k, base, pshape, inputs, O, R);
-  case CT::f64:
-    return reduce_typed<double, double>(k, base, pshape, inputs, O, R);
-  case CT::i32:
-    return reduce_typed<int32_t, int64_t>(k, base, pshape, inputs, O, R);
-  case CT::i64:
-    return reduce_typed<int64_t, int64_t>(k, base, pshape, inputs, O, R);
+  std::vector<Shape> out_strides;
+  std::vector<bool> out_contig;
+  for (const KernelOutput& o : k.outputs) {
+    out_strides.push_back(o.reduced ? o.strides : permuted(o.strides));
+    out_contig.push_back(!o.reduced && identity && is_contiguous(Layout{k.shape, o.strides, 0}));
   }
+
+  const ReducePasses rp = reduce_passes(k);
+  std::vector<RowReduction> proto;
+  for (size_t i = 0; i < k.tape.size(); ++i) {
+    const TapeInst& t = k.tape[i];
+    if (!is_reduction(t.op)) continue;
+    RowReduction r;
+    r.value = static_cast<int>(i);
+    r.operand = t.a;
+    r.pass = rp.level[t.a];
+    r.op = t.op;
+    r.dtype = t.dtype;
+    r.ct = compute_type(k.tape[t.a].dtype);
+    proto.push_back(std::move(r));
+  }
+
+  // Threads take ranges of rows; each row is still folded in order by one thread, so results
+  // don't depend on the thread count.
+  const int64_t grain = std::max<int64_t>(1, kParallelGrainBlocks * kBlock / std::max<int64_t>(R, 1));
+  const int64_t group_rows = std::max<int64_t>(1, kRowGroupElems / std::max<int64_t>(R, 1));
+  parallel_for(O, grain, [&](int64_t first, int64_t last) {
+    std::vector<Slab> slabs(k.tape.size());
+    std::vector<RowReduction> reds = proto;
+    for (int64_t g0 = first; g0 < last; g0 += group_rows) {
+      const int64_t rows = std::min(group_rows, last - g0);
+      const int64_t lo = g0 * R, hi = (g0 + rows) * R;
+      for (int p = 0; p < rp.passes; ++p) {
+        for (RowReduction& r : reds)
+          if (r.pass == p) start_rows(r, rows);
+        for (int64_t start = lo; start < hi; start += kBlock) {
+          int len = static_cast<int>(std::min<int64_t>(kBlock, hi - start));
+          for (RowReduction& r : reds)
+            if (r.pass < p) fill_block(r, slabs[r.value], start - lo, len, R);
+          eval_block(k, pshape, inputs, start, len, slabs, rp.level.data(), p);
+          for (RowReduction& r : reds)
+            if (r.pass == p) fold_any(r, slabs[r.operand], start - lo, len, R);
+          for (size_t i = 0; i < k.outputs.size(); ++i) {
+            const KernelOutput& o = k.outputs[i];
+            if (o.reduced || rp.level[o.value] != p) continue;
+            store_block(slabs[o.value], o.dtype, base[o.slot] + o.offset * itemsize(o.dtype),
+                        pshape, out_strides[i].data(), out_contig[i], start, len);
+          }
+        }
+        for (RowReduction& r : reds)
+          if (r.pass == p) finish_rows(r, rows, R);
+      }
+      for (const KernelOutput& o : k.outputs)
+        for (const RowReduction& r : reds)
+          if (o.reduced && o.value == r.value) store_rows(r, o, base[o.slot], g0, rows);
+    }
+  });
 }
 
 } // namespace kiln::detail::cpu

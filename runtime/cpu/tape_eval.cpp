@@ -367,11 +367,13 @@ template <class F> void with_ct(CT ct, F&& f) {
 } // namespace
 
 void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundInput> inputs,
-                int64_t start, int len, std::vector<Slab>& slabs) {
+                int64_t start, int len, std::vector<Slab>& slabs, const int8_t* level,
+                int max_level) {
   for (size_t i = 0; i < k.tape.size(); ++i) {
     const TapeInst& in = k.tape[i];
     Slab& out = slabs[i];
     OpKind kind = op_kind(in.op);
+    if (kind == OpKind::Reduce || (level && level[i] > max_level)) continue;
     if (kind == OpKind::Load) {
       gather_any(inputs[in.a], shape, start, len, out);
       continue;

@@ -30,9 +30,12 @@ struct BoundInput {
   const int64_t* strides;
 };
 
-/// Evaluate tape values for flat indices [start, start+len) of `shape` into slabs.
+/// Evaluate tape values for flat indices [start, start+len) of `shape` into slabs. With a
+/// `level` table (reduce kernels), only values of level <= max_level are computed, and
+/// reductions are skipped: the caller fills their slabs with each row's folded result.
 void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundInput> inputs,
-                int64_t start, int len, std::vector<Slab>& slabs);
+                int64_t start, int len, std::vector<Slab>& slabs, const int8_t* level = nullptr,
+                int max_level = 0);
 
 /// Store `len` values of `slab` (compute type of dt) as dt at the strided positions of flat
 /// indices [start, start+len) of `shape`.
