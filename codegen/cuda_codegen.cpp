@@ -237,6 +237,7 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   for (const KernelOutput& o : k.outputs) key += out_contiguous(k, o) ? 'c' : 's';
   key += v.index32 ? " i32" : " i64";
   if (v.rows_per_block > 1) key += fmt::format(" bx{}", v.rows_per_block);
+  if (v.tile_dim >= 0) key += fmt::format(" tile{}:{:x}", v.tile_dim, v.tile_inputs);
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
   return key;
@@ -363,7 +364,64 @@ private:
     return cg::store_cvt(o.dtype, k_.tape[o.value].dtype, fmt::format("v{}", o.value));
   }
 
+  // Tiled elementwise kernel (CudaVariant::tile_dim): each block takes 32x32 tiles of the
+  // (tile_dim, last dim) plane. The tiled inputs are read with threads along tile_dim (their
+  // stride-1 dim) into shared memory, then every element is computed and stored with threads
+  // along the last dim (the output's stride-1 dim). Padding the rows to 33 avoids bank
+  // conflicts on the transposed reads.
+  void tiled_body() {
+    const int df = v_.tile_dim, last = pl_.rank - 1;
+    auto tiled = [&](size_t j) { return (v_.tile_inputs >> j) & 1u; };
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (tiled(j))
+        line(1, fmt::format("__shared__ {} k_t{}[32][33];", cg::st_name(k_.inputs[j].dtype), j));
+    line(1, "const idx_t n = (idx_t)p.n;");
+    line(1, fmt::format("const idx_t D = (idx_t)p.sh{}, L = (idx_t)p.sh{};", df, last));
+    line(1, "const idx_t td_n = (D + 31) / 32, tl_n = (L + 31) / 32;");
+    line(1, "const idx_t tiles = n == 0 ? 0 : n / (D * L) * td_n * tl_n;");
+    line(1, "const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;");
+    line(1, "for (idx_t t = blockIdx.x; t < tiles; t += gridDim.x) {");
+    line(2, "idx_t rest = t;");
+    line(2, "const idx_t tl = rest % tl_n; rest /= tl_n;");
+    line(2, "const idx_t td = rest % td_n; rest /= td_n;");
+    // Flat output offset of the tile's other dims (row-major, the highest dim fastest).
+    line(2, "idx_t base = 0, cs = 1, cs_df = 1;");
+    for (int d = last; d >= 0; --d) {
+      if (d == df)
+        line(2, "cs_df = cs;");
+      else if (d != last)
+        line(2, fmt::format("base += (rest % (idx_t)p.sh{0}) * cs; rest /= (idx_t)p.sh{0};", d));
+      line(2, fmt::format("cs *= (idx_t)p.sh{};", d));
+    }
+    auto phase = [&](const char* d_expr, const char* l_expr, bool load) {
+      line(2, "#pragma unroll");
+      line(2, "for (int k = 0; k < 32; k += 8) {");
+      line(3, fmt::format("const idx_t d = td * 32 + {}, l = tl * 32 + {};", d_expr, l_expr));
+      line(3, "if (d < D && l < L) {");
+      line(4, "const idx_t i = base + d * cs_df + l;");
+      declare_offsets(4, "oi", nullptr);
+      unravel(4, "i", 0, pl_.rank, "oi", "");
+      if (load) {
+        for (size_t j = 0; j < pl_.in.size(); ++j)
+          if (tiled(j)) line(4, fmt::format("k_t{0}[ty + k][tx] = p.in{0}[oi{0}];", j));
+      } else {
+        tape(4, [&](int j) {
+          return tiled(j) ? fmt::format("k_t{}[tx][ty + k]", j) : element_load(j);
+        });
+        for (size_t j = 0; j < pl_.out.size(); ++j)
+          line(4, fmt::format("p.out{}[i] = {};", j, stored(j)));
+      }
+      line(3, "}");
+      line(2, "}");
+      line(2, "__syncthreads();");
+    };
+    phase("tx", "ty + k", true);
+    phase("ty + k", "tx", false);
+    line(1, "}");
+  }
+
   void elementwise_body() {
+    if (v_.tile_dim >= 0) return tiled_body();
     line(1, "const idx_t n = (idx_t)p.n;");
     line(1, "const idx_t tid = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");
     line(1, "const idx_t stride = (idx_t)gridDim.x * blockDim.x;");
@@ -487,23 +545,56 @@ private:
         line(2, fmt::format("{} acc{} = {};", r.A, r.t, r.init));
         if (r.arg) line(2, fmt::format("long long arg{} = -1;", r.t));
       }
-      line(2, "for (idx_t r = ty; valid && r < R; r += by) {");
-      line(3, "const idx_t i = o * R + r;");
-      declare_offsets(3, "oi", "ki", "oo", "ko");
-      unravel(3, "r", pl_.nkept, pl_.rank, "oi", "oo");
-      tape(3, [&](int j) { return element_load(j); }, rp.level.data(), pass);
-      for (const Red& r : reds)
-        if (rp.level[k_.tape[r.t].a] == pass)
-          fold(3, r, fmt::format("acc{}", r.t), fmt::format("arg{}", r.t),
-               fmt::format("({})v{}", r.A, k_.tape[r.t].a), "(long long)r");
-      for (size_t j = 0; j < pl_.out.size(); ++j) {
-        const KernelOutput& o = k_.outputs[j];
-        if (o.reduced || rp.level[o.value] != pass) continue;
-        line(3, fmt::format("p.out{}[{}] = {};", j,
-                            pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i",
-                            stored(j)));
+      // One element (i, r) of the pass: its values, folds and stores; `load` reads input j.
+      auto element = [&](int ind, const Load& load, bool vec_out) {
+        declare_offsets(ind, "oi", "ki", "oo", "ko");
+        unravel(ind, "r", pl_.nkept, pl_.rank, "oi", "oo");
+        tape(ind, load, rp.level.data(), pass);
+        for (const Red& r : reds)
+          if (rp.level[k_.tape[r.t].a] == pass)
+            fold(ind, r, fmt::format("acc{}", r.t), fmt::format("arg{}", r.t),
+                 fmt::format("({})v{}", r.A, k_.tape[r.t].a), "(long long)r");
+        for (size_t j = 0; j < pl_.out.size(); ++j) {
+          const KernelOutput& o = k_.outputs[j];
+          if (o.reduced || rp.level[o.value] != pass) continue;
+          if (vec_out)
+            line(ind, fmt::format("y{}.v[e] = {};", j, stored(j)));
+          else
+            line(ind, fmt::format("p.out{}[{}] = {};", j,
+                                  pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i",
+                                  stored(j)));
+        }
+      };
+      if (v_.vec) { // rows start 16-byte aligned (R is a multiple of epv): whole vectors only
+        const int epv = elems_per_vec(k_);
+        line(2, fmt::format("for (idx_t c = ty; valid && c < R / {0}; c += by) {{", epv));
+        line(3, fmt::format("const idx_t i0 = o * R + c * {};", epv));
+        for (size_t j = 0; j < pl_.in.size(); ++j)
+          if (pl_.in[j].mode == M::contiguous)
+            line(3, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
+                                "{2}>*>(p.in{1} + i0);",
+                                cg::st_name(k_.inputs[j].dtype), j, epv));
+        for (size_t j = 0; j < pl_.out.size(); ++j)
+          if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
+            line(3, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
+        line(3, "#pragma unroll");
+        line(3, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
+        line(4, "const idx_t i = i0 + e, r = c * " + std::to_string(epv) + " + e;");
+        element(4, [&](int j) {
+          return pl_.in[j].mode == M::contiguous ? fmt::format("x{}.v[e]", j) : element_load(j);
+        }, true);
+        line(3, "}");
+        for (size_t j = 0; j < pl_.out.size(); ++j)
+          if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
+            line(3, fmt::format("*reinterpret_cast<k_vec<{}, {}>*>(p.out{} + i0) = y{};",
+                                cg::st_name(k_.outputs[j].dtype), epv, j, j));
+        line(2, "}");
+      } else {
+        line(2, "for (idx_t r = ty; valid && r < R; r += by) {");
+        line(3, "const idx_t i = o * R + r;");
+        element(3, [&](int j) { return element_load(j); }, false);
+        line(2, "}");
       }
-      line(2, "}");
       for (const Red& r : reds)
         if (rp.level[k_.tape[r.t].a] == pass) combine(2, r.t, r.A, r.init, r.arg, bx, fold, r);
     }
@@ -587,6 +678,69 @@ std::string render_kernel(const FusedKernel& k, const CudaVariant& v, const CgPl
 
 } // namespace
 
+namespace {
+
+bool aligned16(llvm::ArrayRef<void*> slot_base, int slot, int64_t offset, DType dt) {
+  if (slot < 0 || static_cast<size_t>(slot) >= slot_base.size()) return false;
+  uintptr_t p = reinterpret_cast<uintptr_t>(slot_base[slot]) + offset * itemsize(dt);
+  return p % 16 == 0;
+}
+
+// Vector accesses along rows: a reduction over trailing axes (one row per block) whose rows
+// are whole vectors (R a multiple of elems_per_vec), every input contiguous over the iteration
+// space, scalar or strided (read element by element), and at least one contiguous, aligned one.
+bool reduce_vec_ok(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int rows_per_block) {
+  if (rows_per_block != 1 || !trailing_reduce(k)) return false;
+  int64_t R = 1;
+  for (int d = 0; d < k.shape.size(); ++d)
+    if (k.reduce_axes & (1u << d)) R *= k.shape[d];
+  const int epv = elems_per_vec(k);
+  if (R < epv || R % epv != 0) return false;
+  bool any = false;
+  for (const KernelInput& in : k.inputs) {
+    if (in.cls != IndexClass::contiguous) continue;
+    if (!aligned16(slot_base, in.slot, in.offset, in.dtype)) return false;
+    any = true;
+  }
+  for (const KernelOutput& o : k.outputs)
+    if (!o.reduced && (!out_contiguous(k, o) || !aligned16(slot_base, o.slot, o.offset, o.dtype)))
+      return false;
+  return any;
+}
+
+// Tiling pays when an input is read with stride 1 along some dim other than the last while
+// the outputs are written along the last (a transpose): without it one of the two sides is
+// uncoalesced. Picks the dim that the most inputs are transposed along.
+void choose_tiling(const FusedKernel& k, CudaVariant& v) {
+  const int rank = k.shape.size();
+  if (rank < 2 || k.shape.numel() < 1024) return;
+  const int last = rank - 1;
+  for (const KernelOutput& o : k.outputs)
+    if (!is_contiguous(Layout{k.shape, o.strides, 0})) return;
+  if (k.shape[last] < 8) return;
+  int best = 0;
+  for (int d = 0; d < last; ++d) {
+    if (k.shape[d] < 8) continue;
+    uint32_t mask = 0;
+    int count = 0;
+    for (size_t j = 0; j < k.inputs.size() && j < 32; ++j) {
+      const KernelInput& in = k.inputs[j];
+      if (in.cls == IndexClass::strided && in.strides[d] == 1 && in.strides[last] != 1 &&
+          in.strides[last] != 0) {
+        mask |= 1u << j;
+        ++count;
+      }
+    }
+    if (count > best) {
+      best = count;
+      v.tile_dim = d;
+      v.tile_inputs = mask;
+    }
+  }
+}
+
+} // namespace
+
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
   CudaVariant v;
   // 32-bit indices: the flat index plus a grid-stride step, and every offset, fit in int32.
@@ -603,19 +757,20 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
     int last = k.shape.size() - 1;
     if (!(k.reduce_axes & (1u << last)) && k.shape[last] > 1) v.rows_per_block = 32;
   }
+  if (k.kind == FusedKernel::Kind::reduce) {
+    v.vec = reduce_vec_ok(k, slot_base, v.rows_per_block);
+    return v;
+  }
+  choose_tiling(k, v);
+  if (v.tile_dim >= 0) return v;
   // Vector accesses: elementwise, every memory operand contiguous (or scalar) and 16-byte aligned.
-  if (k.kind != FusedKernel::Kind::elementwise || n < elems_per_vec(k)) return v;
-  auto aligned = [&](int slot, int64_t offset, DType dt) {
-    if (slot < 0 || static_cast<size_t>(slot) >= slot_base.size()) return false;
-    uintptr_t p = reinterpret_cast<uintptr_t>(slot_base[slot]) + offset * itemsize(dt);
-    return p % 16 == 0;
-  };
+  if (n < elems_per_vec(k)) return v;
   bool vec = true;
   for (const KernelInput& in : k.inputs)
     if (in.cls != IndexClass::scalar)
-      vec &= in.cls == IndexClass::contiguous && aligned(in.slot, in.offset, in.dtype);
+      vec &= in.cls == IndexClass::contiguous && aligned16(slot_base, in.slot, in.offset, in.dtype);
   for (const KernelOutput& o : k.outputs)
-    vec &= out_contiguous(k, o) && aligned(o.slot, o.offset, o.dtype);
+    vec &= out_contiguous(k, o) && aligned16(slot_base, o.slot, o.offset, o.dtype);
   v.vec = vec;
   return v;
 }
@@ -660,13 +815,21 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     // rows_per_block rows per block (grid-stride over rows); each row gets as many threads as
     // it has elements, up to the block size (at least a warp).
     int by = 1;
-    while (bx * by < kBlock && by < R) by *= 2;
+    const int64_t per_thread = v.vec ? elems_per_vec(k) : 1;
+    while (bx * by < kBlock && by * per_thread < R) by *= 2;
     l.block = static_cast<uint32_t>(std::max(32, bx * by));
     int64_t row_blocks = (O + bx - 1) / bx;
     l.grid = static_cast<uint32_t>(std::min<int64_t>(row_blocks, int64_t(sms) * (2048 / l.block) * 2));
     return l;
   }
   int64_t n = k.shape.numel();
+  if (v.tile_dim >= 0 && n > 0) {
+    const int64_t D = k.shape[v.tile_dim], L = k.shape[k.shape.size() - 1];
+    const int64_t tiles = n / (D * L) * ((D + 31) / 32) * ((L + 31) / 32);
+    l.block = kBlock;
+    l.grid = static_cast<uint32_t>(std::min<int64_t>(tiles, int64_t(sms) * 8));
+    return l;
+  }
   int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(k) : 1);
   l.block = kBlock;
   l.grid =

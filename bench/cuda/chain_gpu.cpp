@@ -4,6 +4,7 @@
 // iterations are timed on the host between device syncs: N evaluations are queued back to
 // back (host planning overlaps the previous kernel), then one sync; median over batches.
 #include "bench_util.h"
+#include "cuda/copy_bandwidth.h"
 
 #include <kiln/kiln.h>
 
@@ -16,30 +17,6 @@
 using namespace kiln;
 
 namespace {
-
-double copy_bandwidth(size_t bytes) { // GB/s, read + write counted
-  void *a, *b;
-  cudaMalloc(&a, bytes);
-  cudaMalloc(&b, bytes);
-  cudaMemset(a, 1, bytes);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  for (int i = 0; i < 3; ++i) cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
-  std::vector<double> t;
-  for (int r = 0; r < 20; ++r) {
-    cudaEventRecord(e0);
-    cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    t.push_back(ms);
-  }
-  cudaFree(a);
-  cudaFree(b);
-  return 2.0 * static_cast<double>(bytes) / (bench::median(t) * 1e6);
-}
 
 Tensor chain(const Tensor& x, const Tensor& y) {
   Tensor t = tanh(x * y + 1);
@@ -59,7 +36,7 @@ int main(int argc, char** argv) {
   cudaGetDeviceProperties(&prop, 0);
   std::printf("- GPU: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   const int64_t n = int64_t(64) << 20;
-  double copy = copy_bandwidth(static_cast<size_t>(n) * 4);
+  double copy = bench::copy_bandwidth(static_cast<size_t>(n) * 4);
   std::printf("\ndevice-to-device copy of %lld MiB: %.0f GB/s (read + write)\n\n",
               (long long)(n * 4 >> 20), copy);
   std::printf("| case | elements | bytes moved | median us | GB/s | %% of copy |\n");

@@ -337,6 +337,9 @@ TEST_F(Codegen, GoldenSources) {
   FusedKernel tcopy = kernel_of([&] { return contiguous(transpose(m, 0, 1)); });
   FusedKernel smax = kernel_of([&] { return softmax(m, 1); });
   FusedKernel center = kernel_of([&] { return m - mean(m, {0}, true); });
+  Tensor w = randn({32}), b = randn({32});
+  eval(w, b);
+  FusedKernel ln = kernel_of([&] { return layer_norm(m, w, b); });
   EXPECT_EQ(chain9.compute_ops(), 9);
   EXPECT_EQ(bcast.inputs.size(), 2u);
   EXPECT_EQ(rowsum.kind, FusedKernel::Kind::reduce);
@@ -350,9 +353,10 @@ TEST_F(Codegen, GoldenSources) {
   } cases[] = {{"chain9_f32_vec", chain9, {true, true}},
                {"broadcast_bf16", bcast, {true, false}},
                {"rowsum_f32", rowsum, {true, false}},
-               {"transpose_copy_f32", tcopy, {true, false}},
+               {"transpose_copy_f32", tcopy, {true, false, 1, 0, 1u}},
                {"softmax_rows_f32", smax, {true, false, 1}},
-               {"center_cols_f32", center, {true, false, 32}}};
+               {"center_cols_f32", center, {true, false, 32}},
+               {"layer_norm_f32_vec", ln, {true, true, 1}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);

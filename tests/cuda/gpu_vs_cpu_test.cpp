@@ -179,6 +179,84 @@ TEST_F(GpuVsCpu, SoftmaxAndLogSoftmax) {
   }
 }
 
+TEST_F(GpuVsCpu, FusedNormalizationsRowsColumnsAndVectorRows) {
+  for (DType t : kFloat) {
+    const std::string dt = dtype_name(t);
+    // 1024 columns: whole 16-byte vectors per row; 1001: scalar path; 3: tiny rows.
+    for (int64_t cols : {1024, 1001, 3}) {
+      auto x = host_tensor(random_values(37 * cols, 21, -4, 4), {37, cols}, t);
+      auto w = host_tensor(random_values(cols, 22, -2, 2), {cols}, t);
+      auto b = host_tensor(random_values(cols, 23, -1, 1), {cols}, t);
+      std::string tag = dt + " cols " + std::to_string(cols);
+      expect_same("layer_norm " + tag,
+                  [](std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); },
+                  {x, w, b}, 8);
+      expect_same("softmax rows " + tag, [](std::vector<Tensor>& in) { return softmax(in[0]); },
+                  {x}, 4);
+      expect_same("softmax cols " + tag,
+                  [](std::vector<Tensor>& in) { return softmax(in[0], 0); }, {x}, 4);
+      expect_same("center cols " + tag,
+                  [](std::vector<Tensor>& in) { return in[0] - mean(in[0], {0}, true); }, {x}, 4);
+      // A row slice starting at an odd element: misaligned rows take the scalar path.
+      expect_same("softmax of a slice " + tag,
+                  [](std::vector<Tensor>& in) { return softmax(slice(in[0], 1, 1, in[0].shape()[1])); },
+                  {x}, 4);
+    }
+  }
+  auto i = host_tensor(random_values(40 * 64, 24, -1000, 1000), {40, 64}, DType::i32);
+  expect_same("int epilogue",
+              [](std::vector<Tensor>& in) { return in[0] - max(in[0], {1}, true) + argmax(in[0], 1, true); },
+              {i});
+  expect_same("int column epilogue",
+              [](std::vector<Tensor>& in) { return in[0] * 2 - sum(in[0], {0}, true); }, {i});
+}
+
+TEST_F(GpuVsCpu, HeldReductionsAndMultiOutputRows) {
+  auto x = host_tensor(random_values(33 * 512, 25, -3, 3), {33, 512}, DType::f32);
+  for (int axis : {0, 1}) {
+    std::vector<Tensor> cpu{x}, gpu{x.to(Device::cuda(0))};
+    auto run = [&](std::vector<Tensor>& in) {
+      Tensor h = exp(in[0]) * 0.5;
+      Tensor s = sum(h, {axis}, true);
+      Tensor y = h / s;
+      eval(h, s, y);
+      return std::vector<Tensor>{h, s, y};
+    };
+    std::vector<Tensor> c = run(cpu), g = run(gpu);
+    for (size_t k = 0; k < c.size(); ++k) {
+      std::vector<double> cv = c[k].to_vector<double>(), gv = g[k].to_vector<double>();
+      ASSERT_EQ(cv.size(), gv.size());
+      for (size_t e = 0; e < cv.size(); ++e)
+        ASSERT_NEAR(gv[e], cv[e], 2e-5 * (1 + std::fabs(cv[e]))) << axis << " " << k << " " << e;
+    }
+  }
+}
+
+TEST_F(GpuVsCpu, TiledTransposes) {
+  for (DType t : {DType::f32, DType::f16, DType::f64, DType::i64, DType::boolean}) {
+    const std::string dt = dtype_name(t);
+    for (auto [r, c] : {std::pair<int64_t, int64_t>{256, 128}, {100, 67}, {33, 1000}, {8, 200}}) {
+      auto x = host_tensor(random_values(r * c, 26, -50, 50), {r, c}, t);
+      auto y = host_tensor(random_values(r * c, 27, -50, 50), {c, r}, t);
+      std::string tag = dt + " " + std::to_string(r) + "x" + std::to_string(c);
+      expect_same("contiguous(transpose) " + tag,
+                  [](std::vector<Tensor>& in) { return contiguous(transpose(in[0], 0, 1)); }, {x});
+      if (t != DType::boolean)
+        expect_same("transpose + other " + tag,
+                    [](std::vector<Tensor>& in) { return transpose(in[0], 0, 1) * 2 + in[1]; },
+                    {x, y});
+    }
+  }
+  auto z = host_tensor(random_values(6 * 40 * 50, 28, -5, 5), {6, 40, 50}, DType::f32);
+  expect_same("batched permute", [](std::vector<Tensor>& in) { return contiguous(permute(in[0], {0, 2, 1})); },
+              {z});
+  expect_same("outer permute", [](std::vector<Tensor>& in) { return contiguous(permute(in[0], {2, 0, 1})); },
+              {z});
+  expect_same("transposed slice", [](std::vector<Tensor>& in) {
+    return contiguous(transpose(slice(in[0], 2, 3, 47), 1, 2)) + 1;
+  }, {z});
+}
+
 TEST_F(GpuVsCpu, MatmulSquareSkinnyBatchedTransposed) {
   for (DType t : kFloat) {
     auto a = host_tensor(random_values(3 * 64 * 48, 12, -1, 1), {3, 64, 48}, t);
