@@ -46,6 +46,7 @@ std::string inst_expr(const FusedKernel& k, int id);
 namespace {
 
 constexpr int kBlock = 256; // elementwise block size (and the reduce maximum)
+constexpr int kMaxCachedVecs = 8; // registers per thread for a cached row: 8 x 16 bytes per input
 // Elements per thread per step in the vec variant: enough that the narrowest operand moves 16
 // bytes per access (4 for 4-byte types, 8 for 16-bit and 1-byte ones), never fewer than 4.
 int elems_per_vec(const FusedKernel& k) {
@@ -238,6 +239,7 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   key += v.index32 ? " i32" : " i64";
   if (v.rows_per_block > 1) key += fmt::format(" bx{}", v.rows_per_block);
   if (v.tile_dim >= 0) key += fmt::format(" tile{}:{:x}", v.tile_dim, v.tile_inputs);
+  if (v.cached_vecs > 0) key += fmt::format(" rc{}", v.cached_vecs);
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
   return key;
@@ -393,14 +395,25 @@ private:
         line(2, fmt::format("base += (rest % (idx_t)p.sh{0}) * cs; rest /= (idx_t)p.sh{0};", d));
       line(2, fmt::format("cs *= (idx_t)p.sh{};", d));
     }
+    // Each strided input's offset at (d, l) = 0 of this tile: one unravel per tile; elements
+    // then add d and l times their strides (no division per element).
+    declare_offsets(2, "bi", nullptr);
+    unravel(2, "base", 0, pl_.rank, "bi", "");
+    auto stride_term = [&](size_t j, int dim, const char* var) -> std::string {
+      const std::vector<int>& dims = pl_.in[j].dims;
+      if (std::find(dims.begin(), dims.end(), dim) == dims.end()) return "";
+      return fmt::format(" + {} * {}", var, cast_idx(fmt::format("in{}_s{}", j, dim)));
+    };
     auto phase = [&](const char* d_expr, const char* l_expr, bool load) {
       line(2, "#pragma unroll");
       line(2, "for (int k = 0; k < 32; k += 8) {");
       line(3, fmt::format("const idx_t d = td * 32 + {}, l = tl * 32 + {};", d_expr, l_expr));
       line(3, "if (d < D && l < L) {");
       line(4, "const idx_t i = base + d * cs_df + l;");
-      declare_offsets(4, "oi", nullptr);
-      unravel(4, "i", 0, pl_.rank, "oi", "");
+      for (size_t j = 0; j < pl_.in.size(); ++j)
+        if (pl_.in[j].mode == M::strided)
+          line(4, fmt::format("const idx_t oi{0} = bi{0}{1}{2};", j, stride_term(j, df, "d"),
+                              stride_term(j, last, "l")));
       if (load) {
         for (size_t j = 0; j < pl_.in.size(); ++j)
           if (tiled(j)) line(4, fmt::format("k_t{0}[ty + k][tx] = p.in{0}[oi{0}];", j));
@@ -539,6 +552,23 @@ private:
       line(2, "if (valid)");
       unravel(2, "o", 0, pl_.nkept, "ki", "ko");
     }
+    if (v_.cached_vecs > 0) { // the row's contiguous inputs, read once for every pass
+      const int epv = elems_per_vec(k_), cached = v_.cached_vecs;
+      for (size_t j = 0; j < pl_.in.size(); ++j)
+        if (pl_.in[j].mode == M::contiguous)
+          line(2, fmt::format("k_vec<{}, {}> k_row{}[{}];", cg::st_name(k_.inputs[j].dtype), epv,
+                              j, cached));
+      line(2, "#pragma unroll");
+      line(2, fmt::format("for (int u = 0; u < {}; ++u) {{", cached));
+      line(3, "const idx_t c = ty + u * by;");
+      line(3, fmt::format("if (!valid || c >= R / {}) break;", epv));
+      for (size_t j = 0; j < pl_.in.size(); ++j)
+        if (pl_.in[j].mode == M::contiguous)
+          line(3, fmt::format("k_row{1}[u] = *reinterpret_cast<const k_vec<{0}, {2}>*>(p.in{1} + "
+                              "o * R + c * {2});",
+                              cg::st_name(k_.inputs[j].dtype), j, epv));
+      line(2, "}");
+    }
     for (int pass = 0; pass < rp.passes; ++pass) {
       for (const Red& r : reds) {
         if (rp.level[k_.tape[r.t].a] != pass) continue;
@@ -567,13 +597,24 @@ private:
       };
       if (v_.vec) { // rows start 16-byte aligned (R is a multiple of epv): whole vectors only
         const int epv = elems_per_vec(k_);
-        line(2, fmt::format("for (idx_t c = ty; valid && c < R / {0}; c += by) {{", epv));
+        const int cached = v_.cached_vecs;
+        if (cached > 0) { // the row's vectors of this thread: c = ty + u * by, u < cached
+          line(2, "#pragma unroll");
+          line(2, fmt::format("for (int u = 0; u < {}; ++u) {{", cached));
+          line(3, "const idx_t c = ty + u * by;");
+          line(3, fmt::format("if (!valid || c >= R / {}) break;", epv));
+        } else {
+          line(2, "#pragma unroll 2"); // loads of the next vector issue before this one's folds
+          line(2, fmt::format("for (idx_t c = ty; valid && c < R / {0}; c += by) {{", epv));
+        }
         line(3, fmt::format("const idx_t i0 = o * R + c * {};", epv));
         for (size_t j = 0; j < pl_.in.size(); ++j)
           if (pl_.in[j].mode == M::contiguous)
-            line(3, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
-                                "{2}>*>(p.in{1} + i0);",
-                                cg::st_name(k_.inputs[j].dtype), j, epv));
+            line(3, cached > 0 ? fmt::format("const k_vec<{0}, {2}>& x{1} = k_row{1}[u];",
+                                             cg::st_name(k_.inputs[j].dtype), j, epv)
+                               : fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<"
+                                             "const k_vec<{0}, {2}>*>(p.in{1} + i0);",
+                                             cg::st_name(k_.inputs[j].dtype), j, epv));
         for (size_t j = 0; j < pl_.out.size(); ++j)
           if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
             line(3, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
@@ -590,6 +631,7 @@ private:
                                 cg::st_name(k_.outputs[j].dtype), epv, j, j));
         line(2, "}");
       } else {
+        line(2, "#pragma unroll 4"); // several loads in flight per thread (column layout)
         line(2, "for (idx_t r = ty; valid && r < R; r += by) {");
         line(3, "const idx_t i = o * R + r;");
         element(3, [&](int j) { return element_load(j); }, false);
@@ -759,6 +801,16 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
   }
   if (k.kind == FusedKernel::Kind::reduce) {
     v.vec = reduce_vec_ok(k, slot_base, v.rows_per_block);
+    // Rows of several passes whose vectors fit in a few registers per thread are read once.
+    if (v.vec && reduce_passes(k).passes > 1) {
+      int64_t R = 1;
+      for (int d = 0; d < k.shape.size(); ++d)
+        if (k.reduce_axes & (1u << d)) R *= k.shape[d];
+      const int64_t per_block = int64_t(kBlock) * elems_per_vec(k);
+      int cached = 1;
+      while (cached * per_block < R && cached < kMaxCachedVecs) cached *= 2;
+      if (cached * per_block >= R) v.cached_vecs = cached;
+    }
     return v;
   }
   choose_tiling(k, v);

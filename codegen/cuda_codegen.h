@@ -36,6 +36,9 @@ struct CudaVariant {
   // that both their reads and the output's writes are coalesced. -1: no tiling.
   int tile_dim = -1;
   uint32_t tile_inputs = 0;
+  // Reduce with vec and several passes: each thread keeps its vectors of the row's contiguous
+  // inputs in registers (this many at most), so later passes don't read memory again. 0: off.
+  int cached_vecs = 0;
 };
 
 struct CudaKernelSource {

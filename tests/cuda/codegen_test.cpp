@@ -356,7 +356,8 @@ TEST_F(Codegen, GoldenSources) {
                {"transpose_copy_f32", tcopy, {true, false, 1, 0, 1u}},
                {"softmax_rows_f32", smax, {true, false, 1}},
                {"center_cols_f32", center, {true, false, 32}},
-               {"layer_norm_f32_vec", ln, {true, true, 1}}};
+               {"layer_norm_f32_vec", ln, {true, true, 1}},
+               {"softmax_rows_f32_cached", smax, {true, true, 1, -1, 0, 8}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);

@@ -94,6 +94,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_f32_sm90_21e080(
       ko0 += q * (idx_t)p.out0_s0;
     }
     double acc1 = 0;
+    #pragma unroll 4
     for (idx_t r = ty; valid && r < R; r += by) {
       const idx_t i = o * R + r;
       idx_t oi0 = ki0, oo0 = ko0;
@@ -118,6 +119,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_f32_sm90_21e080(
     __syncthreads();
     acc1 = k_s1[tx];
     const float v1 = (float)(acc1 / (double)R);
+    #pragma unroll 4
     for (idx_t r = ty; valid && r < R; r += by) {
       const idx_t i = o * R + r;
       idx_t oi0 = ki0, oo0 = ko0;

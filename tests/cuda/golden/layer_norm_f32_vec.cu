@@ -95,6 +95,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_f32
       q = rem;
     }
     double acc1 = 0;
+    #pragma unroll 2
     for (idx_t c = ty; valid && c < R / 4; c += by) {
       const idx_t i0 = o * R + c * 4;
       const k_vec<float, 4> x0 = *reinterpret_cast<const k_vec<float, 4>*>(p.in0 + i0);
@@ -137,6 +138,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_f32
     acc1 = k_s1[0];
     const float v1 = (float)(acc1 / (double)R);
     double acc4 = 0;
+    #pragma unroll 2
     for (idx_t c = ty; valid && c < R / 4; c += by) {
       const idx_t i0 = o * R + c * 4;
       const k_vec<float, 4> x0 = *reinterpret_cast<const k_vec<float, 4>*>(p.in0 + i0);
@@ -180,6 +182,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_f32
     __syncthreads();
     acc4 = k_s4[0];
     const float v4 = (float)(acc4 / (double)R);
+    #pragma unroll 2
     for (idx_t c = ty; valid && c < R / 4; c += by) {
       const idx_t i0 = o * R + c * 4;
       const k_vec<float, 4> x0 = *reinterpret_cast<const k_vec<float, 4>*>(p.in0 + i0);

@@ -81,6 +81,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_sum_f32_sm90_89b00e(const
     const idx_t o = ob + tx;
     const bool valid = o < O;
     double acc1 = 0;
+    #pragma unroll 4
     for (idx_t r = ty; valid && r < R; r += by) {
       const idx_t i = o * R + r;
       const float v0 = p.in0[i];

@@ -82,6 +82,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_s
     const idx_t o = ob + tx;
     const bool valid = o < O;
     double acc1 = -k_inf();
+    #pragma unroll 4
     for (idx_t r = ty; valid && r < R; r += by) {
       const idx_t i = o * R + r;
       const float v0 = p.in0[i];
@@ -109,6 +110,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_s
     acc1 = k_s1[0];
     const float v1 = (float)(acc1);
     double acc4 = 0;
+    #pragma unroll 4
     for (idx_t r = ty; valid && r < R; r += by) {
       const idx_t i = o * R + r;
       const float v0 = p.in0[i];
@@ -137,6 +139,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_s
     __syncthreads();
     acc4 = k_s4[0];
     const float v4 = (float)(acc4);
+    #pragma unroll 4
     for (idx_t r = ty; valid && r < R; r += by) {
       const idx_t i = o * R + r;
       const float v0 = p.in0[i];

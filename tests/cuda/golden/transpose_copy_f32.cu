@@ -90,19 +90,20 @@ extern "C" __global__ void __launch_bounds__(256) kiln_copy_f32_sm90_108fb2(cons
     cs *= (idx_t)p.sh1;
     cs_df = cs;
     cs *= (idx_t)p.sh0;
+    idx_t bi0 = 0;
+    {
+      idx_t q, rem = base;
+      q = rem % (idx_t)p.sh1; rem /= (idx_t)p.sh1;
+      bi0 += q * (idx_t)p.in0_s1;
+      q = rem;
+      bi0 += q * (idx_t)p.in0_s0;
+    }
     #pragma unroll
     for (int k = 0; k < 32; k += 8) {
       const idx_t d = td * 32 + tx, l = tl * 32 + ty + k;
       if (d < D && l < L) {
         const idx_t i = base + d * cs_df + l;
-        idx_t oi0 = 0;
-        {
-          idx_t q, rem = i;
-          q = rem % (idx_t)p.sh1; rem /= (idx_t)p.sh1;
-          oi0 += q * (idx_t)p.in0_s1;
-          q = rem;
-          oi0 += q * (idx_t)p.in0_s0;
-        }
+        const idx_t oi0 = bi0 + d * (idx_t)p.in0_s0 + l * (idx_t)p.in0_s1;
         k_t0[ty + k][tx] = p.in0[oi0];
       }
     }
@@ -112,14 +113,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_copy_f32_sm90_108fb2(cons
       const idx_t d = td * 32 + ty + k, l = tl * 32 + tx;
       if (d < D && l < L) {
         const idx_t i = base + d * cs_df + l;
-        idx_t oi0 = 0;
-        {
-          idx_t q, rem = i;
-          q = rem % (idx_t)p.sh1; rem /= (idx_t)p.sh1;
-          oi0 += q * (idx_t)p.in0_s1;
-          q = rem;
-          oi0 += q * (idx_t)p.in0_s0;
-        }
+        const idx_t oi0 = bi0 + d * (idx_t)p.in0_s0 + l * (idx_t)p.in0_s1;
         const float v0 = k_t0[tx][ty + k];
         const float v1 = v0;
         p.out0[i] = v1;
