@@ -44,6 +44,9 @@ public:
   void group_all();
   /// Build every group's step; a Retry if a node must be materialized first.
   std::optional<Retry> build_all();
+  /// Let elementwise outputs take over input buffers whose last reference dies with this
+  /// evaluation (buffer_reuse.cpp). Runs on the schedule of a successful build_all.
+  void reuse_buffers();
   /// The schedule built by the last successful build_all (steps in dependency order).
   Schedule take();
   Info* info(Node* n);
@@ -60,6 +63,7 @@ private:
   void mark(Node* n, const char* reason);
   void consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view);
   int new_group(Node* root);
+  int merge_siblings(llvm::ArrayRef<int> groups);
   std::optional<Retry> build_group(int g);
   Step integer_matmul(Node* mm);
 
