@@ -60,12 +60,14 @@ void reset_stats() {
 
 std::ostream& operator<<(std::ostream& os, const Stats& s) {
   return os << fmt::format(
-             "ops recorded {}, dropped unseen {}, fused in registers {}, buffers written {}, "
-             "kernels {} ({:.1f} ops/kernel, max {}), gemms {}, copies {}, flushes {} ({} "
-             "automatic), bytes allocated {}, in use {}, peak {}",
-             s.ops_recorded, s.nodes_dropped, s.nodes_fused, s.buffers_materialized, s.kernels_run,
-             s.fused_ops_per_kernel(), s.max_fused_ops, s.gemms_run, s.copies_run, s.flushes,
-             s.auto_flushes, s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);
+             "ops recorded {} ({} merged with identical ones), dropped unseen {}, fused in "
+             "registers {}, buffers written {} ({} in place), kernels {} ({:.1f} ops/kernel, max "
+             "{}), gemms {}, copies {}, flushes {} ({} automatic), bytes allocated {}, in use {}, "
+             "peak {}",
+             s.ops_recorded, s.ops_merged, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
+             s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
+             s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.bytes_allocated,
+             s.bytes_in_use, s.peak_bytes_in_use);
 }
 
 std::string last_plan() {

@@ -78,11 +78,21 @@ void run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs) {
   }
 }
 
+// The buffer an output slot is written into: an input's, when the planner found that the
+// input's last reference dies with this evaluation (buffer_reuse.cpp), else a new one.
+BufferRef output_buffer(Schedule& s, const Step& st, int w, Backend& be, Stats& stats) {
+  for (const Step::InPlace& r : st.in_place)
+    if (st.kernel.outputs[r.output].slot == w) {
+      stats.buffers_reused++;
+      return s.slots[st.kernel.inputs[r.input].slot].buffer;
+    }
+  return be.allocate(s.slots[w].bytes);
+}
+
 void run_step(Schedule& s, Step& st, Stats& stats) {
   Backend& be = backend_for(st.device, "eval");
   for (int w : st.writes) {
-    Slot& slot = s.slots[w];
-    slot.buffer = be.allocate(slot.bytes);
+    s.slots[w].buffer = output_buffer(s, st, w, be, stats);
     stats.buffers_materialized++;
   }
   llvm::SmallVector<Buffer*, 8> bufs;

@@ -1,5 +1,6 @@
 #include "engine/graph.h"
 
+#include "engine/cse.h"
 #include "engine/errors.h"
 
 #include <kiln/tensor.h>
@@ -53,6 +54,7 @@ void recount(Node* n, bool was) {
 }
 
 void unlink_pending(EngineState& e, Node* n) {
+  cse_erase(n); // no longer pending: identical ops recorded from now on compute afresh
   if (n->prev_pending)
     n->prev_pending->next_pending = n->next_pending;
   else
@@ -70,7 +72,8 @@ void destroy(Node* n) {
     Node* d = work.pop_back_val();
     if (!d->realized()) {
       unlink_pending(e, d);
-      if (d->op != OpCode::view && !d->fused) e.stats.nodes_dropped++; // work never done
+      if (d->op != OpCode::view && !d->fused && !d->duplicate)
+        e.stats.nodes_dropped++; // work never done
     }
     for (Node* in : d->inputs) {
       bool was = counted(in);
@@ -116,22 +119,62 @@ void add_input(Node* n, Node* input) {
   recount(input, was);
 }
 
-Tensor publish(Node* n, bool internal) {
+namespace {
+
+// What publishing a user's value does: realize it in eager mode, or flush the pending graph
+// when it is over its limits.
+void flush_if_needed(Node* n) {
   EngineState& e = engine();
-  n->id = e.next_id++;
-  n->internal = internal;
-  e.stats.ops_recorded++;
-  if (!n->realized()) link_pending(e, n);
-  Tensor t(n);
-  n->handles = 1;
-  recount(n, false);
-  if (n->realized() || e.flushing || internal) return t;
+  if (e.flushing) return;
   if (e.eager) {
     realize({n});
   } else if (e.pending_nodes > e.max_nodes || e.pending_bytes > e.max_bytes) {
     e.stats.auto_flushes++;
     flush_all();
   }
+}
+
+// `n` duplicates the pending node `same` (CSE): hand out `same` and free `n`. Its inputs are
+// `same`'s inputs, so releasing n's uses on them destroys nothing, except constants, which
+// match by value: the op's own constant then dies, as a duplicate rather than dropped work. A
+// user's request for a node an op recorded for itself makes it a user's value (no longer
+// internal).
+Tensor merge_into(Node* same, Node* n, bool internal) {
+  for (size_t i = 0; i < n->inputs.size(); ++i) {
+    Node* in = n->inputs[i];
+    if (in != same->inputs[i] && in->internal) in->duplicate = true; // an equal constant
+    release_use(in);
+  }
+  delete n;
+  engine().stats.ops_merged++;
+  bool was = counted(same);
+  same->handles++;
+  if (!internal) same->internal = false;
+  recount(same, was);
+  return Tensor(same);
+}
+
+} // namespace
+
+Tensor publish(Node* n, bool internal) {
+  EngineState& e = engine();
+  e.stats.ops_recorded++;
+  if (!n->realized() && !e.flushing) {
+    Node* same = cse_find_or_insert(n);
+    if (same != n) {
+      Tensor t = merge_into(same, n, internal);
+      if (!internal) flush_if_needed(same);
+      return t;
+    }
+  }
+  n->id = e.next_id++;
+  n->internal = internal;
+  if (!n->realized()) link_pending(e, n);
+  Tensor t(n);
+  n->handles = 1;
+  recount(n, false);
+  if (n->realized() || e.flushing || internal) return t;
+  flush_if_needed(n);
   return t;
 }
 

@@ -37,6 +37,8 @@ void add_input(Node* n, Node* input);
 /// over its limits or in eager mode, and return its first handle. `internal` nodes (operand
 /// casts and scalar constants an op records for itself) are not realized on their own in
 /// eager mode: they fuse into the op that asked for them.
+/// A pending node identical to one already pending (same op, attributes and inputs) is not
+/// linked: the existing node is handed out instead and `n` is freed (engine/cse.cpp).
 Tensor publish(Node* n, bool internal = false);
 
 void retain_handle(Node* n);

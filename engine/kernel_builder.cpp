@@ -72,6 +72,14 @@ private:
   }
 
   int push(int t, const ViewPrim& prim, Node* at) {
+    // The same broadcast of one value by several consumers is one transform, so the value is
+    // computed once (memo_ is keyed by transform). Only broadcasts: they never fail, so the
+    // node a failed transform names for a retry does not matter.
+    if (prim.kind == ViewPrim::Kind::expand)
+      for (size_t i = 0; i < transforms_.size(); ++i)
+        if (transforms_[i].parent == t && transforms_[i].prim.kind == prim.kind &&
+            transforms_[i].prim.shape == prim.shape)
+          return static_cast<int>(i);
     transforms_.push_back({t, prim, at});
     return static_cast<int>(transforms_.size()) - 1;
   }

@@ -42,6 +42,12 @@ struct Node {
   bool fused = false;    // computed in registers by a kernel that ran (not "dropped")
   int dim = 0;           // concat
 
+  // Common subexpression elimination (engine/cse.cpp).
+  unsigned cse_hash = 0;  // structural hash, set when the node is published
+  bool in_cse = false;    // in the table of pending nodes that identical ops are answered from
+  bool duplicate = false; // an op's constant operand whose op was merged with an identical one:
+                          // an equal constant is computed there, so it is not "dropped"
+
   Node* prev_pending = nullptr; // intrusive list of pending nodes
   Node* next_pending = nullptr;
 

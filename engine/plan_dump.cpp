@@ -77,6 +77,11 @@ std::string dump_schedule(const Schedule& s) {
                          k.shape.str(), st.device.str(), k.compute_ops(), st.fused_count);
       dump_kernel(out, k);
     }
+    for (const Step::InPlace& r : st.in_place)
+      out += fmt::format("    in place: out{} ({}) is written into the buffer of in{} ({}), whose "
+                         "last reference dies with this evaluation\n",
+                         r.output, name(st.kernel.outputs[r.output].origin), r.input,
+                         name(st.kernel.inputs[r.input].origin));
     for (const Note& n : st.notes)
       out += fmt::format("    why: {} {}: {}\n", name(n.value),
                          n.written ? "written" : "read from memory", n.reason);

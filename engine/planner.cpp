@@ -149,6 +149,10 @@ void Planner::group_all() {
         in.group = cg[0];
         continue;
       }
+      if (int g = merge_siblings(cg); g >= 0) { // one kernel computes n once for all of them
+        in.group = g;
+        continue;
+      }
       in.materialize = true;
       in.reason = "used by several kernels";
     }
@@ -188,6 +192,7 @@ Schedule plan(llvm::ArrayRef<Node*> targets) {
       ri->reason = retry->reason;
       continue;
     }
+    p.reuse_buffers();
     return p.take();
   }
 }

@@ -45,6 +45,9 @@ public:
   void group_all();
   /// Build every group's step; a Retry if a node must be materialized first.
   std::optional<Retry> build_all();
+  /// Let elementwise outputs take over input buffers whose last reference dies with this
+  /// evaluation (buffer_reuse.cpp). Runs on the schedule of a successful build_all.
+  void reuse_buffers();
   /// The schedule built by the last successful build_all (steps in dependency order).
   Schedule take();
   Info* info(Node* n);
@@ -62,6 +65,7 @@ private:
   void consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view);
   int new_group(Node* root);
   bool join_consumer_kernel(Info& in);
+  int merge_siblings(llvm::ArrayRef<int> groups);
   std::optional<Retry> build_group(int g);
   Step integer_matmul(Node* mm);
 

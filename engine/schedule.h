@@ -37,6 +37,12 @@ struct Step {
   std::vector<Note> notes;     // why fusion stopped at this step's inputs and outputs
   std::vector<Node*> fused;    // nodes computed in registers, never stored
   int fused_count = 0;         // fused.size(), kept for the dump after the nodes are gone
+  /// Outputs written in place into an input's buffer instead of a new one (buffer_reuse.cpp).
+  struct InPlace {
+    int output = 0; // index into kernel.outputs
+    int input = 0;  // index into kernel.inputs: the slot whose buffer the output takes over
+  };
+  std::vector<InPlace> in_place;
 };
 
 struct Schedule {

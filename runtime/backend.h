@@ -16,11 +16,23 @@ struct GemmStep;
 class Backend;
 
 /// A block of device memory. Freed (returned to its backend) when the last reference goes.
-struct Buffer : llvm::RefCountedBase<Buffer> {
+/// The count is our own rather than llvm::RefCountedBase's because the planner reads it: an
+/// input buffer referenced only by values that die with an evaluation may take that
+/// evaluation's output in place (engine/buffer_reuse.cpp). Not atomic: kiln is used from one
+/// thread at a time, and backends' worker threads only see raw Buffer pointers.
+struct Buffer {
   void* data = nullptr;
   size_t bytes = 0;
   Backend* owner = nullptr;
   ~Buffer();
+  void Retain() const { ++refs_; }
+  void Release() const {
+    if (--refs_ == 0) delete this;
+  }
+  unsigned use_count() const { return refs_; }
+
+private:
+  mutable unsigned refs_ = 0;
 };
 using BufferRef = llvm::IntrusiveRefCntPtr<Buffer>;
 

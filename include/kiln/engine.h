@@ -34,10 +34,12 @@ void set_pending_limits(int64_t max_nodes, int64_t max_bytes);
 void set_allow_tf32(bool on);
 
 struct Stats {
-  int64_t ops_recorded = 0;         // nodes created by op calls (views included)
+  int64_t ops_recorded = 0;         // op calls that recorded a node or found one (views included)
+  int64_t ops_merged = 0;           // of those, identical to a pending node, which they share (CSE)
   int64_t nodes_dropped = 0;        // pending nodes released unseen: their work never ran
   int64_t nodes_fused = 0;          // nodes computed in registers inside a kernel, never stored
   int64_t buffers_materialized = 0; // kernel/GEMM/copy outputs written to memory
+  int64_t buffers_reused = 0;       // of those, written in place into an input whose last user died
   int64_t kernels_run = 0;          // fused kernels (elementwise and reduction) run
   int64_t gemms_run = 0;
   int64_t copies_run = 0;      // device transfers and concat pieces

@@ -1,0 +1,120 @@
+// In-place outputs: an elementwise kernel may write an output into the buffer of an input whose
+// last reference dies with this evaluation, instead of allocating. The motivating case is a
+// parameter update, `x = x * 0.9f + g; eval(x);`: once `x` is reassigned, the old value is
+// referenced only by the pending node that consumes it, so the new value can take its buffer
+// and a 10,000-step loop allocates nothing after the first step.
+//
+// A buffer B read by this plan through slot s is donated to output o of step i when
+//  1. nothing outside this evaluation can see B again: every realized node holding B that the
+//     plan reads has no handle, all its uses come from nodes of this plan (each is computed
+//     now and releases it), and no pending view of it is in the plan (a view with a handle
+//     would become an alias of B); and B has no other reference (no other realized node, view
+//     or handle): its count is exactly those nodes plus the schedule's slot;
+//  2. no later step reads s (a slot read by a later step must keep its values);
+//  3. step i is an elementwise kernel, o is the whole value it realizes (contiguous, offset 0,
+//     B's size), and every load of s in step i uses exactly o's index map with an element of
+//     the same size. Then each element is read before it is written, by the same thread:
+//     the CPU interpreter evaluates a whole 256-element block (all loads) before storing it,
+//     and the CUDA code loads every input of an element (or vector of elements) before
+//     storing its outputs, through plain pointers (a `__restrict__` or read-only-cache load
+//     in codegen, or an interpreter that stores before loading a whole block, would break
+//     this). Distinct outputs never share a donor.
+// The executor then hands B to o instead of allocating (stats().buffers_reused) and the plan
+// dump says so. B stays correct for everyone: the old node holding it is destroyed once its
+// consumers are realized, which is before the evaluation ends.
+#include "engine/planner_impl.h"
+
+#include <llvm/ADT/DenseMap.h>
+
+#include <algorithm>
+
+namespace kiln::detail {
+
+namespace {
+
+// A realized node read by the plan: its uses by plan nodes, and whether a pending view reads it.
+struct Leaf {
+  uint32_t uses = 0;
+  bool viewed = false;
+};
+
+// A buffer read by the plan: how many read nodes hold it, and whether one of them lives on.
+struct Holders {
+  unsigned nodes = 0;
+  bool survives = false;
+  Device device;
+};
+
+bool reads_slot_only_as(const FusedKernel& k, int slot, const KernelOutput& o) {
+  for (const KernelInput& in : k.inputs)
+    if (in.slot == slot && (in.strides != o.strides || in.offset != o.offset ||
+                            itemsize(in.dtype) != itemsize(o.dtype)))
+      return false;
+  return true;
+}
+
+bool contains(const std::vector<Node*>& v, const Node* n) {
+  return std::find(v.begin(), v.end(), n) != v.end();
+}
+
+} // namespace
+
+void Planner::reuse_buffers() {
+  llvm::DenseMap<Node*, Leaf> leaves;
+  for (const Info& in : infos_)
+    for (Node* x : in.n->inputs)
+      if (x->realized()) {
+        Leaf& l = leaves[x];
+        l.uses++;
+        l.viewed |= in.n->op == OpCode::view;
+      }
+  if (leaves.empty()) return;
+  llvm::DenseMap<Buffer*, Holders> holders;
+  for (auto& [x, l] : leaves) {
+    Holders& h = holders[x->buffer.get()];
+    h.nodes++;
+    h.survives |= x->handles > 0 || x->uses != l.uses || l.viewed;
+    h.device = x->device;
+  }
+
+  std::vector<Slot>& slots = sched_.slots;
+  std::vector<int> last_read(slots.size(), -1);
+  for (int i = 0; i < static_cast<int>(sched_.steps.size()); ++i) {
+    const Step& st = sched_.steps[i];
+    if (st.kind == Step::Kind::gemm) {
+      last_read[st.gemm.a_slot] = last_read[st.gemm.b_slot] = i;
+    } else if (st.kind == Step::Kind::transfer) {
+      last_read[st.transfer.src_slot] = i;
+    } else {
+      for (const KernelInput& in : st.kernel.inputs) last_read[in.slot] = i;
+    }
+  }
+
+  std::vector<bool> donated(slots.size(), false);
+  for (int i = 0; i < static_cast<int>(sched_.steps.size()); ++i) {
+    Step& st = sched_.steps[i];
+    const FusedKernel& k = st.kernel;
+    if (st.kind != Step::Kind::kernel || k.kind != FusedKernel::Kind::elementwise) continue;
+    for (int oi = 0; oi < static_cast<int>(k.outputs.size()); ++oi) {
+      const KernelOutput& o = k.outputs[oi];
+      const Slot& out = slots[o.slot];
+      if (!out.producer || !contains(st.realizes, out.producer) || o.offset != 0 ||
+          o.strides != contiguous_strides(k.shape) || out.bytes == 0)
+        continue;
+      for (int ii = 0; ii < static_cast<int>(k.inputs.size()); ++ii) {
+        int s = k.inputs[ii].slot;
+        Buffer* b = slots[s].buffer.get();
+        if (!b || donated[s] || last_read[s] != i || b->bytes != out.bytes) continue;
+        auto h = holders.find(b);
+        if (h == holders.end() || h->second.survives || h->second.device != st.device ||
+            b->use_count() != h->second.nodes + 1 || !reads_slot_only_as(k, s, o))
+          continue;
+        donated[s] = true;
+        st.in_place.push_back({oi, ii});
+        break;
+      }
+    }
+  }
+}
+
+} // namespace kiln::detail

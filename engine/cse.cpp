@@ -1,0 +1,144 @@
+// Common subexpression elimination at record time (see cse.h).
+//
+// Why at record time rather than as a planner pass: a Tensor handle points at its Node, so a
+// plan-time pass could not point the second handle at the first node; it would have to turn
+// the duplicate into an alias node and rewire its consumers. At record time `publish` simply
+// hands out the existing node (one more handle) and frees the new one, so liveness stays the
+// plain handles/uses count, the pending graph (and its node limit) only holds distinct work,
+// and the planner never sees duplicates. The price is one hash and one table probe per
+// recorded op, plus one erase when a node is realized or destroyed (see bench/record_cost).
+//
+// Only pending nodes are in the table: a realized value is not recomputed anyway, and keeping
+// realized nodes would let the table decide what memory stays alive.
+#include "engine/cse.h"
+
+#include <llvm/ADT/DenseSet.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln::detail {
+
+namespace {
+
+uint64_t bits(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, sizeof u); // bitwise: 0.0 and -0.0 are different constants
+  return u;
+}
+
+bool same_view(const Node* a, const Node* b) {
+  const ViewPrim &x = a->view, &y = b->view;
+  return a->layout.strides == b->layout.strides && a->layout.offset == b->layout.offset &&
+         x.kind == y.kind && x.shape == y.shape && x.dim == y.dim && x.start == y.start &&
+         x.step == y.step && x.length == y.length;
+}
+
+// Pending constants are compared by value (see cse.h), other inputs by identity.
+bool same_input(const Node* a, const Node* b) {
+  return a == b || (a->op == OpCode::constant && b->op == OpCode::constant &&
+                    a->dtype == b->dtype && a->device == b->device && a->shape() == b->shape() &&
+                    bits(a->scalar) == bits(b->scalar) && a->iscalar == b->iscalar);
+}
+
+bool same_structure(const Node* a, const Node* b) {
+  if (a->op != b->op || a->dtype != b->dtype || a->device != b->device ||
+      a->inputs.size() != b->inputs.size() || a->shape() != b->shape())
+    return false;
+  for (size_t i = 0; i < a->inputs.size(); ++i)
+    if (!same_input(a->inputs[i], b->inputs[i])) return false;
+  // Attributes unused by an op are zero on every node of that op, so comparing all is exact.
+  // Random sources compare seed and counter: two draws are merged only when they would
+  // produce the same numbers.
+  return bits(a->scalar) == bits(b->scalar) && a->iscalar == b->iscalar &&
+         bits(a->scalar2) == bits(b->scalar2) && a->seed == b->seed && a->counter == b->counter &&
+         a->axes == b->axes && a->keepdim == b->keepdim && a->dim == b->dim &&
+         (a->op != OpCode::view || same_view(a, b));
+}
+
+uint64_t rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
+
+// One multiply-xorshift round per word. llvm::hash_combine over every field cost ~30 ns per op
+// (measured with bench/record_cost), a sixth of the recording budget; this costs a few. The
+// rarely set attributes are folded into one word first: a collision only costs a comparison.
+uint64_t mix(uint64_t h, uint64_t v) {
+  h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
+}
+
+unsigned structural_hash(const Node* n) {
+  const Shape& s = n->shape();
+  uint64_t h = static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
+               static_cast<uint64_t>(n->device.kind) << 16 |
+               static_cast<uint64_t>(static_cast<uint32_t>(n->device.index)) << 24 |
+               static_cast<uint64_t>(s.size()) << 56;
+  for (int64_t d : s) h = mix(h, static_cast<uint64_t>(d));
+  for (const Node* in : n->inputs)
+    h = mix(h, in->op == OpCode::constant
+                   ? bits(in->scalar) ^ static_cast<uint64_t>(in->shape().size()) << 56 ^
+                         static_cast<uint64_t>(in->dtype) << 48
+                   : reinterpret_cast<uintptr_t>(in));
+  uint64_t attrs = bits(n->scalar) ^ rotl(static_cast<uint64_t>(n->iscalar), 17) ^
+                   rotl(bits(n->scalar2), 31) ^ n->seed ^ rotl(n->counter, 43) ^
+                   static_cast<uint64_t>(n->axes) << 8 ^ static_cast<uint64_t>(n->dim) << 40;
+  if (n->op == OpCode::view)
+    attrs ^= rotl(static_cast<uint64_t>(n->layout.offset), 13) ^
+             rotl(static_cast<uint64_t>(n->view.start), 23) ^ static_cast<uint64_t>(n->view.kind);
+  h = mix(h, attrs);
+  return static_cast<unsigned>(h ^ (h >> 32));
+}
+
+// Table entries carry the hash next to the pointer, so probing past other entries compares
+// integers in the table instead of loading each probed node (a cache miss per probe).
+struct Entry {
+  Node* n;
+  unsigned hash;
+};
+
+struct EntryInfo {
+  static Entry getEmptyKey() { return {llvm::DenseMapInfo<Node*>::getEmptyKey(), 0}; }
+  static Entry getTombstoneKey() { return {llvm::DenseMapInfo<Node*>::getTombstoneKey(), 0}; }
+  static unsigned getHashValue(const Entry& e) { return e.hash; }
+  static bool isEqual(const Entry& a, const Entry& b) {
+    if (a.n == b.n) return true;
+    if (a.hash != b.hash) return false;
+    auto special = [](const Node* n) { return n == getEmptyKey().n || n == getTombstoneKey().n; };
+    return !special(a.n) && !special(b.n) && same_structure(a.n, b.n);
+  }
+};
+
+llvm::DenseSet<Entry, EntryInfo>& table() {
+  static auto* t = new llvm::DenseSet<Entry, EntryInfo>; // never destroyed: static tensors
+  return *t;                                             // may release nodes after main
+}
+
+} // namespace
+
+Node* cse_find_or_insert(Node* n) {
+  if (n->op == OpCode::constant) return n; // never merged themselves, see cse.h
+  n->cse_hash = structural_hash(n);
+  auto [it, inserted] = table().insert({n, n->cse_hash});
+  if (inserted) n->in_cse = true;
+  return it->n;
+}
+
+void cse_erase(Node* n) {
+  if (!n->in_cse) return;
+  auto& t = table();
+  t.erase({n, n->cse_hash});
+  n->in_cse = false;
+  // An erase leaves a tombstone, and a probe for a new node only stops at an empty bucket, so
+  // tombstones piling up as nodes are realized or dropped lengthen every record. The pending
+  // graph empties at most evaluations: reset the buckets then, keeping their number (clear()
+  // alone would shrink the table, and the next records would pay for growing it again).
+  if (t.empty()) {
+    size_t buckets = t.getMemorySize() / sizeof(Entry);
+    t.clear();
+    t.reserve(buckets / 2); // the bucket count that holds buckets/2 entries is `buckets`
+  }
+}
+
+} // namespace kiln::detail

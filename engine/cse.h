@@ -1,0 +1,24 @@
+#pragma once
+// Common subexpression elimination at record time: the table of pending nodes by structure.
+//
+// Two pending nodes are identical when they have the same op, dtype, device, shape (and, for
+// views, layout and view primitive), the same attributes (constant values compared bit for
+// bit, random seed and counter, reduction axes, concat dim) and the same inputs by identity.
+// Nodes are immutable values, so an op recorded twice can hand out the first node again.
+//
+// Constants are the exception: a pending constant is never merged with another, and nodes
+// reading constants compare them by value instead. Every `x * 2` records its own scalar 2, so
+// `x * 2` recorded twice is still one node; but one constant shared by kernels that have
+// nothing else in common would be "used by several kernels" and written to memory, where each
+// kernel's own copy is just an immediate in its tape.
+#include "engine/node.h"
+
+namespace kiln::detail {
+
+/// The pending node structurally identical to `n`, or `n` itself after adding it to the table.
+/// Sets n->cse_hash.
+Node* cse_find_or_insert(Node* n);
+/// Remove `n` from the table (it is being realized or destroyed). No-op if it is not there.
+void cse_erase(Node* n);
+
+} // namespace kiln::detail
