@@ -152,7 +152,8 @@ private:
     if (n->realized()) return load(n, p_.slot_for_leaf(n), n->layout, t);
     if (n->op == OpCode::view) return value(n->inputs[0], push(t, n->view, n));
     Info* in = p_.info(n);
-    if (in->group != group_) return load(n, p_.slot_for_leaf(n), contiguous_layout(n->shape()), t);
+    if (in->group != group_ && !in->recompute)
+      return load(n, p_.slot_for_leaf(n), contiguous_layout(n->shape()), t);
     if (op_kind(n->op) == OpKind::Reduce) {
       if (!reads_own_row(n, t)) {
         if (!retry) retry = Retry{n, "reduction read other than broadcast over its own rows"};
@@ -164,7 +165,8 @@ private:
       retry = Retry{n, "read through a view by the kernel that writes it"};
       return 0;
     }
-    if (!in->materialize) fused.push_back(n);
+    if (!in->materialize && !in->counted) fused.push_back(n);
+    in->counted = in->recompute;
     TapeInst inst;
     inst.op = n->op;
     inst.dtype = n->dtype;
@@ -416,6 +418,7 @@ std::optional<Retry> Planner::build_all() {
   sched_ = Schedule{};
   slot_of_.clear();
   slot_of_buffer_.clear();
+  for (Info& in : infos_) in.counted = false;
   // Groups were created consumers-first; a group reads only the primary outputs of groups
   // whose primary node is older, so building in reverse creation order is a topological order.
   for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g)

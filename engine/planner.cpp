@@ -82,9 +82,30 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
   }
 }
 
-// Groups of the kernels that consume n, looking through views.
+// A constant, or one cheap op (a cast, a comparison, add/sub/mul/neg) of values in memory
+// or constants: recomputing it in each kernel that reads it costs less than a kernel writing
+// it and each reading it back (common subexpression elimination shares such nodes, e.g. one
+// cast read by two kernels). Transcendentals are not cheap: read through a broadcast they
+// would be recomputed once per element of the larger space.
+bool Planner::cheap_to_recompute(Node* n) {
+  OpKind k = op_kind(n->op);
+  if (k == OpKind::Source) return n->op == OpCode::constant;
+  bool cheap = k == OpKind::Cast || k == OpKind::Compare || k == OpKind::Logical ||
+               n->op == OpCode::add || n->op == OpCode::sub || n->op == OpCode::mul ||
+               n->op == OpCode::neg;
+  if (!cheap) return false;
+  for (Node* x : n->inputs)
+    if (!x->realized() && x->op != OpCode::constant) return false;
+  return true;
+}
+
+// Groups of the kernels that consume n, looking through views and recomputed values.
 void Planner::consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view) {
   for (Node* c : info(n)->consumers) {
+    if (info(c)->recompute) {
+      consumer_groups(c, out, through_view);
+      continue;
+    }
     if (c->op == OpCode::view) {
       through_view = true;
       consumer_groups(c, out, through_view);
@@ -135,7 +156,10 @@ bool Planner::join_consumer_kernel(Info& in) {
 
 void Planner::group_all() {
   groups_.clear();
-  for (Info& in : infos_) in.group = -1;
+  for (Info& in : infos_) {
+    in.group = -1;
+    in.recompute = false;
+  }
   for (auto it = infos_.rbegin(); it != infos_.rend(); ++it) {
     Info& in = *it;
     Node* n = in.n;
@@ -151,6 +175,10 @@ void Planner::group_all() {
       }
       if (int g = merge_siblings(cg); g >= 0) { // one kernel computes n once for all of them
         in.group = g;
+        continue;
+      }
+      if (cheap_to_recompute(n)) {
+        in.recompute = true;
         continue;
       }
       in.materialize = true;

@@ -17,6 +17,10 @@ struct Info {
   bool no_merge = false; // must get its own kernel (set when a merge failed)
   const char* reason = nullptr;
   int group = -1;
+  // Cheap and read by several kernels: each of them recomputes it rather than reading it from
+  // memory (a cast or one op of values already in memory).
+  bool recompute = false;
+  bool counted = false; // recomputed: already listed as fused by one kernel of this build
 };
 
 struct Group {
@@ -65,6 +69,7 @@ private:
   void consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view);
   int new_group(Node* root);
   bool join_consumer_kernel(Info& in);
+  bool cheap_to_recompute(Node* n);
   int merge_siblings(llvm::ArrayRef<int> groups);
   std::optional<Retry> build_group(int g);
   Step integer_matmul(Node* mm);
