@@ -784,6 +784,14 @@ void choose_tiling(const FusedKernel& k, CudaVariant& v) {
 
 } // namespace
 
+void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
+  out.push_back(static_cast<char>(v.index32 | (v.vec << 1)));
+  out.push_back(static_cast<char>(v.rows_per_block));
+  out.push_back(static_cast<char>(v.tile_dim + 1));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.tile_inputs >> (8 * i)));
+  out.push_back(static_cast<char>(v.cached_vecs));
+}
+
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
   CudaVariant v;
   // 32-bit indices: the flat index plus a grid-stride step, and every offset, fit in int32.

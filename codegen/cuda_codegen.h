@@ -9,6 +9,7 @@
 #include "engine/fused_kernel.h"
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +52,9 @@ struct CudaLaunch {
   uint32_t grid = 1, block = 256, shared_bytes = 0;
 };
 
+/// Every field of a variant, compactly: with the structural signature it keys the in-memory
+/// kernel cache, so a field missing here would hand one variant's kernel to another.
+void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out);
 /// The variant a launch with these slot base pointers needs.
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base);
 CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);

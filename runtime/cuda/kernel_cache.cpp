@@ -54,7 +54,7 @@ namespace {
 // device). Building it costs tens of nanoseconds, far less than the text key.
 void memory_key(const FusedKernel& k, const CudaVariant& v, llvm::SmallString<256>& key) {
   kernel_signature(k, key);
-  key.push_back(static_cast<char>(v.index32 | (v.vec << 1)));
+  append_variant(v, key);
 }
 } // namespace
 

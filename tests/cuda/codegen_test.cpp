@@ -367,6 +367,23 @@ TEST_F(Codegen, GoldenSources) {
 
 // ---- keys, names, parameters ----------------------------------------------------------------
 
+TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
+  auto key = [](const CudaVariant& v) {
+    llvm::SmallVector<char, 16> s;
+    append_variant(v, s);
+    return std::string(s.begin(), s.end());
+  };
+  CudaVariant base;
+  std::vector<CudaVariant> changed(6, base);
+  changed[0].index32 = false;
+  changed[1].vec = true;
+  changed[2].rows_per_block = 32;
+  changed[3].tile_dim = 0;
+  changed[4].tile_inputs = 1u << 9;
+  changed[5].cached_vecs = 2;
+  for (const CudaVariant& v : changed) EXPECT_NE(key(v), key(base));
+}
+
 TEST_F(Codegen, KeysAreStructural) {
   auto ew = [](Shape s, DType dt, double c1, double c2) {
     Tensor x = cast(randn(s), dt), y = cast(randn(s), dt);
