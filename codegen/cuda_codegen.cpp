@@ -45,8 +45,8 @@ std::string inst_expr(const FusedKernel& k, int id);
 
 namespace {
 
-constexpr int kBlock = 256; // elementwise block size (and the reduce maximum)
-constexpr int kMaxCachedVecs = 8; // registers per thread for a cached row: 8 x 16 bytes per input
+constexpr int kBlock = 256;         // elementwise block size (and the reduce maximum)
+constexpr int kMaxCachedVecs = 8;   // registers per thread for a cached row: 8 x 16 bytes per input
 constexpr int kMaxCachedRowOps = 8; // longest tape that keeps its rows in registers
 // Elements per thread per step in the vec variant: enough that the narrowest operand moves 16
 // bytes per access (4 for 4-byte types, 8 for 16-bit and 1-byte ones), never fewer than 4.
@@ -500,8 +500,8 @@ private:
     for (size_t t = 0; t < k_.tape.size(); ++t) {
       const TapeInst& in = k_.tape[t];
       if (!is_reduction(in.op)) continue;
-      Red r{static_cast<int>(t), in.op, is_floating(k_.tape[in.a].dtype), in.op == OpCode::argmax,
-            nullptr, "0"};
+      Red r{static_cast<int>(t),     in.op,   is_floating(k_.tape[in.a].dtype),
+            in.op == OpCode::argmax, nullptr, "0"};
       r.A = r.fl ? "double" : "long long"; // accumulator, as the CPU reference
       if (r.op == OpCode::max || r.arg)
         r.init = r.fl ? "-k_inf()" : "-9223372036854775807LL - 1";
@@ -557,8 +557,8 @@ private:
       const int epv = elems_per_vec(k_), cached = v_.cached_vecs;
       for (size_t j = 0; j < pl_.in.size(); ++j)
         if (pl_.in[j].mode == M::contiguous)
-          line(2, fmt::format("k_vec<{}, {}> k_row{}[{}];", cg::st_name(k_.inputs[j].dtype), epv,
-                              j, cached));
+          line(2, fmt::format("k_vec<{}, {}> k_row{}[{}];", cg::st_name(k_.inputs[j].dtype), epv, j,
+                              cached));
       line(2, "#pragma unroll");
       line(2, fmt::format("for (int u = 0; u < {}; ++u) {{", cached));
       line(3, "const idx_t c = ty + u * by;");
@@ -622,9 +622,12 @@ private:
         line(3, "#pragma unroll");
         line(3, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
         line(4, "const idx_t i = i0 + e, r = c * " + std::to_string(epv) + " + e;");
-        element(4, [&](int j) {
-          return pl_.in[j].mode == M::contiguous ? fmt::format("x{}.v[e]", j) : element_load(j);
-        }, true);
+        element(
+            4,
+            [&](int j) {
+              return pl_.in[j].mode == M::contiguous ? fmt::format("x{}.v[e]", j) : element_load(j);
+            },
+            true);
         line(3, "}");
         for (size_t j = 0; j < pl_.out.size(); ++j)
           if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
@@ -635,7 +638,8 @@ private:
         line(2, "#pragma unroll 4"); // several loads in flight per thread (column layout)
         line(2, "for (idx_t r = ty; valid && r < R; r += by) {");
         line(3, "const idx_t i = o * R + r;");
-        element(3, [&](int j) { return element_load(j); }, false);
+        element(
+            3, [&](int j) { return element_load(j); }, false);
         line(2, "}");
       }
       for (const Red& r : reds)
@@ -659,7 +663,9 @@ private:
       auto warp_reduce = [&](int in) {
         line(in, "for (int s = 16; s > 0; s >>= 1) {");
         line(in + 1, fmt::format("const {} b = __shfl_down_sync(0xffffffffu, {}, s);", A, acc));
-        if (arg) line(in + 1, fmt::format("const long long ib = __shfl_down_sync(0xffffffffu, {}, s);", ia));
+        if (arg)
+          line(in + 1,
+               fmt::format("const long long ib = __shfl_down_sync(0xffffffffu, {}, s);", ia));
         fold(in + 1, r, acc, ia, "b", "ib");
         line(in, "}");
       };
@@ -699,10 +705,10 @@ private:
       if (arg) line(ind, fmt::format("{} = {}[tx];", ia, sarg));
     }
     const TapeInst& in = k_.tape[t];
-    std::string value = arg                       ? cg::from_i64(in.dtype, ia)
-                        : !r.fl                   ? cg::from_i64(in.dtype, acc)
+    std::string value = arg                     ? cg::from_i64(in.dtype, ia)
+                        : !r.fl                 ? cg::from_i64(in.dtype, acc)
                         : in.op == OpCode::mean ? cg::from_double(in.dtype, acc + " / (double)R")
-                                                  : cg::from_double(in.dtype, acc);
+                                                : cg::from_double(in.dtype, acc);
     line(ind, fmt::format("const {} v{} = {};", cg::ct_name(in.dtype), t,
                           cg::load_cvt(in.dtype, value)));
   }
@@ -883,7 +889,8 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     while (bx * by < kBlock && by * per_thread < R) by *= 2;
     l.block = static_cast<uint32_t>(std::max(32, bx * by));
     int64_t row_blocks = (O + bx - 1) / bx;
-    l.grid = static_cast<uint32_t>(std::min<int64_t>(row_blocks, int64_t(sms) * (2048 / l.block) * 2));
+    l.grid =
+        static_cast<uint32_t>(std::min<int64_t>(row_blocks, int64_t(sms) * (2048 / l.block) * 2));
     return l;
   }
   int64_t n = k.shape.numel();

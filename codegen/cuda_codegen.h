@@ -29,8 +29,8 @@ struct CudaTarget {
 
 /// Size/alignment-dependent choices, decided per launch and part of the key.
 struct CudaVariant {
-  bool index32 = true; // every index fits in int32
-  bool vec = false;    // 16-byte vector loads/stores (all operands contiguous and aligned)
+  bool index32 = true;    // every index fits in int32
+  bool vec = false;       // 16-byte vector loads/stores (all operands contiguous and aligned)
   int rows_per_block = 1; // reduce: output rows per block (32 when the innermost dim is kept)
   // Elementwise over a transposed read: inputs in `tile_inputs` (a mask) have stride 1 along
   // dim `tile_dim` rather than the last dim; 32x32 tiles of them go through shared memory so

@@ -24,7 +24,9 @@ std::string kernel_key(const FusedKernel& k) {
   for (const KernelOutput& o : k.outputs) {
     bool contiguous = k.kind == FusedKernel::Kind::reduce || is_contiguous({k.shape, o.strides, 0});
     key += fmt::format(" out:{}:{}:{}", o.value, dtype_name(o.dtype),
-                       o.reduced ? 'r' : contiguous ? 'c' : 's');
+                       o.reduced    ? 'r'
+                       : contiguous ? 'c'
+                                    : 's');
   }
   if (k.kind == FusedKernel::Kind::reduce) key += fmt::format(" axes{:x}", k.reduce_axes);
   return key;

@@ -143,9 +143,9 @@ bool Planner::join_consumer_kernel(Info& in) {
   consumer_groups(n, cg, through_view);
   if (cg.size() != 1) return false;
   Group& g = groups_[cg[0]];
-  bool fits = g.shape == n->inputs[0]->shape() &&
-              (g.kind == Group::Kind::elementwise ||
-               (g.kind == Group::Kind::reduce && g.axes == n->axes));
+  bool fits =
+      g.shape == n->inputs[0]->shape() &&
+      (g.kind == Group::Kind::elementwise || (g.kind == Group::Kind::reduce && g.axes == n->axes));
   if (!fits) return false;
   g.kind = Group::Kind::reduce;
   g.axes = n->axes;

@@ -64,8 +64,7 @@ int main(int argc, char** argv) {
         [&] { return contiguous(transpose(m, 0, 1)); });
     run("sum over the last axis 16384x16384 f32", bytes + n * 4.0, [&] { return sum(m, {1}); });
     run("sum over the first axis 16384x16384 f32", bytes + n * 4.0, [&] { return sum(m, {0}); });
-    run("x - mean(x, 0) 16384x16384 f32", 2 * bytes,
-        [&] { return m - mean(m, {0}, true); });
+    run("x - mean(x, 0) 16384x16384 f32", 2 * bytes, [&] { return m - mean(m, {0}, true); });
   }
   return 0;
 }

@@ -70,7 +70,7 @@ struct RowReduction {
   CT ct = CT::f32;          // compute type of the operand
   std::vector<double> accd;
   std::vector<int64_t> acci;
-  std::vector<int64_t> arg; // argmax: index of the best so far (-1: none yet)
+  std::vector<int64_t> arg;   // argmax: index of the best so far (-1: none yet)
   std::vector<double> result; // per row, rounded to dtype (integers exactly up to 2^53)
   std::vector<int64_t> iresult;
 
@@ -99,12 +99,10 @@ void fold_segment(OpCode op, const T* v, int64_t n, A& a, int64_t& best, int64_t
       for (int64_t i = 0; i < n; ++i) a = static_cast<A>(uint64_t(a) + uint64_t(int64_t(v[i])));
     break;
   case OpCode::max:
-    for (int64_t i = 0; i < n; ++i)
-      a = (A(v[i]) > a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
+    for (int64_t i = 0; i < n; ++i) a = (A(v[i]) > a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
     break;
   case OpCode::min:
-    for (int64_t i = 0; i < n; ++i)
-      a = (A(v[i]) < a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
+    for (int64_t i = 0; i < n; ++i) a = (A(v[i]) < a || A(v[i]) != A(v[i])) && a == a ? A(v[i]) : a;
     break;
   case OpCode::argmax:
     for (int64_t i = 0; i < n; ++i) {
@@ -121,8 +119,7 @@ void fold_segment(OpCode op, const T* v, int64_t n, A& a, int64_t& best, int64_t
 // Folds the values of flat indices [pos, pos+len) (relative to the row group) into the rows
 // they belong to.
 template <class T, class A>
-void fold_block(RowReduction& r, std::vector<A>& acc, const T* v, int64_t pos, int len,
-                int64_t R) {
+void fold_block(RowReduction& r, std::vector<A>& acc, const T* v, int64_t pos, int len, int64_t R) {
   int64_t end = pos + len;
   while (pos < end) {
     int64_t row = pos / R;
@@ -276,7 +273,8 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base) {
 
   // Threads take ranges of rows; each row is still folded in order by one thread, so results
   // don't depend on the thread count.
-  const int64_t grain = std::max<int64_t>(1, kParallelGrainBlocks * kBlock / std::max<int64_t>(R, 1));
+  const int64_t grain =
+      std::max<int64_t>(1, kParallelGrainBlocks * kBlock / std::max<int64_t>(R, 1));
   const int64_t group_rows = std::max<int64_t>(1, kRowGroupElems / std::max<int64_t>(R, 1));
   parallel_for(O, grain, [&](int64_t first, int64_t last) {
     std::vector<Slab> slabs(k.tape.size());

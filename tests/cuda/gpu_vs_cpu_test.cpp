@@ -188,24 +188,28 @@ TEST_F(GpuVsCpu, FusedNormalizationsRowsColumnsAndVectorRows) {
       auto w = host_tensor(random_values(cols, 22, -2, 2), {cols}, t);
       auto b = host_tensor(random_values(cols, 23, -1, 1), {cols}, t);
       std::string tag = dt + " cols " + std::to_string(cols);
-      expect_same("layer_norm " + tag,
-                  [](std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); },
-                  {x, w, b}, 8);
-      expect_same("softmax rows " + tag, [](std::vector<Tensor>& in) { return softmax(in[0]); },
-                  {x}, 4);
-      expect_same("softmax cols " + tag,
-                  [](std::vector<Tensor>& in) { return softmax(in[0], 0); }, {x}, 4);
-      expect_same("center cols " + tag,
-                  [](std::vector<Tensor>& in) { return in[0] - mean(in[0], {0}, true); }, {x}, 4);
+      expect_same(
+          "layer_norm " + tag,
+          [](std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); }, {x, w, b}, 8);
+      expect_same(
+          "softmax rows " + tag, [](std::vector<Tensor>& in) { return softmax(in[0]); }, {x}, 4);
+      expect_same(
+          "softmax cols " + tag, [](std::vector<Tensor>& in) { return softmax(in[0], 0); }, {x}, 4);
+      expect_same(
+          "center cols " + tag,
+          [](std::vector<Tensor>& in) { return in[0] - mean(in[0], {0}, true); }, {x}, 4);
       // A row slice starting at an odd element: misaligned rows take the scalar path.
-      expect_same("softmax of a slice " + tag,
-                  [](std::vector<Tensor>& in) { return softmax(slice(in[0], 1, 1, in[0].shape()[1])); },
-                  {x}, 4);
+      expect_same(
+          "softmax of a slice " + tag,
+          [](std::vector<Tensor>& in) { return softmax(slice(in[0], 1, 1, in[0].shape()[1])); },
+          {x}, 4);
     }
   }
   auto i = host_tensor(random_values(40 * 64, 24, -1000, 1000), {40, 64}, DType::i32);
   expect_same("int epilogue",
-              [](std::vector<Tensor>& in) { return in[0] - max(in[0], {1}, true) + argmax(in[0], 1, true); },
+              [](std::vector<Tensor>& in) {
+                return in[0] - max(in[0], {1}, true) + argmax(in[0], 1, true);
+              },
               {i});
   expect_same("int column epilogue",
               [](std::vector<Tensor>& in) { return in[0] * 2 - sum(in[0], {0}, true); }, {i});
@@ -248,13 +252,21 @@ TEST_F(GpuVsCpu, TiledTransposes) {
     }
   }
   auto z = host_tensor(random_values(6 * 40 * 50, 28, -5, 5), {6, 40, 50}, DType::f32);
-  expect_same("batched permute", [](std::vector<Tensor>& in) { return contiguous(permute(in[0], {0, 2, 1})); },
+  expect_same("batched permute",
+              [](std::vector<Tensor>& in) {
+                return contiguous(permute(in[0], {0, 2, 1}));
+              },
               {z});
-  expect_same("outer permute", [](std::vector<Tensor>& in) { return contiguous(permute(in[0], {2, 0, 1})); },
+  expect_same("outer permute",
+              [](std::vector<Tensor>& in) {
+                return contiguous(permute(in[0], {2, 0, 1}));
+              },
               {z});
-  expect_same("transposed slice", [](std::vector<Tensor>& in) {
-    return contiguous(transpose(slice(in[0], 2, 3, 47), 1, 2)) + 1;
-  }, {z});
+  expect_same("transposed slice",
+              [](std::vector<Tensor>& in) {
+                return contiguous(transpose(slice(in[0], 2, 3, 47), 1, 2)) + 1;
+              },
+              {z});
 }
 
 TEST_F(GpuVsCpu, MatmulSquareSkinnyBatchedTransposed) {

@@ -82,7 +82,8 @@ TEST_F(ReductionFusion, SoftmaxOverTheFirstAxisIsOneKernel) {
 TEST_F(ReductionFusion, SoftmaxOverAMiddleAxisOfAView) {
   Tensor x = randn({6, 20, 5});
   eval(x);
-  Result r = compare_with_eager([&] { return std::vector<Tensor>{softmax(transpose(x, 0, 2), 1)}; });
+  Result r =
+      compare_with_eager([&] { return std::vector<Tensor>{softmax(transpose(x, 0, 2), 1)}; });
   EXPECT_EQ(r.lazy.kernels_run, 1) << r.plan;
 }
 
@@ -147,8 +148,9 @@ TEST_F(ReductionFusion, LayerNormWithoutAffineAndErrors) {
 TEST_F(ReductionFusion, CenteringIsOneKernel) {
   Tensor x = randn({40, 64});
   eval(x);
-  Result r = compare_with_eager(
-      [&] { return std::vector<Tensor>{x - mean(x, {1}, true), x - mean(x, {0}, true)}; });
+  Result r = compare_with_eager([&] {
+    return std::vector<Tensor>{x - mean(x, {1}, true), x - mean(x, {0}, true)};
+  });
   EXPECT_EQ(r.lazy.kernels_run, 2) << r.plan; // two reduction spaces: two kernels
   EXPECT_EQ(r.lazy.buffers_materialized, 2) << r.plan;
 }
@@ -221,8 +223,9 @@ TEST_F(ReductionFusion, EmptyAndSingleElementRows) {
 TEST_F(ReductionFusion, LargeRowsAndManyRows) {
   Tensor a = randn({3, 20000}), b = randn({5000, 3});
   eval(a, b);
-  Result r = compare_with_eager(
-      [&] { return std::vector<Tensor>{softmax(a, 1), layer_norm(b), softmax(b, 0)}; });
+  Result r = compare_with_eager([&] {
+    return std::vector<Tensor>{softmax(a, 1), layer_norm(b), softmax(b, 0)};
+  });
   EXPECT_EQ(r.lazy.kernels_run, 3) << r.plan;
 }
 
