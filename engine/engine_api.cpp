@@ -1,6 +1,7 @@
 // Public engine controls: eval, sync, eager mode, limits, stats, plan dump.
 #include "engine/errors.h"
 #include "engine/graph.h"
+#include "engine/plan_cache.h"
 #include "engine/schedule.h"
 #include "runtime/memory_stats.h"
 
@@ -42,6 +43,20 @@ void set_pending_limits(int64_t max_nodes, int64_t max_bytes) {
   detail::engine().max_bytes = max_bytes;
 }
 
+void set_graphs(bool on) {
+  detail::engine().graphs = on;
+}
+bool graphs() {
+  return detail::engine().graphs;
+}
+
+void set_plan_cache_limit(int64_t max_plans) {
+  if (max_plans < 0)
+    throw Error(fmt::format("[set_plan_cache_limit] the limit must be >= 0, got {}", max_plans));
+  detail::engine().max_plans = max_plans;
+  detail::trim_plan_cache();
+}
+
 Stats stats() {
   Stats s = detail::engine().stats;
   const detail::MemoryStats& m = detail::memory_stats();
@@ -62,11 +77,14 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
   return os << fmt::format(
              "ops recorded {} ({} merged with identical ones), dropped unseen {}, fused in "
              "registers {}, buffers written {} ({} in place), kernels {} ({:.1f} ops/kernel, max "
-             "{}), gemms {}, copies {}, flushes {} ({} automatic), bytes allocated {}, in use {}, "
-             "peak {}",
+             "{}), gemms {}, copies {}, flushes {} ({} automatic), plans reused {} (planned {}, "
+             "evicted {}), graphs built {}, replayed {} ({} patched), GPU batches launched "
+             "directly {}, bytes allocated {}, in use {}, peak {}",
              s.ops_recorded, s.ops_merged, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
              s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
-             s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.bytes_allocated,
+             s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.plan_hits, s.plan_misses,
+             s.plan_evictions, s.graph_instantiations, s.graph_replays, s.graph_updates,
+             s.graph_misses, s.bytes_allocated,
              s.bytes_in_use, s.peak_bytes_in_use);
 }
 

@@ -29,6 +29,13 @@ EngineState make_engine() {
   e.dump_plan = dump && std::strstr(dump, "plan");
   e.max_nodes = env_int("KILN_MAX_PENDING_NODES", e.max_nodes);
   e.max_bytes = env_int("KILN_MAX_PENDING_BYTES", e.max_bytes);
+  const char* graphs = std::getenv("KILN_GRAPHS");
+  e.graphs = !(graphs && std::strcmp(graphs, "0") == 0);
+  if (const char* v = std::getenv("KILN_PLAN_CACHE"); v && *v) {
+    char* end = nullptr;
+    long long x = std::strtoll(v, &end, 10);
+    if (end && *end == 0 && x >= 0) e.max_plans = x;
+  }
   return e;
 }
 

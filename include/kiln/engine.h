@@ -33,6 +33,17 @@ void set_pending_limits(int64_t max_nodes, int64_t max_bytes);
 /// Off by default; env KILN_ALLOW_TF32=1.
 void set_allow_tf32(bool on);
 
+/// Repeated schedules are planned once: an evaluation whose pending graph has the structure of
+/// one evaluated before (same ops, shapes, dtypes, layouts, constants and liveness) reuses that
+/// plan. On the GPU a schedule of small kernels that has repeated is replayed as a CUDA graph,
+/// with the buffer pointers of this evaluation patched in; results are the same as without.
+/// `set_graphs(false)` (or env KILN_GRAPHS=0) launches kernel by kernel instead, for A/B
+/// measurement. The plan cache holds at most `max_plans` schedules (default 256, least recently
+/// used evicted first; env KILN_PLAN_CACHE; 0 plans every evaluation afresh).
+void set_graphs(bool on);
+bool graphs();
+void set_plan_cache_limit(int64_t max_plans);
+
 struct Stats {
   int64_t ops_recorded = 0;         // op calls that recorded a node or found one (views included)
   int64_t ops_merged = 0;           // of those, identical to a pending node, which they share (CSE)
@@ -47,6 +58,13 @@ struct Stats {
   int64_t max_fused_ops = 0;   // most compute ops in one kernel
   int64_t flushes = 0;         // evaluations of the pending graph
   int64_t auto_flushes = 0;    // of those, forced by the pending-graph limits
+  int64_t plan_hits = 0;       // evaluations that reused a cached plan
+  int64_t plan_misses = 0;     // evaluations planned afresh
+  int64_t plan_evictions = 0;  // cached plans dropped to stay within the limit
+  int64_t graph_instantiations = 0; // CUDA graphs built for a schedule that repeated
+  int64_t graph_replays = 0;        // batches of GPU steps replayed as a CUDA graph
+  int64_t graph_updates = 0;        // of those, replays that first patched changed pointers
+  int64_t graph_misses = 0;         // batches of GPU steps launched one kernel at a time
   int64_t bytes_allocated = 0; // total bytes of buffers allocated
   int64_t bytes_in_use = 0;    // bytes of live buffers now (not reset)
   int64_t peak_bytes_in_use = 0;
