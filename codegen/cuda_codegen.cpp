@@ -67,6 +67,8 @@ struct CgField {
   std::string name;
   std::string ptr_type; // for ptr: "const float*", ...
   uint64_t bits = 0;    // value for a launch
+  int slot = -1;        // ptr: the slot whose base it is, plus byte_offset
+  int64_t byte_offset = 0;
 };
 
 struct CgOperand {
@@ -168,17 +170,22 @@ CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
   }
   if (pl.shape_fields)
     for (int d = 0; d < pl.rank; ++d) add(T::i64, fmt::format("sh{}", d), k.shape[pl.perm[d]]);
+  auto ptr_field = [&](std::string name, int slot, int64_t offset, DType dt, std::string type) {
+    add(T::ptr, std::move(name), ptr(slot, offset, dt), std::move(type));
+    pl.fields.back().slot = slot;
+    pl.fields.back().byte_offset = offset * itemsize(dt);
+  };
   for (size_t j = 0; j < k.inputs.size(); ++j) {
     const KernelInput& in = k.inputs[j];
-    add(T::ptr, fmt::format("in{}", j), ptr(in.slot, in.offset, in.dtype),
-        fmt::format("const {}*", cg::st_name(in.dtype)));
+    ptr_field(fmt::format("in{}", j), in.slot, in.offset, in.dtype,
+              fmt::format("const {}*", cg::st_name(in.dtype)));
     for (int d : pl.in[j].dims)
       add(T::i64, fmt::format("in{}_s{}", j, d), i64_bits(in.strides[pl.perm[d]]));
   }
   for (size_t j = 0; j < k.outputs.size(); ++j) {
     const KernelOutput& o = k.outputs[j];
-    add(T::ptr, fmt::format("out{}", j), ptr(o.slot, o.offset, o.dtype),
-        fmt::format("{}*", cg::st_name(o.dtype)));
+    ptr_field(fmt::format("out{}", j), o.slot, o.offset, o.dtype,
+              fmt::format("{}*", cg::st_name(o.dtype)));
     for (int d : pl.out[j].dims)
       add(T::i64, fmt::format("out{}_s{}", j, d), i64_bits(o.strides[pl.perm[d]]));
   }
@@ -910,11 +917,32 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
 
 std::vector<std::byte> pack_params(const FusedKernel& k, const CudaVariant& v,
                                    llvm::ArrayRef<void*> slot_base) {
-  CgPlan pl = cuda_make_plan(k, slot_base);
-  std::vector<std::byte> bytes(pl.fields.size() * 8);
-  for (size_t i = 0; i < pl.fields.size(); ++i)
-    std::memcpy(bytes.data() + 8 * i, &pl.fields[i].bits, 8);
-  return bytes;
+  ParamTemplate t = param_template(k, v);
+  t.patch(slot_base);
+  return std::move(t.bytes);
+}
+
+ParamTemplate param_template(const FusedKernel& k, const CudaVariant& v) {
+  (void)v; // every variant of a kernel takes the same Params
+  CgPlan pl = cuda_make_plan(k, {});
+  ParamTemplate t;
+  t.bytes.resize(pl.fields.size() * 8);
+  for (size_t i = 0; i < pl.fields.size(); ++i) {
+    std::memcpy(t.bytes.data() + 8 * i, &pl.fields[i].bits, 8);
+    if (pl.fields[i].type == CgField::Type::ptr)
+      t.pointers.push_back(
+          {static_cast<uint32_t>(8 * i), pl.fields[i].slot, pl.fields[i].byte_offset});
+  }
+  return t;
+}
+
+void ParamTemplate::patch(llvm::ArrayRef<void*> slot_base) {
+  for (const Pointer& p : pointers) {
+    uintptr_t v = 0;
+    if (p.slot >= 0 && static_cast<size_t>(p.slot) < slot_base.size() && slot_base[p.slot])
+      v = reinterpret_cast<uintptr_t>(static_cast<const char*>(slot_base[p.slot]) + p.byte_offset);
+    std::memcpy(bytes.data() + p.at, &v, sizeof v);
+  }
 }
 
 } // namespace kiln::detail

@@ -59,6 +59,20 @@ void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out);
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base);
 CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+/// The bytes of a kernel's Params with its pointer fields located, so that a launch repeated
+/// with other buffers (a replayed CUDA graph) rewrites only the pointers.
+struct ParamTemplate {
+  std::vector<std::byte> bytes;
+  struct Pointer {
+    uint32_t at = 0;         // byte position in `bytes`
+    int slot = 0;            // the field is slot_base[slot] + byte_offset
+    int64_t byte_offset = 0; // the operand's offset into its buffer
+  };
+  std::vector<Pointer> pointers;
+  /// Write the pointers of this launch (slot_base[i]: slot i's device pointer; null -> 0).
+  void patch(llvm::ArrayRef<void*> slot_base);
+};
+ParamTemplate param_template(const FusedKernel& k, const CudaVariant& v);
 /// The bytes of the Params struct for a launch; slot_base[i] is slot i's device pointer.
 std::vector<std::byte> pack_params(const FusedKernel& k, const CudaVariant& v,
                                    llvm::ArrayRef<void*> slot_base);

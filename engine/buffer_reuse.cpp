@@ -9,7 +9,7 @@
 //     plan reads has no handle, all its uses come from nodes of this plan (each is computed
 //     now and releases it), and no pending view of it is in the plan (a view with a handle
 //     would become an alias of B); and B has no other reference (no other realized node, view
-//     or handle): its count is exactly those nodes plus the schedule's slot;
+//     or handle): its count is exactly those nodes (a Schedule holds no buffers);
 //  2. no later step reads s (a slot read by a later step must keep its values);
 //  3. step i is an elementwise kernel, o is the whole value it realizes (contiguous, offset 0,
 //     B's size), and every load of s in step i uses exactly o's index map with an element of
@@ -53,8 +53,8 @@ bool reads_slot_only_as(const FusedKernel& k, int slot, const KernelOutput& o) {
   return true;
 }
 
-bool contains(const std::vector<Node*>& v, const Node* n) {
-  return std::find(v.begin(), v.end(), n) != v.end();
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
 }
 
 } // namespace
@@ -98,16 +98,16 @@ void Planner::reuse_buffers() {
     for (int oi = 0; oi < static_cast<int>(k.outputs.size()); ++oi) {
       const KernelOutput& o = k.outputs[oi];
       const Slot& out = slots[o.slot];
-      if (!out.producer || !contains(st.realizes, out.producer) || o.offset != 0 ||
+      if (out.producer < 0 || !contains(st.realizes, out.producer) || o.offset != 0 ||
           o.strides != contiguous_strides(k.shape) || out.bytes == 0)
         continue;
       for (int ii = 0; ii < static_cast<int>(k.inputs.size()); ++ii) {
         int s = k.inputs[ii].slot;
-        Buffer* b = slots[s].buffer.get();
+        Buffer* b = leaf_buffer(s);
         if (!b || donated[s] || last_read[s] != i || b->bytes != out.bytes) continue;
         auto h = holders.find(b);
         if (h == holders.end() || h->second.survives || h->second.device != st.device ||
-            b->use_count() != h->second.nodes + 1 || !reads_slot_only_as(k, s, o))
+            b->use_count() != h->second.nodes || !reads_slot_only_as(k, s, o))
           continue;
         donated[s] = true;
         st.in_place.push_back({oi, ii});

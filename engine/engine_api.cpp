@@ -84,12 +84,12 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
              s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.plan_hits, s.plan_misses,
              s.plan_evictions, s.graph_instantiations, s.graph_replays, s.graph_updates,
-             s.graph_misses, s.bytes_allocated,
-             s.bytes_in_use, s.peak_bytes_in_use);
+             s.graph_misses, s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);
 }
 
 std::string last_plan() {
-  return detail::dump_schedule(detail::last_schedule());
+  const detail::Schedule* s = detail::last_schedule();
+  return detail::dump_schedule(s ? *s : detail::Schedule{});
 }
 
 } // namespace kiln

@@ -1,9 +1,12 @@
-// Running a schedule: allocate each step's outputs, run it on its device's backend, then turn
-// the nodes it computed into realized ones. A failure leaves every node either realized (its
-// step ran) or pending as before, so the engine stays usable.
+// Running a schedule: bind the evaluation's nodes and buffers, allocate each step's outputs,
+// run it on its device's backend, then turn the nodes it computed into realized ones. Runs of
+// consecutive small GPU steps go to the backend as one batch (prepared once per cached plan:
+// see plan_cache.h), which may replay them as a CUDA graph. A failure leaves every node either
+// realized (its step ran) or pending as before, so the engine stays usable.
 #include "engine/errors.h"
 #include "engine/graph.h"
 #include "engine/kernel_observer.h"
+#include "engine/plan_cache.h"
 #include "engine/schedule.h"
 #include "runtime/memory_stats.h"
 
@@ -13,43 +16,51 @@ namespace kiln::detail {
 
 namespace {
 
+// Batches stay small: their outputs are all allocated before the first of their steps runs
+// (intermediates are not freed step by step), and launch cost matters only for short kernels.
+constexpr size_t kBatchStepBytes = size_t(16) << 20; // largest output set of a batched step
+constexpr size_t kBatchBytes = size_t(64) << 20;     // outputs of one batch together
+
 KernelObserver& observer() {
   static KernelObserver f;
   return f;
 }
 
+std::shared_ptr<const Schedule>& last() {
+  static std::shared_ptr<const Schedule> s;
+  return s;
+}
+
+// One evaluation's bindings of a schedule: its nodes (by walk index) and a buffer per slot.
+struct Run {
+  const Schedule& s;
+  llvm::ArrayRef<Node*> nodes;
+  std::vector<BufferRef> buffers;
+  llvm::SmallVector<Buffer*, 16> raw;
+
+  Run(const Schedule& sched, llvm::ArrayRef<Node*> n)
+      : s(sched), nodes(n), buffers(sched.slots.size()) {
+    for (size_t i = 0; i < s.slots.size(); ++i)
+      if (s.slots[i].leaf >= 0) buffers[i] = nodes[s.slots[i].leaf]->buffer;
+  }
+  llvm::ArrayRef<Buffer*> raw_buffers() {
+    raw.clear();
+    for (const BufferRef& b : buffers) raw.push_back(b.get());
+    return raw;
+  }
+};
+
 // Keeps the nodes a schedule will realize alive while it runs (as one more use each).
 struct Pins {
-  std::vector<Node*> nodes;
-  explicit Pins(const Schedule& s) {
+  llvm::SmallVector<Node*, 16> nodes;
+  Pins(const Schedule& s, llvm::ArrayRef<Node*> walk) {
     for (const Step& st : s.steps)
-      for (Node* n : st.realizes) nodes.push_back(n);
-    for (Node* n : s.aliases) nodes.push_back(n);
+      for (int i : st.realizes) nodes.push_back(walk[i]);
+    for (int i : s.aliases) nodes.push_back(walk[i]);
     for (Node* n : nodes) retain_use(n);
   }
   ~Pins() {
     for (Node* n : nodes) release_use(n);
-  }
-};
-
-Schedule& last() {
-  static Schedule s;
-  return s;
-}
-
-// Keeps the schedule for kiln::last_plan(), minus its buffers and node pointers, which must not
-// outlive the run. Formatting happens only when someone asks.
-struct KeepForDump {
-  Schedule& s;
-  explicit KeepForDump(Schedule& sched) : s(sched) {}
-  ~KeepForDump() {
-    s.slots.clear();
-    s.aliases.clear();
-    for (Step& st : s.steps) {
-      st.realizes.clear();
-      st.fused.clear();
-    }
-    last() = std::move(s);
   }
 };
 
@@ -80,47 +91,107 @@ void run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs) {
 
 // The buffer an output slot is written into: an input's, when the planner found that the
 // input's last reference dies with this evaluation (buffer_reuse.cpp), else a new one.
-BufferRef output_buffer(Schedule& s, const Step& st, int w, Backend& be, Stats& stats) {
-  for (const Step::InPlace& r : st.in_place)
-    if (st.kernel.outputs[r.output].slot == w) {
+BufferRef output_buffer(Run& r, const Step& st, int w, Backend& be, Stats& stats) {
+  for (const Step::InPlace& ip : st.in_place)
+    if (st.kernel.outputs[ip.output].slot == w) {
       stats.buffers_reused++;
-      return s.slots[st.kernel.inputs[r.input].slot].buffer;
+      return r.buffers[st.kernel.inputs[ip.input].slot];
     }
-  return be.allocate(s.slots[w].bytes);
+  return be.allocate(r.s.slots[w].bytes);
 }
 
-void run_step(Schedule& s, Step& st, Stats& stats) {
-  Backend& be = backend_for(st.device, "eval");
+void allocate_outputs(Run& r, const Step& st, Backend& be, Stats& stats) {
   for (int w : st.writes) {
-    s.slots[w].buffer = output_buffer(s, st, w, be, stats);
+    r.buffers[w] = output_buffer(r, st, w, be, stats);
     stats.buffers_materialized++;
   }
-  llvm::SmallVector<Buffer*, 8> bufs;
-  for (Slot& slot : s.slots) bufs.push_back(slot.buffer.get());
+}
+
+// After a step ran: count it and realize the nodes it computed.
+void finish_step(Run& r, const Step& st, Stats& stats) {
+  if (st.kind == Step::Kind::gemm) {
+    stats.gemms_run++;
+  } else if (st.kind == Step::Kind::transfer ||
+             (st.kernel.kind == FusedKernel::Kind::elementwise && st.kernel.compute_ops() == 0)) {
+    stats.copies_run++;
+  } else {
+    int ops = st.kernel.compute_ops();
+    stats.kernels_run++;
+    stats.fused_ops += ops;
+    stats.max_fused_ops = std::max<int64_t>(stats.max_fused_ops, ops);
+  }
+  stats.nodes_fused += static_cast<int64_t>(st.fused.size());
+  // Alive: the nodes realized below still use them.
+  for (int i : st.fused) r.nodes[i]->fused = true;
+  for (int i : st.realizes)
+    for (size_t w = 0; w < r.s.slots.size(); ++w)
+      if (r.s.slots[w].producer == i) mark_realized(r.nodes[i], r.buffers[w]);
+}
+
+void run_step(Run& r, const Step& st, Stats& stats) {
+  Backend& be = backend_for(st.device, "eval");
+  allocate_outputs(r, st, be, stats);
+  llvm::ArrayRef<Buffer*> bufs = r.raw_buffers();
   if (st.kind == Step::Kind::gemm) {
     be.run_gemm(st.gemm, bufs);
-    stats.gemms_run++;
   } else if (st.kind == Step::Kind::transfer) {
     run_transfer(st, bufs);
-    stats.copies_run++;
   } else {
     if (observer()) observer()(st.kernel);
     be.run_kernel(st.kernel, bufs);
-    if (st.kernel.kind == FusedKernel::Kind::elementwise && st.kernel.compute_ops() == 0) {
-      stats.copies_run++;
-    } else {
-      int ops = st.kernel.compute_ops();
-      stats.kernels_run++;
-      stats.fused_ops += ops;
-      stats.max_fused_ops = std::max<int64_t>(stats.max_fused_ops, ops);
+  }
+  finish_step(r, st, stats);
+}
+
+// A batch allocates the outputs of all its steps, runs them in one go, then realizes them.
+void run_batch(Run& r, const CachedPlan::Batch& b, Stats& stats) {
+  Backend& be = backend_for(r.s.steps[b.begin].device, "eval");
+  for (int i = b.begin; i < b.end; ++i) {
+    const Step& st = r.s.steps[i];
+    allocate_outputs(r, st, be, stats);
+    if (observer() && st.kind == Step::Kind::kernel) observer()(st.kernel);
+  }
+  b.run->run(r.raw_buffers(), engine().graphs, stats);
+  for (int i = b.begin; i < b.end; ++i) finish_step(r, r.s.steps[i], stats);
+}
+
+size_t written_bytes(const Schedule& s, const Step& st) {
+  size_t n = 0;
+  for (int w : st.writes) n += s.slots[w].bytes;
+  return n;
+}
+
+bool batchable(const Schedule& s, const Step& st) {
+  return (st.kind == Step::Kind::kernel || st.kind == Step::Kind::gemm) && !st.device.is_cpu() &&
+         written_bytes(s, st) <= kBatchStepBytes;
+}
+
+// Runs of consecutive small steps on one GPU, each prepared by its backend (once per plan).
+void find_batches(CachedPlan& p) {
+  const Schedule& s = *p.schedule;
+  p.batches.clear();
+  const int n = static_cast<int>(s.steps.size());
+  for (int i = 0; i < n;) {
+    if (!batchable(s, s.steps[i])) {
+      ++i;
+      continue;
     }
+    int j = i + 1;
+    size_t bytes = written_bytes(s, s.steps[i]);
+    while (j < n && batchable(s, s.steps[j]) && s.steps[j].device == s.steps[i].device &&
+           bytes + written_bytes(s, s.steps[j]) <= kBatchBytes)
+      bytes += written_bytes(s, s.steps[j++]);
+    llvm::SmallVector<BatchItem, 8> items;
+    for (int k = i; k < j; ++k) {
+      const Step& st = s.steps[k];
+      items.push_back(st.kind == Step::Kind::gemm ? BatchItem{nullptr, &st.gemm}
+                                                  : BatchItem{&st.kernel, nullptr});
+    }
+    if (auto b = backend_for(s.steps[i].device, "eval").prepare_batch(items))
+      p.batches.push_back({i, j, std::move(b)});
+    i = j;
   }
-  stats.nodes_fused += static_cast<int64_t>(st.fused.size());
-  for (Node* n : st.fused) n->fused = true; // alive: the nodes realized below still use them
-  for (Node* n : st.realizes) {
-    for (int w = 0; w < static_cast<int>(s.slots.size()); ++w)
-      if (s.slots[w].producer == n) mark_realized(n, s.slots[w].buffer);
-  }
+  p.batches_known = true;
 }
 
 } // namespace
@@ -130,8 +201,8 @@ KernelObserver set_kernel_observer(KernelObserver f) {
   return f;
 }
 
-const Schedule& last_schedule() {
-  return last();
+const Schedule* last_schedule() {
+  return last().get();
 }
 
 void realize(llvm::ArrayRef<Node*> targets) {
@@ -142,16 +213,29 @@ void realize(llvm::ArrayRef<Node*> targets) {
     if (!t->realized()) pending.push_back(t);
   if (pending.empty()) return;
 
-  Schedule s = plan(pending);
+  Walk w = walk_pending(pending);
+  std::shared_ptr<CachedPlan> p = plan_for(w);
+  const Schedule& s = *p->schedule;
   e.stats.flushes++;
+  last() = p->schedule;
   if (e.dump_plan) std::fprintf(stderr, "%s\n", dump_schedule(s).c_str());
 
   {
-    Pins pins(s);
+    Pins pins(s, w.nodes);
     FlushGuard guard(e.flushing);
-    KeepForDump keep(s);
-    for (Step& st : s.steps) run_step(s, st, e.stats);
-    for (Node* v : s.aliases) {
+    if (!p->batches_known) find_batches(*p);
+    Run r(s, w.nodes);
+    size_t next = 0;
+    for (int i = 0; i < static_cast<int>(s.steps.size());) {
+      if (next < p->batches.size() && p->batches[next].begin == i) {
+        run_batch(r, p->batches[next], e.stats);
+        i = p->batches[next++].end;
+      } else {
+        run_step(r, s.steps[i++], e.stats);
+      }
+    }
+    for (int i : s.aliases) {
+      Node* v = w.nodes[i];
       Node* root = view_root(v);
       if (!v->realized() && root->realized()) mark_realized(v, root->buffer);
     }

@@ -20,8 +20,8 @@ struct EngineState {
   bool eager = false;
   bool dump_plan = false;
   bool flushing = false;
-  bool graphs = true;         // replay repeated GPU schedules as CUDA graphs (KILN_GRAPHS)
-  int64_t max_plans = 256;    // plan cache entries (KILN_PLAN_CACHE)
+  bool graphs = true;      // replay repeated GPU schedules as CUDA graphs (KILN_GRAPHS)
+  int64_t max_plans = 256; // plan cache entries (KILN_PLAN_CACHE)
   uint64_t next_id = 1;
   uint64_t seed = 0;
   uint64_t rng_counter = 0;

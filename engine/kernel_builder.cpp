@@ -218,7 +218,7 @@ int Planner::slot_for_leaf(Node* n) {
     Buffer* b = n->buffer.get();
     if (auto it = slot_of_buffer_.find(b); it != slot_of_buffer_.end()) return it->second;
     Slot s;
-    s.buffer = n->buffer;
+    s.leaf = static_cast<int>(n->walk_index);
     sched_.slots.push_back(s);
     int id = static_cast<int>(sched_.slots.size()) - 1;
     slot_of_buffer_[b] = id;
@@ -227,7 +227,7 @@ int Planner::slot_for_leaf(Node* n) {
   if (auto it = slot_of_.find(n); it != slot_of_.end()) return it->second;
   Slot s;
   s.bytes = static_cast<size_t>(n->nbytes());
-  s.producer = n;
+  s.producer = static_cast<int>(n->walk_index);
   sched_.slots.push_back(s);
   int id = static_cast<int>(sched_.slots.size()) - 1;
   slot_of_[n] = id;
@@ -244,13 +244,17 @@ std::pair<int, Layout> operand(Planner& p, Node* x) {
 
 // Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
 void note_input(Planner& p, Step& st, int slot, Origin what) {
-  Node* producer = p.sched_.slots[slot].producer;
+  int producer = p.sched_.slots[slot].producer;
   st.notes.push_back(
-      {what, false, producer ? p.info(producer)->reason : "realized before this plan"});
+      {what, false,
+       producer >= 0 ? p.info(p.node(producer))->reason : "realized before this plan"});
 }
 
 void note_outputs(Planner& p, Step& st) {
-  for (Node* n : st.realizes) st.notes.push_back({origin(n), true, p.info(n)->reason});
+  for (int i : st.realizes) {
+    Node* n = p.node(i);
+    st.notes.push_back({origin(n), true, p.info(n)->reason});
+  }
 }
 
 } // namespace
@@ -299,7 +303,7 @@ Step Planner::integer_matmul(Node* mm) {
   int out = slot_for_leaf(mm);
   k.outputs.push_back({3, out, mm->dtype, contiguous_strides(mm->shape()), 0, origin(mm), true});
   st.writes.push_back(out);
-  st.realizes.push_back(mm);
+  st.realizes.push_back(static_cast<int>(mm->walk_index));
   note_input(*this, st, sa, origin(mm->inputs[0]));
   note_input(*this, st, sb, origin(mm->inputs[1]));
   note_outputs(*this, st);
@@ -329,7 +333,7 @@ std::optional<Retry> Planner::build_group(int g) {
     st.gemm.b = lb;
     st.gemm.out_slot = slot_for_leaf(mm);
     st.writes.push_back(st.gemm.out_slot);
-    st.realizes.push_back(mm);
+    st.realizes.push_back(static_cast<int>(mm->walk_index));
     note_input(*this, st, sa, origin(mm->inputs[0]));
     note_input(*this, st, sb, origin(mm->inputs[1]));
     note_outputs(*this, st);
@@ -348,7 +352,7 @@ std::optional<Retry> Planner::build_group(int g) {
     st.transfer.bytes = static_cast<size_t>(t->nbytes());
     st.transfer.dst_slot = slot_for_leaf(t);
     st.writes.push_back(st.transfer.dst_slot);
-    st.realizes.push_back(t);
+    st.realizes.push_back(static_cast<int>(t->walk_index));
     note_input(*this, st, slot, origin(x));
     note_outputs(*this, st);
     sched_.steps.push_back(std::move(st));
@@ -381,7 +385,7 @@ std::optional<Retry> Planner::build_group(int g) {
       note_input(*this, piece, slot, origin(x));
       sched_.steps.push_back(std::move(piece));
     }
-    sched_.steps.back().realizes.push_back(c);
+    sched_.steps.back().realizes.push_back(static_cast<int>(c->walk_index));
     note_outputs(*this, sched_.steps.back());
     return std::nullopt;
   }
@@ -403,11 +407,10 @@ std::optional<Retry> Planner::build_group(int g) {
     k.outputs.push_back({v, slot, root->dtype, contiguous_strides(reduced ? kept : k.shape), 0,
                          origin(root), reduced});
     st.writes.push_back(slot);
-    st.realizes.push_back(root);
+    st.realizes.push_back(static_cast<int>(root->walk_index));
   }
   if (b.retry) return b.retry;
-  st.fused = std::move(b.fused);
-  st.fused_count = static_cast<int>(st.fused.size());
+  for (Node* n : b.fused) st.fused.push_back(static_cast<int>(n->walk_index));
   for (const KernelInput& in : k.inputs) note_input(*this, st, in.slot, in.origin);
   note_outputs(*this, st);
   sched_.steps.push_back(std::move(st));
@@ -427,7 +430,7 @@ std::optional<Retry> Planner::build_all() {
   for (Info& in : infos_) {
     Node* n = in.n;
     if (n->op == OpCode::view && n->handles > 0) {
-      sched_.aliases.push_back(n);
+      sched_.aliases.push_back(static_cast<int>(n->walk_index));
       sched_.alias_ids.push_back(n->id);
     }
   }

@@ -48,6 +48,11 @@ struct Node {
   bool duplicate = false; // an op's constant operand whose op was merged with an identical one:
                           // an equal constant is computed there, so it is not "dropped"
 
+  // Scratch of the evaluation being planned (engine/plan_key.cpp): the node's position in the
+  // walk of the pending graph, valid while walk_stamp is the current walk's.
+  uint32_t walk_index = 0;
+  uint32_t walk_stamp = 0;
+
   Node* prev_pending = nullptr; // intrusive list of pending nodes
   Node* next_pending = nullptr;
 

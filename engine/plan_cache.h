@@ -1,10 +1,33 @@
 #pragma once
-// The plan cache: schedules keyed by the structure of the pending graph they were planned for,
-// so that an evaluation repeating an earlier one (every step of a loop) is not planned again.
+// The plan cache: schedules keyed by the structure of the pending graph they were planned for
+// (engine/plan_key.h), so that an evaluation repeating an earlier one (every step of a loop) is
+// not planned again. Entries also keep what backends prepared for running the schedule's GPU
+// steps as one batch (launch records, CUDA graphs: runtime/backend.h), so those live and die
+// with the plan. Least recently used entries are evicted beyond engine().max_plans.
 #include "engine/schedule.h"
+#include "runtime/backend.h"
+
+#include <memory>
+#include <vector>
 
 namespace kiln::detail {
 
+struct CachedPlan {
+  std::vector<uint64_t> key;
+  uint64_t hash = 0;
+  std::shared_ptr<const Schedule> schedule;
+  /// A run of consecutive steps [begin, end) that one backend runs as a batch.
+  struct Batch {
+    int begin = 0, end = 0;
+    std::unique_ptr<StepBatch> run;
+  };
+  std::vector<Batch> batches;
+  bool batches_known = false; // batches were looked for (at the first run)
+};
+
+/// The plan for the evaluation walked in `w`: the cached one with an equal key, else planned
+/// now and cached (counted in stats().plan_hits / plan_misses).
+std::shared_ptr<CachedPlan> plan_for(const Walk& w);
 /// Drop least recently used plans until the cache is within engine().max_plans.
 void trim_plan_cache();
 

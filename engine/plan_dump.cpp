@@ -74,7 +74,7 @@ std::string dump_schedule(const Schedule& s) {
                          "registers\n",
                          i, kernel_name(k),
                          k.kind == FusedKernel::Kind::reduce ? "reduction" : "elementwise",
-                         k.shape.str(), st.device.str(), k.compute_ops(), st.fused_count);
+                         k.shape.str(), st.device.str(), k.compute_ops(), st.fused.size());
       dump_kernel(out, k);
     }
     for (const Step::InPlace& r : st.in_place)

@@ -27,25 +27,21 @@ Info* Planner::info(Node* n) {
   return it == index_.end() ? nullptr : &infos_[it->second];
 }
 
-void Planner::collect(llvm::ArrayRef<Node*> targets) {
-  llvm::SmallVector<Node*, 64> stack(targets.begin(), targets.end());
-  std::vector<Node*> found;
-  while (!stack.empty()) {
-    Node* n = stack.pop_back_val();
-    if (n->realized() || index_.count(n)) continue;
-    index_[n] = 0;
-    found.push_back(n);
-    for (Node* in : n->inputs) stack.push_back(in);
-  }
-  std::sort(found.begin(), found.end(), [](Node* a, Node* b) { return a->id < b->id; });
-  infos_.resize(found.size());
-  for (size_t i = 0; i < found.size(); ++i) {
-    infos_[i].n = found[i];
-    index_[found[i]] = static_cast<unsigned>(i);
-  }
+void Planner::collect() {
+  // The walk lists the pending nodes in creation (= topological) order, realized ones among them.
+  for (Node* n : walk_.nodes)
+    if (!n->realized()) {
+      index_[n] = static_cast<unsigned>(infos_.size());
+      infos_.emplace_back().n = n;
+    }
   for (Info& in : infos_)
     for (Node* x : in.n->inputs)
       if (Info* xi = info(x)) xi->consumers.push_back(in.n);
+}
+
+Buffer* Planner::leaf_buffer(int slot) const {
+  int leaf = sched_.slots[slot].leaf;
+  return leaf < 0 ? nullptr : node(leaf)->buffer.get();
 }
 
 void Planner::mark(Node* n, const char* reason) {
@@ -204,9 +200,11 @@ void Planner::group_all() {
   }
 }
 
-Schedule plan(llvm::ArrayRef<Node*> targets) {
-  Planner p;
-  p.collect(targets);
+Schedule plan(const Walk& w) {
+  llvm::SmallVector<Node*, 4> targets;
+  for (int t : w.targets) targets.push_back(w.nodes[t]);
+  Planner p(w);
+  p.collect();
   p.mark_all(targets);
   // Each retry marks one more node, so the loop ends within one pass per node.
   for (size_t attempt = 0;; ++attempt) {

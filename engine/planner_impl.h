@@ -44,7 +44,8 @@ struct Retry {
 
 class Planner {
 public:
-  void collect(llvm::ArrayRef<Node*> targets);
+  explicit Planner(const Walk& w) : walk_(w) {}
+  void collect();
   void mark_all(llvm::ArrayRef<Node*> targets);
   void group_all();
   /// Build every group's step; a Retry if a node must be materialized first.
@@ -63,6 +64,9 @@ public:
   llvm::DenseMap<Node*, int> slot_of_; // node (root or realized leaf) -> slot
   llvm::DenseMap<Buffer*, int> slot_of_buffer_;
   int slot_for_leaf(Node* n); // realized node or materialized root
+  Node* node(int walk_index) const { return walk_.nodes[walk_index]; }
+  /// The buffer a slot reads, if it is a realized input.
+  Buffer* leaf_buffer(int slot) const;
 
 private:
   void mark(Node* n, const char* reason);
@@ -74,6 +78,7 @@ private:
   std::optional<Retry> build_group(int g);
   Step integer_matmul(Node* mm);
 
+  const Walk& walk_;
   llvm::DenseMap<Node*, unsigned> index_;
   std::vector<Info> infos_;
 };

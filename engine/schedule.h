@@ -1,7 +1,10 @@
 #pragma once
 // Schedule: the ordered steps of one evaluation, and the buffer slots they read and write.
+// A Schedule holds no nodes and no buffers: it names nodes by their index in the evaluation's
+// walk (engine/plan_key.h), so that the plan cache can run it again for another evaluation
+// with the same key, with that evaluation's nodes and buffers bound.
 #include "engine/fused_kernel.h"
-#include "engine/node.h"
+#include "engine/plan_key.h"
 
 #include <string>
 #include <vector>
@@ -9,9 +12,9 @@
 namespace kiln::detail {
 
 struct Slot {
-  BufferRef buffer;         // set for realized inputs; allocated when the producing step runs
-  size_t bytes = 0;         // for produced slots
-  Node* producer = nullptr; // the node this slot will realize (produced slots)
+  int leaf = -1;     // a realized input: the walk index of a node holding its buffer
+  int producer = -1; // a produced slot: the walk index of the node it will realize
+  size_t bytes = 0;  // produced slots: allocated when the producing step runs
 };
 
 /// Why a value crossed memory at a step boundary. Reasons are string literals.
@@ -31,12 +34,11 @@ struct Step {
   } transfer;
   FusedKernel kernel;
   GemmStep gemm;
-  std::vector<int> writes;     // slots this step produces (allocated before it runs)
-  std::vector<Node*> realizes; // nodes that become realized when the step is done
-  std::string name;            // readable kernel name
-  std::vector<Note> notes;     // why fusion stopped at this step's inputs and outputs
-  std::vector<Node*> fused;    // nodes computed in registers, never stored
-  int fused_count = 0;         // fused.size(), kept for the dump after the nodes are gone
+  std::vector<int> writes;   // slots this step produces (allocated before it runs)
+  std::vector<int> realizes; // nodes (walk indices) realized when the step is done
+  std::string name;          // readable kernel name
+  std::vector<Note> notes;   // why fusion stopped at this step's inputs and outputs
+  std::vector<int> fused;    // nodes (walk indices) computed in registers, never stored
   /// Outputs written in place into an input's buffer instead of a new one (buffer_reuse.cpp).
   struct InPlace {
     int output = 0; // index into kernel.outputs
@@ -48,15 +50,15 @@ struct Step {
 struct Schedule {
   std::vector<Slot> slots;
   std::vector<Step> steps;
-  std::vector<Node*> aliases; // pending views realized as aliases of their root afterwards
-  std::vector<uint64_t> alias_ids;
+  std::vector<int> aliases;        // pending views (walk indices) realized as aliases of their root
+  std::vector<uint64_t> alias_ids; // their ids when planned (for the dump)
 };
 
-/// Plan the evaluation of `targets` (pending nodes; views allowed).
-Schedule plan(llvm::ArrayRef<Node*> targets);
+/// Plan the evaluation of the targets of `w` (pending nodes; views allowed).
+Schedule plan(const Walk& w);
 /// Human-readable dump of a schedule (kiln::last_plan()). Reads no Node.
 std::string dump_schedule(const Schedule& s);
-/// The last schedule run, without buffers or nodes (for kiln::last_plan()).
-const Schedule& last_schedule();
+/// The last schedule run (for kiln::last_plan()); null before the first evaluation.
+const Schedule* last_schedule();
 
 } // namespace kiln::detail

@@ -8,6 +8,11 @@
 #include <llvm/ADT/IntrusiveRefCntPtr.h>
 
 #include <cstddef>
+#include <memory>
+
+namespace kiln {
+struct Stats;
+}
 
 namespace kiln::detail {
 
@@ -36,6 +41,23 @@ private:
 };
 using BufferRef = llvm::IntrusiveRefCntPtr<Buffer>;
 
+/// One step of a batch: a fused kernel or a GEMM (exactly one is set).
+struct BatchItem {
+  const FusedKernel* kernel = nullptr;
+  const GemmStep* gemm = nullptr;
+};
+
+/// Consecutive steps of a cached plan, prepared once and run at every repetition of the plan
+/// (CUDA: launch records, then a CUDA graph replayed with the pointers of each run).
+class StepBatch {
+public:
+  virtual ~StepBatch() = default;
+  /// Run the steps; buffers[i] is the storage of slot i, every output already allocated.
+  /// `graphs`: whether a CUDA graph may be used (kiln::set_graphs). Counts graph
+  /// instantiations, replays, updates and direct runs in `stats`.
+  virtual void run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) = 0;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -49,6 +71,12 @@ public:
   /// Run a fused kernel; buffers[i] is the storage of kernel slot i.
   virtual void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) = 0;
   virtual void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) = 0;
+  /// Prepare `items` to run as one batch, or null where running them one by one is as fast
+  /// (the CPU). The items outlive the batch.
+  virtual std::unique_ptr<StepBatch> prepare_batch(llvm::ArrayRef<BatchItem> items) {
+    (void)items;
+    return nullptr;
+  }
   /// Wait until all work issued so far is done.
   virtual void synchronize() = 0;
 

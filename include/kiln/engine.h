@@ -53,20 +53,20 @@ struct Stats {
   int64_t buffers_reused = 0;       // of those, written in place into an input whose last user died
   int64_t kernels_run = 0;          // fused kernels (elementwise and reduction) run
   int64_t gemms_run = 0;
-  int64_t copies_run = 0;      // device transfers and concat pieces
-  int64_t fused_ops = 0;       // compute ops inside fused kernels (sum over kernels)
-  int64_t max_fused_ops = 0;   // most compute ops in one kernel
-  int64_t flushes = 0;         // evaluations of the pending graph
-  int64_t auto_flushes = 0;    // of those, forced by the pending-graph limits
-  int64_t plan_hits = 0;       // evaluations that reused a cached plan
-  int64_t plan_misses = 0;     // evaluations planned afresh
-  int64_t plan_evictions = 0;  // cached plans dropped to stay within the limit
+  int64_t copies_run = 0;           // device transfers and concat pieces
+  int64_t fused_ops = 0;            // compute ops inside fused kernels (sum over kernels)
+  int64_t max_fused_ops = 0;        // most compute ops in one kernel
+  int64_t flushes = 0;              // evaluations of the pending graph
+  int64_t auto_flushes = 0;         // of those, forced by the pending-graph limits
+  int64_t plan_hits = 0;            // evaluations that reused a cached plan
+  int64_t plan_misses = 0;          // evaluations planned afresh
+  int64_t plan_evictions = 0;       // cached plans dropped to stay within the limit
   int64_t graph_instantiations = 0; // CUDA graphs built for a schedule that repeated
   int64_t graph_replays = 0;        // batches of GPU steps replayed as a CUDA graph
   int64_t graph_updates = 0;        // of those, replays that first patched changed pointers
   int64_t graph_misses = 0;         // batches of GPU steps launched one kernel at a time
-  int64_t bytes_allocated = 0; // total bytes of buffers allocated
-  int64_t bytes_in_use = 0;    // bytes of live buffers now (not reset)
+  int64_t bytes_allocated = 0;      // total bytes of buffers allocated
+  int64_t bytes_in_use = 0;         // bytes of live buffers now (not reset)
   int64_t peak_bytes_in_use = 0;
   double fused_ops_per_kernel() const {
     return kernels_run ? double(fused_ops) / double(kernels_run) : 0.0;

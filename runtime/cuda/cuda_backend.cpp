@@ -5,6 +5,7 @@
 // stream order without a device sync. Host copies go through a pinned staging buffer.
 #include "runtime/cuda/cuda_backend.h"
 
+#include "runtime/cuda/cuda_batch.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"
@@ -104,6 +105,10 @@ public:
 
   void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) override {
     gemm_->run(g, buffers[g.a_slot]->data, buffers[g.b_slot]->data, buffers[g.out_slot]->data);
+  }
+
+  std::unique_ptr<StepBatch> prepare_batch(llvm::ArrayRef<BatchItem> items) override {
+    return std::make_unique<CudaBatch>(*kernels_, *gemm_, stream_, items);
   }
 
   void synchronize() override {

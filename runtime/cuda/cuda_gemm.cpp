@@ -39,7 +39,7 @@ cudaDataType_t data_type(DType t) {
 
 } // namespace
 
-CudaGemm::CudaGemm(cudaStream_t stream) {
+CudaGemm::CudaGemm(cudaStream_t stream) : stream_(stream) {
   cublas_check(cublasCreate(&handle_), "matmul", "cublasCreate");
   cublas_check(cublasSetStream(handle_, stream), "matmul", "cublasSetStream");
   cuda_check(cudaMalloc(&workspace_, kWorkspaceBytes), "matmul", "cudaMalloc (cuBLAS workspace)");
@@ -94,6 +94,27 @@ void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
                                               compute, CUBLAS_GEMM_DEFAULT),
                    "matmul", "cublasGemmStridedBatchedEx");
   }
+}
+
+} // namespace kiln::detail
+
+namespace kiln::detail {
+
+cudaGraph_t CudaGemm::capture(const GemmStep& g, const void* a, const void* b, void* out) {
+  // The capture records only the work issued between begin and end, so the stream may still
+  // have earlier work queued; nothing else issues to it meanwhile (one thread drives kiln).
+  cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "eval",
+             "cudaStreamBeginCapture");
+  cudaGraph_t graph = nullptr;
+  try {
+    run(g, a, b, out);
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  cuda_check(cudaStreamEndCapture(stream_, &graph), "eval", "cudaStreamEndCapture");
+  return graph;
 }
 
 } // namespace kiln::detail

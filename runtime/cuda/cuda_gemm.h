@@ -14,8 +14,13 @@ class CudaGemm {
 public:
   explicit CudaGemm(cudaStream_t stream);
   void run(const GemmStep& g, const void* a, const void* b, void* out);
+  /// The same GEMM recorded as a CUDA graph (stream capture of the cuBLAS calls), for a
+  /// replayed batch: cuBLAS takes its pointers by value, so a graph is recorded per set of
+  /// operands. The caller owns the graph.
+  cudaGraph_t capture(const GemmStep& g, const void* a, const void* b, void* out);
 
 private:
+  cudaStream_t stream_ = nullptr;
   cublasHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
 };

@@ -19,6 +19,8 @@ public:
   explicit CudaKernelCache(int device);
   /// Render/compile/load as needed, then launch on `stream`.
   void launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, cudaStream_t stream);
+  /// The kernel for (k, v): from memory, else the disk cache, else compiled and loaded.
+  cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
   /// The loaded kernel if it is in memory (no compile, no disk), else null.
   cudaKernel_t find(const FusedKernel& k, const CudaVariant& v) const;
   const CudaTarget& target() const { return target_; }
@@ -26,8 +28,6 @@ public:
   int device() const { return device_; }
 
 private:
-  cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
-
   int device_;
   CudaTarget target_;
   DiskCache disk_;

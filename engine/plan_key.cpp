@@ -1,0 +1,105 @@
+// The walk of an evaluation's pending graph and its structural key. The key must cover every
+// input of the planner's decisions (engine/planner.cpp, kernel_builder.cpp, buffer_reuse.cpp):
+// if two evaluations have equal keys, one's Schedule is correct for the other with nodes bound
+// by walk index. It therefore records values, not just shapes: constants (their values are
+// kernel parameters baked into the plan), random seeds and counters, layouts of realized
+// inputs (offsets included), and the counts that liveness and in-place reuse read.
+#include "engine/plan_key.h"
+
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/Hashing.h>
+
+#include <algorithm>
+#include <bit>
+
+namespace kiln::detail {
+
+namespace {
+
+uint32_t next_stamp() {
+  static uint32_t stamp = 0;
+  if (++stamp == 0) ++stamp; // 0 is "never walked"
+  return stamp;
+}
+
+void put_shape(std::vector<uint64_t>& k, const Shape& s) {
+  for (int i = 0; i < s.size(); ++i) k.push_back(static_cast<uint64_t>(s[i]));
+}
+
+void put_layout(std::vector<uint64_t>& k, const Layout& l) {
+  put_shape(k, l.strides);
+  k.push_back(static_cast<uint64_t>(l.offset));
+}
+
+void put_view(std::vector<uint64_t>& k, const ViewPrim& v) {
+  k.push_back(static_cast<uint64_t>(v.kind) | static_cast<uint64_t>(v.shape.size()) << 8 |
+              static_cast<uint64_t>(static_cast<uint32_t>(v.dim)) << 32);
+  put_shape(k, v.shape);
+  k.push_back(static_cast<uint64_t>(v.start));
+  k.push_back(static_cast<uint64_t>(v.step));
+  k.push_back(static_cast<uint64_t>(v.length));
+}
+
+} // namespace
+
+Walk walk_pending(llvm::ArrayRef<Node*> targets) {
+  Walk w;
+  const uint32_t stamp = next_stamp();
+  llvm::SmallVector<Node*, 32> stack(targets.begin(), targets.end());
+  while (!stack.empty()) {
+    Node* n = stack.pop_back_val();
+    if (n->walk_stamp == stamp) continue;
+    n->walk_stamp = stamp;
+    w.nodes.push_back(n);
+    for (Node* in : n->inputs) stack.push_back(in); // realized nodes have no inputs
+  }
+  // Creation order: inputs come before their consumers, and a loop step that records the same
+  // ops in the same order walks to the same sequence.
+  std::sort(w.nodes.begin(), w.nodes.end(), [](Node* a, Node* b) { return a->id < b->id; });
+  for (size_t i = 0; i < w.nodes.size(); ++i) w.nodes[i]->walk_index = static_cast<uint32_t>(i);
+
+  std::vector<uint64_t>& k = w.key;
+  k.reserve(w.nodes.size() * 8 + targets.size());
+  llvm::DenseMap<const Buffer*, uint32_t> buffers; // first node holding each buffer
+  for (Node* n : w.nodes) {
+    const bool realized = n->realized();
+    k.push_back(static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
+                static_cast<uint64_t>(n->device.kind) << 16 |
+                static_cast<uint64_t>(static_cast<uint8_t>(n->device.index)) << 24 |
+                static_cast<uint64_t>(realized) << 32 | static_cast<uint64_t>(n->internal) << 33 |
+                static_cast<uint64_t>(n->handles > 0) << 34 |
+                static_cast<uint64_t>(n->keepdim) << 35 |
+                static_cast<uint64_t>(n->shape().size()) << 40 |
+                static_cast<uint64_t>(n->inputs.size()) << 48);
+    k.push_back(n->uses);
+    put_shape(k, n->shape());
+    if (realized) {
+      const Buffer* b = n->buffer.get();
+      auto [it, fresh] = buffers.try_emplace(b, n->walk_index);
+      k.push_back(it->second);
+      k.push_back(b->use_count());
+      k.push_back(b->bytes);
+      put_layout(k, n->layout);
+      continue;
+    }
+    if (n->op == OpCode::view) {
+      put_layout(k, n->layout);
+      put_view(k, n->view);
+    }
+    k.push_back(std::bit_cast<uint64_t>(n->scalar));
+    k.push_back(static_cast<uint64_t>(n->iscalar));
+    k.push_back(std::bit_cast<uint64_t>(n->scalar2));
+    k.push_back(n->seed);
+    k.push_back(n->counter);
+    k.push_back(n->axes | static_cast<uint64_t>(static_cast<uint32_t>(n->dim)) << 32);
+    for (Node* in : n->inputs) k.push_back(in->walk_index);
+  }
+  for (Node* t : targets) {
+    w.targets.push_back(static_cast<int>(t->walk_index));
+    k.push_back(t->walk_index);
+  }
+  w.hash = llvm::hash_combine_range(k.begin(), k.end());
+  return w;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,28 @@
+#pragma once
+// The structural key of an evaluation: everything the planner's decisions depend on, so that
+// two evaluations with equal keys can run the same Schedule (engine/plan_cache.h).
+#include "engine/node.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::detail {
+
+struct Walk {
+  /// The pending nodes the targets depend on and the realized nodes they read, in creation
+  /// order. A Schedule names nodes by their index here (Node::walk_index).
+  std::vector<Node*> nodes;
+  llvm::SmallVector<int, 4> targets; // indices of the targets
+  /// Per node: op, dtype, device, shape, layout (realized nodes and views), attributes,
+  /// liveness (handles, uses, buffer sharing and counts) and inputs by index.
+  std::vector<uint64_t> key;
+  uint64_t hash = 0;
+};
+
+/// Walk the pending graph of `targets` (pending nodes) and compute its key.
+Walk walk_pending(llvm::ArrayRef<Node*> targets);
+
+} // namespace kiln::detail

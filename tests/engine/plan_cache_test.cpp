@@ -1,0 +1,255 @@
+// The plan cache and batched GPU dispatch (issue 5): a repeated evaluation reuses its plan (and
+// on a GPU replays a CUDA graph) with results identical to planning afresh, and every hazard
+// that could make a reused plan wrong (held outputs, moved inputs, other constants, other
+// liveness, other shapes) gives the right values. Runs on the CPU in CI and again on CUDA
+// (KILN_TEST_DEVICE=cuda), where the same loops go through CUDA graphs.
+#include "../test_device.h"
+
+#include <kiln/kiln.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+struct PlanCache : ::testing::Test {
+  void SetUp() override {
+    KILN_USE_TEST_DEVICE();
+    set_eager(false);
+    set_graphs(true);
+    set_plan_cache_limit(256);
+    manual_seed(77);
+  }
+  void TearDown() override {
+    set_eager(false);
+    set_graphs(true);
+    set_plan_cache_limit(256);
+  }
+  static bool on_gpu() { return default_device().is_cuda(); }
+};
+
+Tensor realized_randn(const Shape& s, float scale = 1.0f) {
+  Tensor t = randn(s) * scale;
+  eval(t);
+  return t;
+}
+
+// The seed loop of issue 5: one matmul and five pointwise ops per step.
+Tensor seed_step(const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor y = matmul(x, w);
+  y = tanh(y + b) * 0.5f + x;
+  return sigmoid(y) - 0.5f;
+}
+
+std::vector<float> run_seed(int steps, const Tensor& x0, const Tensor& w, const Tensor& b) {
+  Tensor x = x0 + 0.0f;
+  eval(x);
+  for (int i = 0; i < steps; ++i) {
+    x = seed_step(x, w, b);
+    eval(x);
+  }
+  return x.to_vector<float>();
+}
+
+TEST_F(PlanCache, SteadyLoopReusesItsPlanWithIdenticalResults) {
+  const int64_t d = 16;
+  Tensor x0 = realized_randn({d, d}), w = realized_randn({d, d}, 0.25f), b = realized_randn({1, d});
+  set_plan_cache_limit(0);
+  reset_stats();
+  std::vector<float> fresh = run_seed(12, x0, w, b);
+  EXPECT_EQ(stats().plan_hits, 0);
+  EXPECT_EQ(stats().graph_replays, 0); // nothing repeats without a cache
+
+  set_plan_cache_limit(256);
+  reset_stats();
+  std::vector<float> cached = run_seed(12, x0, w, b);
+  Stats s = stats();
+  EXPECT_GE(s.plan_hits, 10) << s;
+  EXPECT_LE(s.plan_misses, 3) << s;
+  ASSERT_EQ(fresh.size(), cached.size());
+  for (size_t i = 0; i < fresh.size(); ++i) ASSERT_EQ(fresh[i], cached[i]) << "element " << i;
+  if (on_gpu()) {
+    // Two direct runs, then one instantiation and replays for the rest of the loop.
+    EXPECT_EQ(s.graph_instantiations, 1) << s;
+    EXPECT_GE(s.graph_replays, 9) << s;
+  }
+}
+
+TEST_F(PlanCache, GraphsOffGiveTheSameValues) {
+  const int64_t d = 8;
+  Tensor x0 = realized_randn({d, d}), w = realized_randn({d, d}, 0.3f), b = realized_randn({1, d});
+  std::vector<float> with = run_seed(10, x0, w, b);
+  set_graphs(false);
+  reset_stats();
+  std::vector<float> without = run_seed(10, x0, w, b);
+  EXPECT_EQ(stats().graph_replays, 0);
+  EXPECT_EQ(with, without);
+}
+
+// cuBLAS takes its operands by value: a replayed graph must follow a weight that alternates
+// between two matrices (and a fresh input each step).
+TEST_F(PlanCache, GemmOperandsChangeEveryStep) {
+  const int64_t d = 12;
+  Tensor x0 = realized_randn({d, d}), w1 = realized_randn({d, d}, 0.3f),
+         w2 = realized_randn({d, d}, 0.3f), b = realized_randn({1, d});
+  auto loop = [&] {
+    Tensor x = x0 + 0.0f;
+    eval(x);
+    for (int i = 0; i < 10; ++i) {
+      x = seed_step(x, i % 2 ? w2 : w1, b);
+      eval(x);
+    }
+    return x.to_vector<float>();
+  };
+  set_plan_cache_limit(0);
+  std::vector<float> fresh = loop();
+  set_plan_cache_limit(256);
+  reset_stats();
+  std::vector<float> cached = loop();
+  EXPECT_EQ(fresh, cached);
+  if (on_gpu()) EXPECT_GE(stats().graph_updates, 5) << stats();
+}
+
+// PyTorch's CUDA-graph trees raise when a held output of step t is overwritten by step t+1;
+// kiln must keep it intact: every step writes a fresh buffer unless the old value is dead.
+TEST_F(PlanCache, HeldOutputsOfEarlierStepsStayIntact) {
+  const int64_t n = 64;
+  Tensor x = realized_randn({n});
+  Tensor g = realized_randn({n});
+  std::vector<Tensor> held;
+  std::vector<std::vector<float>> expected;
+  for (int i = 0; i < 12; ++i) {
+    x = x * 0.9f + g;
+    eval(x);
+    if (i % 3 == 0) { // hold this step's value, and remember what it was
+      held.push_back(x);
+      expected.push_back(x.to_vector<float>());
+    }
+  }
+  for (size_t i = 0; i < held.size(); ++i) EXPECT_EQ(held[i].to_vector<float>(), expected[i]);
+}
+
+// The same update loop, where x's old buffer dies each step: it is reused in place, and the
+// plan that reuses it is cached; a step where the old value is held must not reuse it.
+TEST_F(PlanCache, InPlaceReuseFollowsLivenessNotTheCachedPlan) {
+  const int64_t n = 256;
+  Tensor x = realized_randn({n}), g = realized_randn({n});
+  std::vector<float> xs = x.to_vector<float>(), gs = g.to_vector<float>();
+  reset_stats();
+  for (int i = 0; i < 9; ++i) {
+    Tensor old;
+    std::vector<float> old_values = xs;
+    if (i % 4 == 3) old = x; // this step the old value stays observable
+    x = x * 0.5f + g;
+    eval(x);
+    for (int64_t j = 0; j < n; ++j) xs[j] = xs[j] * 0.5f + gs[j];
+    if (old.defined()) EXPECT_EQ(old.to_vector<float>(), old_values) << "step " << i;
+  }
+  std::vector<float> got = x.to_vector<float>();
+  for (int64_t j = 0; j < n; ++j) EXPECT_FLOAT_EQ(got[j], xs[j]) << j;
+  Stats s = stats();
+  EXPECT_GE(s.buffers_reused, 6) << s;
+  EXPECT_GE(s.plan_hits, 5) << s;
+}
+
+// Fresh slices of a bigger tensor each step: other offsets are other plans (never a stale
+// pointer or offset), and new allocations each step are other buffers in the same plan.
+TEST_F(PlanCache, InputsAtNewAddressesEachStep) {
+  const int64_t steps = 6, n = 32;
+  Tensor seq = realized_randn({steps, n});
+  std::vector<float> host = seq.to_vector<float>();
+  Tensor acc = zeros({n});
+  eval(acc);
+  std::vector<float> expect(n, 0.0f);
+  for (int64_t i = 0; i < steps; ++i) {
+    Tensor row = reshape(slice(seq, 0, i, i + 1), {n});
+    Tensor fresh = randn({n}); // a new allocation every step
+    eval(fresh);
+    std::vector<float> f = fresh.to_vector<float>();
+    acc = acc + row * 2.0f + fresh;
+    eval(acc);
+    for (int64_t j = 0; j < n; ++j) expect[j] = expect[j] + host[i * n + j] * 2.0f + f[j];
+  }
+  std::vector<float> got = acc.to_vector<float>();
+  for (int64_t j = 0; j < n; ++j) EXPECT_FLOAT_EQ(got[j], expect[j]) << j;
+}
+
+TEST_F(PlanCache, OtherConstantsAndShapesAreOtherPlans) {
+  Tensor a = realized_randn({5, 7});
+  std::vector<float> av = a.to_vector<float>();
+  for (float c : {1.0f, 2.0f, 3.0f, 2.0f}) {
+    Tensor y = a * c;
+    std::vector<float> got = y.to_vector<float>();
+    for (size_t j = 0; j < av.size(); ++j) ASSERT_EQ(got[j], av[j] * c);
+  }
+  for (int64_t n : {3, 9, 3, 17}) {
+    Tensor v = realized_randn({n});
+    std::vector<float> vv = v.to_vector<float>();
+    std::vector<float> got = exp(v).to_vector<float>();
+    ASSERT_EQ(got.size(), static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) EXPECT_NEAR(got[j], std::exp(vv[j]), 1e-5f * std::exp(vv[j]));
+  }
+}
+
+// A value held in one step and not in the next: the held one must be written, the other kept
+// in registers, although both evaluations compute the same expression.
+TEST_F(PlanCache, LivenessIsPartOfTheKey) {
+  Tensor a = realized_randn({40}), b = realized_randn({40});
+  std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+  reset_stats();
+  Tensor t = a * b;
+  Tensor y = t + 1.0f;
+  eval(y);
+  EXPECT_EQ(stats().buffers_materialized, 2);
+  std::vector<float> tv = t.to_vector<float>();
+  for (size_t j = 0; j < av.size(); ++j) ASSERT_EQ(tv[j], av[j] * bv[j]);
+  t = Tensor();
+  reset_stats();
+  Tensor y2 = a * b + 1.0f;
+  eval(y2);
+  EXPECT_EQ(stats().buffers_materialized, 1);
+  EXPECT_EQ(y2.to_vector<float>(), y.to_vector<float>());
+}
+
+TEST_F(PlanCache, RandomValuesDifferEveryStep) {
+  Tensor prev;
+  for (int i = 0; i < 4; ++i) {
+    Tensor r = rand({64}) * 2.0f;
+    eval(r);
+    if (prev.defined()) EXPECT_NE(r.to_vector<float>(), prev.to_vector<float>()) << i;
+    prev = r;
+  }
+}
+
+TEST_F(PlanCache, BoundedWithEviction) {
+  set_plan_cache_limit(2);
+  reset_stats();
+  for (int round = 0; round < 3; ++round)
+    for (int64_t n : {4, 5, 6}) {
+      Tensor v = realized_randn({n});
+      std::vector<float> vv = v.to_vector<float>();
+      std::vector<float> got = (v * 3.0f).to_vector<float>();
+      for (int64_t j = 0; j < n; ++j) ASSERT_EQ(got[j], vv[j] * 3.0f);
+    }
+  Stats s = stats();
+  EXPECT_GT(s.plan_evictions, 0) << s;
+  EXPECT_THROW(set_plan_cache_limit(-1), Error);
+}
+
+// A failing evaluation (here: an operand on another device that cannot be reached, or any
+// error) must leave the cache and the engine usable: the next steps run and are right.
+TEST_F(PlanCache, LoopContinuesAfterAnError) {
+  const int64_t d = 8;
+  Tensor x0 = realized_randn({d, d}), w = realized_randn({d, d}, 0.3f), b = realized_randn({1, d});
+  std::vector<float> before = run_seed(5, x0, w, b);
+  Tensor bad = realized_randn({d + 1, d});
+  EXPECT_THROW(eval(matmul(bad, bad)), Error); // shapes do not match: fails at record time
+  std::vector<float> after = run_seed(5, x0, w, b);
+  EXPECT_EQ(before, after);
+}
+
+} // namespace
