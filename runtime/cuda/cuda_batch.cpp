@@ -4,6 +4,7 @@
 
 #include <kiln/engine.h>
 
+#include <cstdio>
 #include <cstring>
 
 namespace kiln::detail {
@@ -58,7 +59,9 @@ CudaBatch::~CudaBatch() {
 
 void CudaBatch::drop_graph() {
   if (exec_) cudaGraphExecDestroy(exec_); // an exec still in flight is freed when it completes
+  if (graph_) cudaGraphDestroy(graph_);
   exec_ = nullptr;
+  graph_ = nullptr;
   for (Launch& l : launches_) l.node = nullptr;
 }
 
@@ -103,8 +106,8 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
 
 // One node per step, each depending on the one before: steps read what earlier ones wrote.
 void CudaBatch::instantiate(llvm::ArrayRef<void*> base) {
-  cudaGraph_t graph = nullptr;
-  cuda_check(cudaGraphCreate(&graph, 0), "eval", "cudaGraphCreate");
+  cuda_check(cudaGraphCreate(&graph_, 0), "eval", "cudaGraphCreate");
+  cudaGraph_t graph = graph_;
   cudaGraphNode_t prev = nullptr;
   try {
     for (Launch& l : launches_) {
@@ -133,11 +136,9 @@ void CudaBatch::instantiate(llvm::ArrayRef<void*> base) {
     }
     cuda_check(cudaGraphInstantiate(&exec_, graph, 0), "eval", "cudaGraphInstantiate");
   } catch (...) {
-    cudaGraphDestroy(graph);
     drop_graph();
     throw;
   }
-  cudaGraphDestroy(graph);
 }
 
 bool CudaBatch::update(llvm::ArrayRef<void*> base) {
@@ -193,9 +194,13 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     } else if (update(base)) {
       stats.graph_updates++;
     }
-  } catch (const Error&) {
+  } catch (const Error& e) {
     // A graph that cannot be built or updated is no reason to fail the evaluation: this batch
-    // launches directly from now on (the error was cleared by cuda_check).
+    // launches directly from now on (the error was cleared by cuda_check). Said once, as it
+    // costs speed and means something unexpected happened.
+    static bool said = false;
+    if (!said) std::fprintf(stderr, "kiln: CUDA graph disabled for a batch: %s\n", e.what());
+    said = true;
     drop_graph();
     graph_failed_ = true;
     launch_direct(base);

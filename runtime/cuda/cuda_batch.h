@@ -52,6 +52,7 @@ private:
   bool prepared_ = false;
   int runs_ = 0;
   bool graph_failed_ = false; // instantiation or an update failed: launch directly from now on
+  cudaGraph_t graph_ = nullptr; // kept while exec_ lives: updates name nodes of this graph
   cudaGraphExec_t exec_ = nullptr;
 };
 
