@@ -89,7 +89,10 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
 
 std::string last_plan() {
   const detail::Schedule* s = detail::last_schedule();
-  return detail::dump_schedule(s ? *s : detail::Schedule{});
+  std::string out = detail::dump_schedule(s ? *s : detail::Schedule{});
+  if (detail::last_schedule_reused())
+    out += "(reused from the plan cache: node ids are those of the evaluation that planned it)\n";
+  return out;
 }
 
 } // namespace kiln

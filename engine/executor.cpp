@@ -26,8 +26,12 @@ KernelObserver& observer() {
   return f;
 }
 
-std::shared_ptr<const Schedule>& last() {
-  static std::shared_ptr<const Schedule> s;
+struct Last {
+  std::shared_ptr<const Schedule> schedule;
+  bool reused = false;
+};
+Last& last() {
+  static Last s;
   return s;
 }
 
@@ -202,7 +206,10 @@ KernelObserver set_kernel_observer(KernelObserver f) {
 }
 
 const Schedule* last_schedule() {
-  return last().get();
+  return last().schedule.get();
+}
+bool last_schedule_reused() {
+  return last().reused;
 }
 
 void realize(llvm::ArrayRef<Node*> targets) {
@@ -213,12 +220,19 @@ void realize(llvm::ArrayRef<Node*> targets) {
     if (!t->realized()) pending.push_back(t);
   if (pending.empty()) return;
 
-  Walk w = walk_pending(pending);
+  static Walk w; // one evaluation at a time (re-entry fails above); its capacity is reused
+  walk_pending(pending, w);
   std::shared_ptr<CachedPlan> p = plan_for(w);
   const Schedule& s = *p->schedule;
   e.stats.flushes++;
-  last() = p->schedule;
-  if (e.dump_plan) std::fprintf(stderr, "%s\n", dump_schedule(s).c_str());
+  last() = {p->schedule, p->runs++ > 0};
+  if (e.dump_plan) { // a loop prints its plan once, then one line per repetition
+    if (last().reused)
+      std::fprintf(stderr, "plan: reused from the plan cache (run %lld)\n",
+                   static_cast<long long>(p->runs));
+    else
+      std::fprintf(stderr, "%s\n", dump_schedule(s).c_str());
+  }
 
   {
     Pins pins(s, w.nodes);

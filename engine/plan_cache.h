@@ -23,6 +23,7 @@ struct CachedPlan {
   };
   std::vector<Batch> batches;
   bool batches_known = false; // batches were looked for (at the first run)
+  int64_t runs = 0;           // evaluations that ran this plan
 };
 
 /// The plan for the evaluation walked in `w`: the cached one with an equal key, else planned

@@ -42,8 +42,10 @@ void put_view(std::vector<uint64_t>& k, const ViewPrim& v) {
 
 } // namespace
 
-Walk walk_pending(llvm::ArrayRef<Node*> targets) {
-  Walk w;
+void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
+  w.nodes.clear();
+  w.targets.clear();
+  w.key.clear();
   const uint32_t stamp = next_stamp();
   llvm::SmallVector<Node*, 32> stack(targets.begin(), targets.end());
   while (!stack.empty()) {
@@ -59,7 +61,6 @@ Walk walk_pending(llvm::ArrayRef<Node*> targets) {
   for (size_t i = 0; i < w.nodes.size(); ++i) w.nodes[i]->walk_index = static_cast<uint32_t>(i);
 
   std::vector<uint64_t>& k = w.key;
-  k.reserve(w.nodes.size() * 8 + targets.size());
   llvm::DenseMap<const Buffer*, uint32_t> buffers; // first node holding each buffer
   for (Node* n : w.nodes) {
     const bool realized = n->realized();
@@ -99,7 +100,6 @@ Walk walk_pending(llvm::ArrayRef<Node*> targets) {
     k.push_back(t->walk_index);
   }
   w.hash = llvm::hash_combine_range(k.begin(), k.end());
-  return w;
 }
 
 } // namespace kiln::detail

@@ -22,7 +22,8 @@ struct Walk {
   uint64_t hash = 0;
 };
 
-/// Walk the pending graph of `targets` (pending nodes) and compute its key.
-Walk walk_pending(llvm::ArrayRef<Node*> targets);
+/// Walk the pending graph of `targets` (pending nodes) and compute its key into `w` (its
+/// vectors are reused: a loop step then allocates nothing here).
+void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w);
 
 } // namespace kiln::detail

@@ -60,5 +60,7 @@ Schedule plan(const Walk& w);
 std::string dump_schedule(const Schedule& s);
 /// The last schedule run (for kiln::last_plan()); null before the first evaluation.
 const Schedule* last_schedule();
+/// Whether the last schedule came from the plan cache (planned for an earlier evaluation).
+bool last_schedule_reused();
 
 } // namespace kiln::detail

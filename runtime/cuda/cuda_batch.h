@@ -51,7 +51,7 @@ private:
   std::vector<uint8_t> align_; // per slot: base address mod 16 when the variants were chosen
   bool prepared_ = false;
   int runs_ = 0;
-  bool graph_failed_ = false; // instantiation or an update failed: launch directly from now on
+  bool graph_failed_ = false;   // instantiation or an update failed: launch directly from now on
   cudaGraph_t graph_ = nullptr; // kept while exec_ lives: updates name nodes of this graph
   cudaGraphExec_t exec_ = nullptr;
 };

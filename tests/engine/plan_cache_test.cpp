@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace kiln;
@@ -77,6 +78,17 @@ TEST_F(PlanCache, SteadyLoopReusesItsPlanWithIdenticalResults) {
     EXPECT_EQ(s.graph_instantiations, 1) << s;
     EXPECT_GE(s.graph_replays, 9) << s;
   }
+}
+
+TEST_F(PlanCache, TheDumpSaysWhenAPlanWasReused) {
+  Tensor a = realized_randn({10});
+  eval(a * 3.0f + 1.0f);
+  std::string first = last_plan();
+  eval(a * 3.0f + 1.0f);
+  std::string second = last_plan();
+  EXPECT_EQ(first.find("reused from the plan cache"), std::string::npos) << first;
+  EXPECT_NE(second.find("reused from the plan cache"), std::string::npos) << second;
+  EXPECT_NE(second.find("kernel"), std::string::npos) << second; // still the whole plan
 }
 
 TEST_F(PlanCache, GraphsOffGiveTheSameValues) {
