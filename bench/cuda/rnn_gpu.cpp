@@ -1,0 +1,234 @@
+// Issue 5's loops of small steps, where the host, not the GPU, sets the pace: the seed loop
+// (a d x d matmul and six pointwise ops per step, d = 64 and 256) and an LSTM cell step
+// (hidden 256, batch 1 and 32; its input a slice at a new offset each step, and for batch 1
+// also the same tensor every step), in four modes side by side: the CPU backend, eager on the GPU
+// (one launch per op), lazy on the GPU launching kernel by kernel, and lazy with CUDA-graph
+// replay. Each step ends with `kiln::eval` (a step boundary; it does not wait for the GPU).
+//
+// Timing: after warm-up (NVRTC, plan and graph caches), a loop of `steps` steps and one final
+// `kiln::sync()` is timed with the wall clock; median over `reps` loops. A mode whose loop
+// would take more than ~2 s (the CPU backend at the larger sizes) times fewer steps; the table
+// says how many. The Stats counters of the timed loops are printed per step, so a reader sees
+// that the steady loop hits the plan cache and replays graphs rather than rebuilding them.
+// Correctness: 50 steps from the same data in every mode, GPU results against the CPU
+// backend's; the program exits 1 if any differs by more than 1e-4.
+// bench/torch/rnn_torch.py times PyTorch on the same loops.
+//
+// Usage: rnn_gpu [steps, default 10000] [reps, default 3]
+#include "bench_util.h"
+#include "rnn_cells.h"
+
+#include <kiln/kiln.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+constexpr int kWarmup = 200;        // steps before timing: compiles, plans, graph instantiation
+constexpr int kProbe = 50;          // steps timed to size the loop within kBudgetUs
+constexpr double kBudgetUs = 2e6;   // at most ~2 s per timed loop
+constexpr int kMinSteps = 500;      // but never fewer steps than this
+constexpr int kCheckSteps = 50;     // steps of the correctness check
+constexpr double kTolerance = 1e-4; // max abs difference from the CPU backend (f32, no TF32)
+
+struct Mode {
+  const char* name;
+  bool gpu, eager, graphs;
+};
+const Mode kModes[] = {
+    {"kiln CPU backend", false, false, false},
+    {"kiln GPU eager (one launch per op)", true, true, false},
+    {"kiln GPU lazy, no graphs", true, false, false},
+    {"kiln GPU lazy, CUDA graphs", true, false, true},
+};
+
+void enter(const Mode& m) {
+  kiln::sync(); // nothing of the previous mode stays pending
+  set_eager(m.eager);
+  set_graphs(m.graphs);
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  std::vector<float> va = a.to_vector<float>(), vb = b.to_vector<float>();
+  double worst = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    double d = std::fabs(double(va[i]) - double(vb[i]));
+    if (std::isnan(d)) return INFINITY;
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+struct Timing {
+  double us_per_step = 0;
+  int steps = 0;          // steps per timed loop
+  Stats st;               // over all timed steps
+  int64_t stat_steps = 0; // steps the counters cover
+};
+
+template <class Cell> Timing time_mode(Cell cell, int steps, int reps) {
+  for (int i = 0; i < kWarmup; ++i) cell.step();
+  kiln::sync();
+  double t0 = bench::now_ns();
+  for (int i = 0; i < kProbe; ++i) cell.step();
+  kiln::sync();
+  const double probe_us = (bench::now_ns() - t0) / 1e3 / kProbe;
+  Timing r;
+  r.steps = std::clamp(int(kBudgetUs / probe_us), std::min(kMinSteps, steps), steps);
+  reset_stats();
+  r.us_per_step = bench::time_us([&] { cell.step(); }, [] { kiln::sync(); }, r.steps, reps);
+  r.st = stats();
+  r.stat_steps = int64_t(r.steps) * reps + 1; // time_us warms up with one more step
+  return r;
+}
+
+struct Row {
+  std::string text, counters; // table rows: timing, Stats per step
+  double us_per_step = 0;
+};
+
+// Runs one case in every mode: the correctness check, then the timed loops. Appends the check
+// rows to `checks` and returns the timing rows; `ok` turns false on a mismatch.
+template <class Cell>
+std::vector<Row> run_case(const char* name, const Cell& cpu_base, int steps, int reps,
+                          std::vector<std::string>& checks, bool& ok) {
+  const Cell gpu_base = cpu_base.on(Device::cuda(0)); // copied once, shared by the GPU modes
+  std::vector<Tensor> want;
+  for (const Mode& m : kModes) {
+    enter(m);
+    Cell cell = m.gpu ? gpu_base : cpu_base;
+    for (int i = 0; i < kCheckSteps; ++i) cell.step();
+    std::vector<Tensor> got = cell.state();
+    if (!m.gpu) {
+      want = got;
+      continue;
+    }
+    double diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) diff = std::max(diff, max_abs_diff(got[i], want[i]));
+    const bool pass = diff <= kTolerance;
+    ok = ok && pass;
+    char line[256];
+    std::snprintf(line, sizeof line, "| %s | %s | %d | %.3g | %s |", name, m.name, kCheckSteps,
+                  diff, pass ? "yes" : "NO");
+    checks.push_back(line);
+  }
+
+  std::vector<Row> rows;
+  double cpu_us = 0;
+  for (const Mode& m : kModes) {
+    enter(m);
+    Timing t = time_mode(m.gpu ? gpu_base : cpu_base, steps, reps);
+    if (!m.gpu) cpu_us = t.us_per_step;
+    const Stats& s = t.st;
+    const double n = double(t.stat_steps);
+    char line[512];
+    Row row;
+    row.us_per_step = t.us_per_step;
+    std::snprintf(line, sizeof line, "| %s | %s | %d | %.2f | %.3f | %.1f | %.2fx |", name, m.name,
+                  t.steps, t.us_per_step, t.us_per_step / Cell::kOpCalls,
+                  double(s.ops_recorded) / n, cpu_us / t.us_per_step);
+    row.text = line;
+    std::snprintf(line, sizeof line,
+                  "| %s | %s | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | "
+                  "%.2f |",
+                  name, m.name, double(s.flushes) / n, double(s.plan_hits) / n,
+                  double(s.plan_misses) / n, double(s.graph_instantiations) / n,
+                  double(s.graph_replays) / n, double(s.graph_updates) / n,
+                  double(s.graph_misses) / n, double(s.kernels_run) / n, double(s.gemms_run) / n,
+                  double(s.buffers_reused) / n);
+    row.counters = line;
+    std::printf("%s\n", row.text.c_str());
+    std::fflush(stdout);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+} // namespace
+
+int main(int argc, char** argv) try {
+  if (!is_available(Device::cuda(0))) {
+    std::printf("no CUDA device\n");
+    return 1;
+  }
+  const int steps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10000;
+  const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+  bench::print_header("rnn_gpu: loops of small steps (issue 5), CPU backend and GPU modes", argc,
+                      argv);
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("- GPU: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  std::printf("- f32 (no TF32); %d steps per timed loop (fewer where a loop would pass ~2 s), "
+              "median of %d loops, each after %d warm-up steps; wall clock including the final "
+              "kiln::sync()\n",
+              steps, reps, kWarmup);
+  std::printf("- seed loop: `y = matmul(x, W); y = tanh(y + b) * 0.5f + x; x = sigmoid(y) - "
+              "0.5f; eval(x)`, x and W d x d, %d op calls per step\n",
+              bench::Seed::kOpCalls);
+  std::printf(
+      "- LSTM cell: in = hidden = 256, `gates = x @ Wx + h @ Wh + bias` (weights "
+      "concatenated over the gates), `chunk(gates, 4, 1)`, x a row slice of a "
+      "[steps * batch, 256] sequence (a new offset every step; `fixed x`: the same tensor every "
+      "step, which separates the cost of inputs at new addresses), `eval(h, c)`, %d op "
+      "calls per step\n",
+      bench::Lstm::kOpCalls);
+  std::printf("- eager mode runs with graphs off (one launch per op); `ops recorded/step` is "
+              "kiln's stats().ops_recorded (views and the op's own scalar constants "
+              "included)\n\n");
+
+  std::printf("| case | mode | steps timed | us/step | us/op call | ops recorded/step | speed "
+              "vs CPU backend |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|\n");
+  std::vector<std::string> checks;
+  std::vector<Row> rows;
+  bool ok = true;
+  // The issue's targets are for the last mode (CUDA graphs) of these two cases.
+  const std::vector<Row> seed64 =
+      run_case("seed d=64", bench::Seed::random(64, 1), steps, reps, checks, ok);
+  const std::vector<Row> seed256 =
+      run_case("seed d=256", bench::Seed::random(256, 2), steps, reps, checks, ok);
+  const std::vector<Row> lstm1 =
+      run_case("LSTM batch 1", bench::Lstm::random(1, 256, 256, steps, 3), steps, reps, checks, ok);
+  const std::vector<Row> lstm1_fixed = run_case(
+      "LSTM batch 1, fixed x", bench::Lstm::random(1, 256, 256, 1, 5), steps, reps, checks, ok);
+  const std::vector<Row> lstm32 = run_case(
+      "LSTM batch 32", bench::Lstm::random(32, 256, 256, steps, 4), steps, reps, checks, ok);
+  for (const auto* c : {&seed64, &seed256, &lstm1, &lstm1_fixed, &lstm32})
+    rows.insert(rows.end(), c->begin(), c->end());
+
+  std::printf("\nStats per timed step (plan hits 1 and graph replays 1 per step mean the steady "
+              "loop replays; builds and misses should be ~0):\n\n");
+  std::printf("| case | mode | flushes | plan hits | plan misses | graphs built | graph replays "
+              "| replays patched | GPU batches launched directly | kernels | GEMMs | written in "
+              "place |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) std::printf("%s\n", r.counters.c_str());
+
+  std::printf("\nCorrectness: %d steps from the same data, max abs difference from the CPU "
+              "backend (x; h and c for the LSTM), tolerance %g:\n\n",
+              kCheckSteps, kTolerance);
+  std::printf("| case | mode | steps | max abs diff | within tolerance |\n");
+  std::printf("|---|---|---:|---:|---|\n");
+  for (const std::string& c : checks) std::printf("%s\n", c.c_str());
+
+  const double seed_us = seed64.back().us_per_step, lstm_us = lstm1.back().us_per_step;
+  std::printf("\ntarget: seed d=64 with CUDA graphs <= 6 us/step (1 us per op): %.2f us/step -> "
+              "%s\n",
+              seed_us, seed_us <= 6 ? "met" : "NOT met");
+  std::printf("target: LSTM batch 1 with CUDA graphs <= 8 us/step: %.2f us/step -> %s\n", lstm_us,
+              lstm_us <= 8 ? "met" : "NOT met");
+  if (!ok) std::printf("ERROR: a GPU mode differs from the CPU backend beyond the tolerance\n");
+  return ok ? 0 : 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "rnn_gpu: %s\n", e.what());
+  return 2;
+}
