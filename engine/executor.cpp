@@ -35,21 +35,37 @@ Last& last() {
   return s;
 }
 
-// One evaluation's bindings of a schedule: its nodes (by walk index) and a buffer per slot.
+// One evaluation's bindings of a schedule: its nodes (by walk index) and a buffer per slot. A
+// realized input whose node sits at another offset in its buffer than when the plan was made
+// (a slice at a new position) is passed as a view of the buffer with its base moved by the
+// difference: the plan's operand offsets are relative to the planned position.
 struct Run {
   const Schedule& s;
   llvm::ArrayRef<Node*> nodes;
   std::vector<BufferRef> buffers;
+  std::vector<Buffer> moved; // unowned views of realized inputs at other offsets
+  std::vector<int> moved_slot;
   llvm::SmallVector<Buffer*, 16> raw;
 
   Run(const Schedule& sched, llvm::ArrayRef<Node*> n)
       : s(sched), nodes(n), buffers(sched.slots.size()) {
-    for (size_t i = 0; i < s.slots.size(); ++i)
-      if (s.slots[i].leaf >= 0) buffers[i] = nodes[s.slots[i].leaf]->buffer;
+    for (size_t i = 0; i < s.slots.size(); ++i) {
+      const Slot& slot = s.slots[i];
+      if (slot.leaf < 0) continue;
+      const Node* leaf = nodes[slot.leaf];
+      buffers[i] = leaf->buffer;
+      if (int64_t delta = leaf->layout.offset - slot.leaf_offset) {
+        Buffer& v = moved.emplace_back(); // no owner: releases nothing
+        v.data = static_cast<char*>(leaf->buffer->data) + delta * itemsize(leaf->dtype);
+        v.bytes = leaf->buffer->bytes;
+        moved_slot.push_back(static_cast<int>(i));
+      }
+    }
   }
   llvm::ArrayRef<Buffer*> raw_buffers() {
     raw.clear();
     for (const BufferRef& b : buffers) raw.push_back(b.get());
+    for (size_t j = 0; j < moved.size(); ++j) raw[moved_slot[j]] = &moved[j];
     return raw;
   }
 };

@@ -219,6 +219,7 @@ int Planner::slot_for_leaf(Node* n) {
     if (auto it = slot_of_buffer_.find(b); it != slot_of_buffer_.end()) return it->second;
     Slot s;
     s.leaf = static_cast<int>(n->walk_index);
+    s.leaf_offset = n->layout.offset;
     sched_.slots.push_back(s);
     int id = static_cast<int>(sched_.slots.size()) - 1;
     slot_of_buffer_[b] = id;

@@ -2,8 +2,9 @@
 // input of the planner's decisions (engine/planner.cpp, kernel_builder.cpp, buffer_reuse.cpp):
 // if two evaluations have equal keys, one's Schedule is correct for the other with nodes bound
 // by walk index. It therefore records values, not just shapes: constants (their values are
-// kernel parameters baked into the plan), random seeds and counters, layouts of realized
-// inputs (offsets included), and the counts that liveness and in-place reuse read.
+// kernel parameters baked into the plan), random seeds and counters, the strides of realized
+// inputs (their offsets only relative to each other), and the counts that liveness and
+// in-place reuse read.
 #include "engine/plan_key.h"
 
 #include <llvm/ADT/DenseMap.h>
@@ -61,7 +62,8 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
   for (size_t i = 0; i < w.nodes.size(); ++i) w.nodes[i]->walk_index = static_cast<uint32_t>(i);
 
   std::vector<uint64_t>& k = w.key;
-  llvm::DenseMap<const Buffer*, uint32_t> buffers; // first node holding each buffer
+  // First node holding each buffer, and its offset.
+  llvm::DenseMap<const Buffer*, std::pair<uint32_t, int64_t>> buffers;
   for (Node* n : w.nodes) {
     const bool realized = n->realized();
     k.push_back(static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
@@ -75,12 +77,19 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
     k.push_back(n->uses);
     put_shape(k, n->shape());
     if (realized) {
+      // A realized input's offset is not part of the key, so that a slice at a new offset each
+      // step (x[t] of a sequence) reuses the plan: the executor moves the slot's base pointer
+      // by the change (Slot::leaf_offset). Keyed instead: which nodes share a buffer, their
+      // offsets relative to the first of them (one base moves them all), and whether the
+      // offset is 0 (in-place reuse needs a whole buffer read from its start).
       const Buffer* b = n->buffer.get();
-      auto [it, fresh] = buffers.try_emplace(b, n->walk_index);
-      k.push_back(it->second);
+      auto [it, fresh] = buffers.try_emplace(b, std::make_pair(n->walk_index, n->layout.offset));
+      k.push_back(it->second.first);
+      k.push_back(static_cast<uint64_t>(n->layout.offset - it->second.second));
+      k.push_back(n->layout.offset == 0);
       k.push_back(b->use_count());
       k.push_back(b->bytes);
-      put_layout(k, n->layout);
+      put_shape(k, n->layout.strides);
       continue;
     }
     if (n->op == OpCode::view) {

@@ -12,9 +12,11 @@
 namespace kiln::detail {
 
 struct Slot {
-  int leaf = -1;     // a realized input: the walk index of a node holding its buffer
-  int producer = -1; // a produced slot: the walk index of the node it will realize
-  size_t bytes = 0;  // produced slots: allocated when the producing step runs
+  int leaf = -1;           // a realized input: the walk index of a node holding its buffer
+  int64_t leaf_offset = 0; // that node's offset (elements) when planned: a run whose node sits
+                           // elsewhere in its buffer moves the slot's base by the difference
+  int producer = -1;       // a produced slot: the walk index of the node it will realize
+  size_t bytes = 0;        // produced slots: allocated when the producing step runs
 };
 
 /// Why a value crossed memory at a step boundary. Reasons are string literals.

@@ -168,26 +168,57 @@ TEST_F(PlanCache, InPlaceReuseFollowsLivenessNotTheCachedPlan) {
   EXPECT_GE(s.plan_hits, 5) << s;
 }
 
-// Fresh slices of a bigger tensor each step: other offsets are other plans (never a stale
-// pointer or offset), and new allocations each step are other buffers in the same plan.
+// Fresh slices of a bigger tensor each step reuse one plan (the slot's base moves with the
+// slice), two slices of one buffer at a varying distance are other plans, and a new
+// allocation each step is just another buffer: the values are right in every case.
 TEST_F(PlanCache, InputsAtNewAddressesEachStep) {
-  const int64_t steps = 6, n = 32;
-  Tensor seq = realized_randn({steps, n});
+  const int64_t steps = 8, n = 32;
+  Tensor seq = realized_randn({steps + 1, n});
   std::vector<float> host = seq.to_vector<float>();
   Tensor acc = zeros({n});
   eval(acc);
   std::vector<float> expect(n, 0.0f);
+  reset_stats();
   for (int64_t i = 0; i < steps; ++i) {
     Tensor row = reshape(slice(seq, 0, i, i + 1), {n});
-    Tensor fresh = randn({n}); // a new allocation every step
+    Tensor next = reshape(slice(seq, 0, i + 1, i + 2), {n});
+    Tensor other = reshape(slice(seq, 0, i / 2, i / 2 + 1), {n}); // distance to row varies
+    Tensor fresh = randn({n});                                    // a new allocation every step
     eval(fresh);
     std::vector<float> f = fresh.to_vector<float>();
-    acc = acc + row * 2.0f + fresh;
+    acc = acc + row * 2.0f + next * other + fresh;
     eval(acc);
-    for (int64_t j = 0; j < n; ++j) expect[j] = expect[j] + host[i * n + j] * 2.0f + f[j];
+    for (int64_t j = 0; j < n; ++j)
+      expect[j] =
+          expect[j] + host[i * n + j] * 2.0f + host[(i + 1) * n + j] * host[i / 2 * n + j] + f[j];
   }
   std::vector<float> got = acc.to_vector<float>();
   for (int64_t j = 0; j < n; ++j) EXPECT_FLOAT_EQ(got[j], expect[j]) << j;
+}
+
+// The seed step with its input a row of a sequence that moves every step: one plan for all
+// steps from the second row on, identical to planning each step afresh.
+TEST_F(PlanCache, MovingSliceReusesThePlan) {
+  const int64_t steps = 10, d = 8;
+  Tensor seq = realized_randn({steps, d, d}), w = realized_randn({d, d}, 0.3f),
+         b = realized_randn({1, d});
+  auto loop = [&] {
+    std::vector<float> out;
+    for (int64_t i = 0; i < steps; ++i) {
+      Tensor x = reshape(slice(seq, 0, i, i + 1), {d, d});
+      Tensor y = seed_step(x, w, b);
+      std::vector<float> v = y.to_vector<float>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  set_plan_cache_limit(0);
+  std::vector<float> fresh = loop();
+  set_plan_cache_limit(256);
+  reset_stats();
+  std::vector<float> cached = loop();
+  EXPECT_EQ(fresh, cached);
+  EXPECT_GE(stats().plan_hits, steps - 2) << stats();
 }
 
 TEST_F(PlanCache, OtherConstantsAndShapesAreOtherPlans) {
