@@ -42,13 +42,15 @@ Last& last() {
 struct Run {
   const Schedule& s;
   llvm::ArrayRef<Node*> nodes;
+  std::vector<const void*>& hints; // per slot: the address its output had last run
   std::vector<BufferRef> buffers;
   std::vector<Buffer> moved; // unowned views of realized inputs at other offsets
   std::vector<int> moved_slot;
   llvm::SmallVector<Buffer*, 16> raw;
 
-  Run(const Schedule& sched, llvm::ArrayRef<Node*> n)
-      : s(sched), nodes(n), buffers(sched.slots.size()) {
+  Run(const Schedule& sched, llvm::ArrayRef<Node*> n, std::vector<const void*>& h)
+      : s(sched), nodes(n), hints(h), buffers(sched.slots.size()) {
+    hints.resize(s.slots.size());
     for (size_t i = 0; i < s.slots.size(); ++i) {
       const Slot& slot = s.slots[i];
       if (slot.leaf < 0) continue;
@@ -117,7 +119,9 @@ BufferRef output_buffer(Run& r, const Step& st, int w, Backend& be, Stats& stats
       stats.buffers_reused++;
       return r.buffers[st.kernel.inputs[ip.input].slot];
     }
-  return be.allocate(r.s.slots[w].bytes);
+  BufferRef b = be.allocate(r.s.slots[w].bytes, r.hints[w]);
+  r.hints[w] = b->data;
+  return b;
 }
 
 void allocate_outputs(Run& r, const Step& st, Backend& be, Stats& stats) {
@@ -254,7 +258,7 @@ void realize(llvm::ArrayRef<Node*> targets) {
     Pins pins(s, w.nodes);
     FlushGuard guard(e.flushing);
     if (!p->batches_known) find_batches(*p);
-    Run r(s, w.nodes);
+    Run r(s, w.nodes, p->last_data);
     size_t next = 0;
     for (int i = 0; i < static_cast<int>(s.steps.size());) {
       if (next < p->batches.size() && p->batches[next].begin == i) {

@@ -24,6 +24,9 @@ struct CachedPlan {
   std::vector<Batch> batches;
   bool batches_known = false; // batches were looked for (at the first run)
   int64_t runs = 0;           // evaluations that ran this plan
+  /// Per slot, where its output went last time: the next run asks for the same address, so
+  /// that a replayed graph's pointers stay put (and need no update) in a steady loop.
+  std::vector<const void*> last_data;
 };
 
 /// The plan for the evaluation walked in `w`: the cached one with an equal key, else planned

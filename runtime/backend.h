@@ -62,8 +62,10 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
-  /// Throws kiln::Error when memory cannot be had.
-  virtual BufferRef allocate(size_t bytes) = 0;
+  /// Throws kiln::Error when memory cannot be had. `hint`: an address this allocation would
+  /// preferably get (where the same output was last time: a replayed CUDA graph whose pointers
+  /// do not move needs no update); ignored where it does not help.
+  virtual BufferRef allocate(size_t bytes, const void* hint = nullptr) = 0;
   virtual void release(Buffer& b) = 0;
   /// Host <-> device copies of raw bytes.
   virtual void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) = 0;

@@ -30,7 +30,7 @@ class CpuBackend final : public Backend {
 public:
   Device device() const override { return Device::cpu(); }
 
-  BufferRef allocate(size_t bytes) override {
+  BufferRef allocate(size_t bytes, const void* /*hint*/) override {
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded);
     if (!p) fail("alloc", "out of host memory allocating {} bytes", bytes);

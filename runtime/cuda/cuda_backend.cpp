@@ -14,6 +14,7 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -32,11 +33,15 @@ namespace {
 // size and total bytes; given back to the pool on out-of-memory.
 class RecycledBlocks {
 public:
-  void* take(size_t n) {
+  // The block at `hint` if it is free, else the last one freed.
+  void* take(size_t n, const void* hint) {
     auto it = free_.find(n);
     if (it == free_.end() || it->second.empty()) return nullptr;
+    llvm::SmallVector<void*, 4>& blocks = it->second;
+    auto at = std::find(blocks.begin(), blocks.end(), hint);
+    if (at != blocks.end()) std::swap(*at, blocks.back());
     bytes_ -= n;
-    return it->second.pop_back_val();
+    return blocks.pop_back_val();
   }
   bool keep(void* p, size_t n) {
     if (n > kMaxBlock || bytes_ + n > kMaxBytes) return false;
@@ -76,10 +81,10 @@ public:
 
   Device device() const override { return Device::cuda(index_); }
 
-  BufferRef allocate(size_t bytes) override {
+  BufferRef allocate(size_t bytes, const void* hint) override {
     void* p = nullptr;
     size_t n = std::max<size_t>(bytes, 1);
-    if (void* q = recycled_.take(n)) {
+    if (void* q = recycled_.take(n, hint)) {
       if (poison_allocations()) cudaMemsetAsync(q, 0xff, n, stream_);
       return adopt(q, bytes);
     }

@@ -31,6 +31,18 @@ bool repoint(ParamTemplate& p, llvm::ArrayRef<void*> base) {
   return changed;
 }
 
+// Bytes from an operand's first element to its last (0 when it cannot be staged as one span:
+// negative strides, or empty).
+size_t operand_span(const Layout& l, DType t) {
+  int64_t last = 0;
+  for (int d = 0; d < l.shape.size(); ++d) {
+    if (l.shape[d] == 0) return 0;
+    if (l.strides[d] < 0) return 0;
+    last += (l.shape[d] - 1) * l.strides[d];
+  }
+  return static_cast<size_t>(last + 1) * itemsize(t);
+}
+
 cudaKernelNodeParams node_params(const CudaLaunch& shape, cudaKernel_t fn, void** args) {
   cudaKernelNodeParams p{};
   p.func = reinterpret_cast<void*>(fn);
@@ -54,30 +66,40 @@ CudaBatch::CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, cudaStream_t stre
 }
 
 CudaBatch::~CudaBatch() {
-  drop_graph();
+  for (Instance& in : instances_) destroy(in);
 }
 
-void CudaBatch::drop_graph() {
-  if (exec_) cudaGraphExecDestroy(exec_); // an exec still in flight is freed when it completes
-  if (graph_) cudaGraphDestroy(graph_);
-  exec_ = nullptr;
-  graph_ = nullptr;
-  for (Launch& l : launches_) l.node = nullptr;
+void CudaBatch::destroy(Instance& in) {
+  if (in.exec) cudaGraphExecDestroy(in.exec); // an exec still in flight is freed when done
+  if (in.graph) cudaGraphDestroy(in.graph);
+  for (auto& per_launch : in.staging)
+    for (Instance::Staging& st : per_launch)
+      if (st.buffer) cudaFree(st.buffer); // waits for the device: a replay may still read it
+  in.staging.clear();
+  in.exec = nullptr;
+  in.graph = nullptr;
 }
 
 // Variants depend on the alignment of the operands (vector loads), so they are chosen with the
 // first run's buffers and kept while later buffers align the same way (pool allocations do).
 void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
+  std::vector<bool> used(base.size(), false);
   for (Launch& l : launches_) {
-    if (!l.item.kernel) continue;
+    if (const GemmStep* g = l.item.gemm) {
+      used[g->a_slot] = used[g->b_slot] = used[g->out_slot] = true;
+      continue;
+    }
     const FusedKernel& k = *l.item.kernel;
     l.variant = choose_variant(k, base);
     l.shape = launch_for(k, l.variant, kernels_.target());
     if (l.shape.grid == 0) continue; // empty iteration space
     l.fn = kernels_.get(k, l.variant);
     l.params = param_template(k, l.variant);
+    for (const ParamTemplate::Pointer& p : l.params.pointers)
+      if (p.slot >= 0) used[p.slot] = true;
   }
-  align_.clear();
+  for (size_t i = 0; i < used.size(); ++i)
+    if (used[i]) used_slots_.push_back(static_cast<int>(i));
   for (void* b : base) align_.push_back(static_cast<uint8_t>(reinterpret_cast<uintptr_t>(b) % 16));
   prepared_ = true;
 }
@@ -105,66 +127,148 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
 }
 
 // One node per step, each depending on the one before: steps read what earlier ones wrote.
-void CudaBatch::instantiate(llvm::ArrayRef<void*> base) {
-  cuda_check(cudaGraphCreate(&graph_, 0), "eval", "cudaGraphCreate");
-  cudaGraph_t graph = graph_;
-  cudaGraphNode_t prev = nullptr;
+const void* CudaBatch::operand_start(const GemmStep& g, int which, llvm::ArrayRef<void*> base) {
+  const Layout& l = which == 0 ? g.a : g.b;
+  const char* p = static_cast<const char*>(base[which == 0 ? g.a_slot : g.b_slot]);
+  return p + l.offset * itemsize(g.dtype);
+}
+
+CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
+  Instance in;
+  in.tf32 = allow_tf32();
+  for (int s : used_slots_) in.addresses.push_back(base[s]);
+  in.nodes.resize(launches_.size());
+  in.args.resize(launches_.size());
+  in.staging.resize(launches_.size());
+  cuda_check(cudaGraphCreate(&in.graph, 0), "eval", "cudaGraphCreate");
   try {
-    for (Launch& l : launches_) {
+    cudaGraphNode_t prev = nullptr;
+    for (size_t i = 0; i < launches_.size(); ++i) {
+      Launch& l = launches_[i];
       cudaGraphNode_t node = nullptr;
-      size_t ndeps = prev ? 1 : 0;
+      const size_t ndeps = prev ? 1 : 0;
       if (const GemmStep* g = l.item.gemm) {
         if (empty_gemm(*g)) continue;
-        l.gemm_ptrs[0] = base[g->a_slot];
-        l.gemm_ptrs[1] = base[g->b_slot];
-        l.gemm_ptrs[2] = base[g->out_slot];
-        l.tf32 = allow_tf32();
-        cudaGraph_t child = gemm_.capture(*g, l.gemm_ptrs[0], l.gemm_ptrs[1], base[g->out_slot]);
-        cudaError_t e = cudaGraphAddChildGraphNode(&node, graph, &prev, ndeps, child);
+        // Staged operands: copy node first, then the GEMM reads the instance's buffer (passed
+        // as a base that the operand's offset brings to the buffer's start).
+        const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
+        for (int j = 0; j < 2; ++j) {
+          const size_t bytes = l.staged_bytes[j];
+          if (!bytes) continue;
+          Instance::Staging& st = in.staging[i][j];
+          cuda_check(cudaMalloc(&st.buffer, bytes), "eval", "cudaMalloc (GEMM operand staging)");
+          cuda_check(cudaGraphAddMemcpyNode1D(&st.copy, in.graph, &prev, prev ? 1 : 0, st.buffer,
+                                              operand_start(*g, j, base), bytes,
+                                              cudaMemcpyDeviceToDevice),
+                     "eval", "cudaGraphAddMemcpyNode1D");
+          prev = st.copy;
+          const Layout& lay = j == 0 ? g->a : g->b;
+          operand[j] = static_cast<const char*>(st.buffer) - lay.offset * itemsize(g->dtype);
+        }
+        cudaGraph_t child = gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]);
+        cudaError_t e = cudaGraphAddChildGraphNode(&node, in.graph, &prev, prev ? 1 : 0, child);
         cudaGraphDestroy(child); // the node holds a copy
         cuda_check(e, "eval", "cudaGraphAddChildGraphNode");
       } else {
         if (!l.fn) continue;
         repoint(l.params, base);
-        void* args[] = {l.params.bytes.data()};
+        in.args[i] = l.params.bytes;
+        void* args[] = {in.args[i].data()};
         cudaKernelNodeParams p = node_params(l.shape, l.fn, args);
-        cuda_check(cudaGraphAddKernelNode(&node, graph, &prev, ndeps, &p), "eval",
+        cuda_check(cudaGraphAddKernelNode(&node, in.graph, &prev, ndeps, &p), "eval",
                    "cudaGraphAddKernelNode");
       }
-      l.node = node;
+      in.nodes[i] = node;
       prev = node;
     }
-    cuda_check(cudaGraphInstantiate(&exec_, graph, 0), "eval", "cudaGraphInstantiate");
+    cuda_check(cudaGraphInstantiate(&in.exec, in.graph, 0), "eval", "cudaGraphInstantiate");
   } catch (...) {
-    drop_graph();
+    destroy(in);
     throw;
   }
+  return in;
 }
 
-bool CudaBatch::update(llvm::ArrayRef<void*> base) {
+bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base) {
   bool changed = false;
   const bool tf32 = allow_tf32();
-  for (Launch& l : launches_) {
-    if (!l.node) continue;
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const Launch& l = launches_[i];
+    if (!in.nodes[i]) continue;
     if (const GemmStep* g = l.item.gemm) {
-      const void* now[3] = {base[g->a_slot], base[g->b_slot], base[g->out_slot]};
-      if (std::memcmp(now, l.gemm_ptrs, sizeof now) == 0 && l.tf32 == tf32) continue;
-      cudaGraph_t child = gemm_.capture(*g, now[0], now[1], base[g->out_slot]);
-      cudaError_t e = cudaGraphExecChildGraphNodeSetParams(exec_, l.node, child);
+      const int slots[3] = {g->a_slot, g->b_slot, g->out_slot};
+      bool moved[3] = {false, false, false};
+      for (size_t j = 0; j < used_slots_.size(); ++j)
+        for (int o = 0; o < 3; ++o)
+          if (used_slots_[j] == slots[o]) moved[o] = in.addresses[j] != base[slots[o]];
+      bool record = moved[2] || in.tf32 != tf32;
+      for (int o = 0; o < 2; ++o) {
+        if (!moved[o]) continue;
+        Instance::Staging& st = in.staging[i][o];
+        if (!st.copy) { // not staged: record the GEMM again, and count the move
+          record = true;
+          ++launches_[i].moved[o];
+          continue;
+        }
+        cuda_check(cudaGraphExecMemcpyNodeSetParams1D(in.exec, st.copy, st.buffer,
+                                                      operand_start(*g, o, base), l.staged_bytes[o],
+                                                      cudaMemcpyDeviceToDevice),
+                   "eval", "cudaGraphExecMemcpyNodeSetParams1D");
+        changed = true;
+      }
+      if (!record) continue;
+      const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
+      for (int o = 0; o < 2; ++o)
+        if (in.staging[i][o].buffer)
+          operand[o] = static_cast<const char*>(in.staging[i][o].buffer) -
+                       (o == 0 ? g->a : g->b).offset * itemsize(g->dtype);
+      cudaGraph_t child = gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]);
+      cudaError_t e = cudaGraphExecChildGraphNodeSetParams(in.exec, in.nodes[i], child);
       cudaGraphDestroy(child);
       cuda_check(e, "eval", "cudaGraphExecChildGraphNodeSetParams");
-      std::memcpy(l.gemm_ptrs, now, sizeof now);
-      l.tf32 = tf32;
       changed = true;
-    } else if (repoint(l.params, base)) {
-      void* args[] = {l.params.bytes.data()};
-      cudaKernelNodeParams p = node_params(l.shape, l.fn, args);
-      cuda_check(cudaGraphExecKernelNodeSetParams(exec_, l.node, &p), "eval",
-                 "cudaGraphExecKernelNodeSetParams");
-      changed = true;
+      continue;
+    }
+    ParamTemplate p{in.args[i], l.params.pointers};
+    if (!repoint(p, base)) continue;
+    in.args[i] = std::move(p.bytes);
+    void* args[] = {in.args[i].data()};
+    cudaKernelNodeParams kp = node_params(l.shape, l.fn, args);
+    cuda_check(cudaGraphExecKernelNodeSetParams(in.exec, in.nodes[i], &kp), "eval",
+               "cudaGraphExecKernelNodeSetParams");
+    changed = true;
+  }
+  in.tf32 = tf32;
+  for (size_t j = 0; j < used_slots_.size(); ++j) in.addresses[j] = base[used_slots_[j]];
+  return changed;
+}
+
+// GEMM operands that moved twice are staged from now on (where they are one span of memory).
+bool CudaBatch::stage_moving_operands() {
+  bool any = false;
+  for (Launch& l : launches_) {
+    const GemmStep* g = l.item.gemm;
+    if (!g) continue;
+    for (int o = 0; o < 2; ++o) {
+      if (l.staged_bytes[o] || l.moved[o] < 2) continue;
+      l.staged_bytes[o] = operand_span(o == 0 ? g->a : g->b, g->dtype);
+      any |= l.staged_bytes[o] > 0;
+      l.moved[o] = l.staged_bytes[o] ? 0 : INT32_MIN; // unstageable: stop counting
     }
   }
-  return changed;
+  return any;
+}
+
+CudaBatch::Instance* CudaBatch::matching(llvm::ArrayRef<void*> base) {
+  const bool tf32 = allow_tf32();
+  for (Instance& in : instances_) {
+    if (in.tf32 != tf32) continue;
+    bool same = true;
+    for (size_t j = 0; same && j < used_slots_.size(); ++j)
+      same = in.addresses[j] == base[used_slots_[j]];
+    if (same) return &in;
+  }
+  return nullptr;
 }
 
 void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) {
@@ -187,12 +291,25 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     stats.graph_misses++;
     return;
   }
+  Instance* in = nullptr;
   try {
-    if (!exec_) {
-      instantiate(base);
+    in = matching(base);
+    if (!in && instances_.size() < kMaxInstances) {
+      instances_.push_back(build(base));
+      in = &instances_.back();
       stats.graph_instantiations++;
-    } else if (update(base)) {
-      stats.graph_updates++;
+    } else if (!in) {
+      in = &instances_[0];
+      for (Instance& x : instances_)
+        if (x.last_used < in->last_used) in = &x;
+      if (update(*in, base)) stats.graph_updates++;
+      if (stage_moving_operands()) { // rebuilt from the next run on, with the copies
+        for (Instance& x : instances_) destroy(x);
+        instances_.clear();
+        instances_.push_back(build(base));
+        in = &instances_.back();
+        stats.graph_instantiations++;
+      }
     }
   } catch (const Error& e) {
     // A graph that cannot be built or updated is no reason to fail the evaluation: this batch
@@ -201,13 +318,15 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     static bool said = false;
     if (!said) std::fprintf(stderr, "kiln: CUDA graph disabled for a batch: %s\n", e.what());
     said = true;
-    drop_graph();
+    for (Instance& x : instances_) destroy(x);
+    instances_.clear();
     graph_failed_ = true;
     launch_direct(base);
     stats.graph_misses++;
     return;
   }
-  cuda_check(cudaGraphLaunch(exec_, stream_), "eval", "cudaGraphLaunch");
+  in->last_used = ++clock_;
+  cuda_check(cudaGraphLaunch(in->exec, stream_), "eval", "cudaGraphLaunch");
   stats.graph_replays++;
 }
 

@@ -1,14 +1,26 @@
 #pragma once
 // CudaBatch: the GPU steps of a cached plan, prepared once (variant, compiled kernel, launch
 // shape and parameter template per kernel) and then run at every repetition of the plan:
-// launched one by one the first times, then, once the plan has repeated, replayed as one CUDA
-// graph. Each replay writes this run's buffer pointers into the graph's kernel nodes where
-// they changed (cudaGraphExecKernelNodeSetParams: later launches only, earlier replays still
-// in flight keep theirs), and re-records a GEMM's cuBLAS graph where its operands moved.
+// launched one by one the first times, then, once the plan has repeated, replayed as a CUDA
+// graph.
+//
+// A graph holds the pointers it was built with. A batch keeps a few graph instances, each for
+// the set of buffer addresses it holds, and replays the one whose addresses match this run's:
+// a recurrent loop whose state alternates between two buffers (h read by step t+1's GEMM while
+// step t+1 writes the new h elsewhere) replays two instances without touching either. When no
+// instance matches and the batch holds its maximum, the least recently used one is updated:
+// kernel nodes get the new pointers (cudaGraphExecKernelNodeSetParams, which affects later
+// launches only, so a replay in flight keeps its own), and a GEMM whose operands moved is
+// recorded again (cuBLAS takes pointers by value) and swapped in
+// (cudaGraphExecChildGraphNodeSetParams). Recording a GEMM again costs several microseconds, so
+// a GEMM operand seen to move twice (a slice of a sequence at a new row each step) is staged
+// instead: instances are rebuilt with a copy node that brings the operand into a buffer of the
+// instance, the GEMM reads that buffer, and an update only points the copy elsewhere.
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"
 
+#include <array>
 #include <vector>
 
 namespace kiln::detail {
@@ -22,38 +34,57 @@ public:
 
   /// Direct runs before a batch is replayed as a graph: one-off plans never pay for one.
   static constexpr int kRunsBeforeGraph = 2;
+  /// Graph instances per batch (sets of buffer addresses replayed without an update).
+  static constexpr size_t kMaxInstances = 4;
 
 private:
   struct Launch {
     BatchItem item;
-    // Kernels.
-    CudaVariant variant;
+    CudaVariant variant; // kernels
     CudaLaunch shape;
-    cudaKernel_t fn = nullptr;
-    ParamTemplate params; // bytes as last launched or set in the graph
-    // GEMMs: operands as last recorded in the graph.
-    const void* gemm_ptrs[3] = {nullptr, nullptr, nullptr};
-    bool tf32 = false;
-    cudaGraphNode_t node = nullptr; // null: nothing to launch (empty)
+    cudaKernel_t fn = nullptr; // null: nothing to launch (empty)
+    ParamTemplate params;      // pointers as last launched directly
+    // GEMMs: per operand (a, b), how often it moved in an update, and whether instances stage
+    // it (bytes > 0: the span of elements the GEMM reads).
+    int moved[2] = {0, 0};
+    size_t staged_bytes[2] = {0, 0};
+  };
+  struct Instance {
+    cudaGraph_t graph = nullptr; // kept while exec lives: updates name nodes of this graph
+    cudaGraphExec_t exec = nullptr;
+    std::vector<const void*> addresses;       // of used_slots_, as the nodes hold them
+    std::vector<cudaGraphNode_t> nodes;       // per launch (null: nothing to launch)
+    std::vector<std::vector<std::byte>> args; // per launch: kernel Params as in the node
+    struct Staging {
+      cudaGraphNode_t copy = nullptr;
+      void* buffer = nullptr;
+    };
+    std::vector<std::array<Staging, 2>> staging; // per launch, per GEMM operand
+    bool tf32 = false;                           // GEMMs recorded with TF32 allowed
+    uint64_t last_used = 0;
   };
 
   void prepare(llvm::ArrayRef<void*> base);
   bool same_alignment(llvm::ArrayRef<void*> base) const;
   void launch_direct(llvm::ArrayRef<void*> base);
-  void instantiate(llvm::ArrayRef<void*> base);
-  bool update(llvm::ArrayRef<void*> base); // true if a pointer changed
-  void drop_graph();
+  Instance build(llvm::ArrayRef<void*> base);
+  bool update(Instance& in, llvm::ArrayRef<void*> base); // true if anything changed
+  Instance* matching(llvm::ArrayRef<void*> base);
+  bool stage_moving_operands();
+  static void destroy(Instance& in);
+  static const void* operand_start(const GemmStep& g, int which, llvm::ArrayRef<void*> base);
 
   CudaKernelCache& kernels_;
   CudaGemm& gemm_;
   cudaStream_t stream_;
   std::vector<Launch> launches_;
-  std::vector<uint8_t> align_; // per slot: base address mod 16 when the variants were chosen
+  std::vector<uint8_t> align_;  // per slot: base address mod 16 when the variants were chosen
+  std::vector<int> used_slots_; // slots any launch reads or writes
   bool prepared_ = false;
   int runs_ = 0;
-  bool graph_failed_ = false;   // instantiation or an update failed: launch directly from now on
-  cudaGraph_t graph_ = nullptr; // kept while exec_ lives: updates name nodes of this graph
-  cudaGraphExec_t exec_ = nullptr;
+  uint64_t clock_ = 0;
+  bool graph_failed_ = false; // building or updating failed: launch directly from now on
+  std::vector<Instance> instances_;
 };
 
 } // namespace kiln::detail

@@ -102,28 +102,38 @@ TEST_F(PlanCache, GraphsOffGiveTheSameValues) {
   EXPECT_EQ(with, without);
 }
 
-// cuBLAS takes its operands by value: a replayed graph must follow a weight that alternates
-// between two matrices (and a fresh input each step).
+// cuBLAS takes its operands by value: a replayed graph must follow a weight that changes every
+// step. Two alternating weights are two graph instances replayed as they are; six in turn are
+// more than a batch keeps, so instances are updated (GEMMs recorded again) in place.
 TEST_F(PlanCache, GemmOperandsChangeEveryStep) {
   const int64_t d = 12;
-  Tensor x0 = realized_randn({d, d}), w1 = realized_randn({d, d}, 0.3f),
-         w2 = realized_randn({d, d}, 0.3f), b = realized_randn({1, d});
-  auto loop = [&] {
+  Tensor x0 = realized_randn({d, d}), b = realized_randn({1, d});
+  std::vector<Tensor> ws;
+  for (int i = 0; i < 6; ++i) ws.push_back(realized_randn({d, d}, 0.3f));
+  auto loop = [&](int nweights) {
     Tensor x = x0 + 0.0f;
     eval(x);
-    for (int i = 0; i < 10; ++i) {
-      x = seed_step(x, i % 2 ? w2 : w1, b);
+    for (int i = 0; i < 14; ++i) {
+      x = seed_step(x, ws[i % nweights], b);
       eval(x);
     }
     return x.to_vector<float>();
   };
-  set_plan_cache_limit(0);
-  std::vector<float> fresh = loop();
-  set_plan_cache_limit(256);
-  reset_stats();
-  std::vector<float> cached = loop();
-  EXPECT_EQ(fresh, cached);
-  if (on_gpu()) EXPECT_GE(stats().graph_updates, 5) << stats();
+  for (int nweights : {2, 6}) {
+    set_plan_cache_limit(0);
+    std::vector<float> fresh = loop(nweights);
+    set_plan_cache_limit(256);
+    reset_stats();
+    std::vector<float> cached = loop(nweights);
+    EXPECT_EQ(fresh, cached) << nweights << " weights";
+    if (!on_gpu()) continue;
+    Stats s = stats();
+    EXPECT_GE(s.graph_replays, 10) << s;
+    if (nweights == 2)
+      EXPECT_EQ(s.graph_updates, 0) << s;
+    else
+      EXPECT_GE(s.graph_updates, 5) << s;
+  }
 }
 
 // PyTorch's CUDA-graph trees raise when a held output of step t is overwritten by step t+1;
@@ -197,9 +207,11 @@ TEST_F(PlanCache, InputsAtNewAddressesEachStep) {
 }
 
 // The seed step with its input a row of a sequence that moves every step: one plan for all
-// steps from the second row on, identical to planning each step afresh.
+// steps from the second row on, identical to planning each step afresh. On a GPU the moving
+// GEMM operand fills the batch's graph instances, then is recorded again, then staged by a
+// copy node (runtime/cuda/cuda_batch.h): every phase must give the same values.
 TEST_F(PlanCache, MovingSliceReusesThePlan) {
-  const int64_t steps = 10, d = 8;
+  const int64_t steps = 16, d = 8;
   Tensor seq = realized_randn({steps, d, d}), w = realized_randn({d, d}, 0.3f),
          b = realized_randn({1, d});
   auto loop = [&] {
