@@ -58,6 +58,18 @@ int elems_per_vec(const FusedKernel& k) {
   return std::clamp(16 / narrowest, 4, 8);
 }
 
+// Column layout (rows_per_block > 1, see Emitter::column_body): the columns each thread owns
+// (V consecutive ones, one vector per operand, in the vec variant) and the rows it loads per
+// step before it computes on any of them: 64 bytes in flight per thread with vectors (4 x 16),
+// 8 elements without; half for long tapes (every row of a step is a copy of the tape).
+int column_vec(const FusedKernel& k, const CudaVariant& v) {
+  return v.vec && v.rows_per_block > 1 ? elems_per_vec(k) : 1;
+}
+int column_rows_per_step(const FusedKernel& k, const CudaVariant& v) {
+  const int u = column_vec(k, v) > 1 ? 4 : 8;
+  return k.compute_ops() > kMaxCachedRowOps ? u / 2 : u;
+}
+
 } // namespace
 
 // ---- the plan shared by renderer and packer -----------------------------------------------
@@ -245,7 +257,10 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   key += " | outc:";
   for (const KernelOutput& o : k.outputs) key += out_contiguous(k, o) ? 'c' : 's';
   key += v.index32 ? " i32" : " i64";
-  if (v.rows_per_block > 1) key += fmt::format(" bx{}", v.rows_per_block);
+  // The column layout's rows per step (derived, so not in append_variant) also marks its
+  // kernels apart from those of the earlier one-row-per-step column loop in disk caches.
+  if (v.rows_per_block > 1)
+    key += fmt::format(" bx{} u{}", v.rows_per_block, column_rows_per_step(k, v));
   if (v.tile_dim >= 0) key += fmt::format(" tile{}:{:x}", v.tile_dim, v.tile_inputs);
   if (v.cached_vecs > 0) key += fmt::format(" rc{}", v.cached_vecs);
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
@@ -487,22 +502,17 @@ private:
     line(1, "}");
   }
 
-  // One output row per block (rows_per_block 1: threads stride along the row, combined by warp
-  // shuffles) or rows_per_block consecutive rows per block (threads of a warp on neighbouring
-  // rows, so that a reduction over outer axes reads coalesced; combined in shared memory).
-  // Each row is walked once per pass (see ReducePasses): values are recomputed, and their
-  // loads hit the cache, rather than kept; a reduction's result is a row variable from the
-  // pass after the one that folds it.
-  void reduce_body() {
-    const ReducePasses rp = reduce_passes(k_);
-    const int bx = v_.rows_per_block;
-    struct Red {
-      int t;
-      OpCode op;
-      bool fl, arg;
-      const char* A;
-      std::string init;
-    };
+  // A reduction of the tape as the reduce emitters fold it: accumulators are double (floats) or
+  // long long (integers, argmax's index), as on the CPU reference.
+  struct Red {
+    int t;
+    OpCode op;
+    bool fl, arg;
+    const char* A;
+    std::string init;
+  };
+
+  std::vector<Red> reductions() const {
     std::vector<Red> reds;
     for (size_t t = 0; t < k_.tape.size(); ++t) {
       const TapeInst& in = k_.tape[t];
@@ -516,40 +526,59 @@ private:
         r.init = r.fl ? "k_inf()" : "9223372036854775807LL";
       reds.push_back(r);
     }
-    auto fold = [&](int ind, const Red& r, const std::string& acc, const std::string& arg,
-                    const std::string& x, const std::string& ix) {
-      switch (r.op) {
-      case OpCode::sum:
-      case OpCode::mean:
-        line(ind, r.fl ? fmt::format("{} += {};", acc, x)
-                       : fmt::format("{0} = k_add({0}, {1});", acc, x));
-        break;
-      case OpCode::max:
-        line(ind, fmt::format("k_fold_max({}, {});", acc, x));
-        break;
-      case OpCode::min:
-        line(ind, fmt::format("k_fold_min({}, {});", acc, x));
-        break;
-      default:
-        line(ind, fmt::format("k_fold_argmax({}, {}, {}, {});", acc, arg, x, ix));
-        break;
-      }
-    };
-    const int slots = bx == 1 ? 32 : kBlock; // shared accumulators per reduction
+    return reds;
+  }
+
+  // Folds x (element index ix, for argmax) into the accumulator acc (and its index arg).
+  void fold(int ind, const Red& r, const std::string& acc, const std::string& arg,
+            const std::string& x, const std::string& ix) {
+    switch (r.op) {
+    case OpCode::sum:
+    case OpCode::mean:
+      line(ind,
+           r.fl ? fmt::format("{} += {};", acc, x) : fmt::format("{0} = k_add({0}, {1});", acc, x));
+      break;
+    case OpCode::max:
+      line(ind, fmt::format("k_fold_max({}, {});", acc, x));
+      break;
+    case OpCode::min:
+      line(ind, fmt::format("k_fold_min({}, {});", acc, x));
+      break;
+    default:
+      line(ind, fmt::format("k_fold_argmax({}, {}, {}, {});", acc, arg, x, ix));
+      break;
+    }
+  }
+
+  // Reduction r's row value from its combined accumulator acc (index ia): the result stored in
+  // its dtype and read back, as an unfused kernel would load it.
+  std::string row_value(const Red& r, const std::string& acc, const std::string& ia) const {
+    const TapeInst& in = k_.tape[r.t];
+    std::string value = r.arg                   ? cg::from_i64(in.dtype, ia)
+                        : !r.fl                 ? cg::from_i64(in.dtype, acc)
+                        : in.op == OpCode::mean ? cg::from_double(in.dtype, acc + " / (double)R")
+                                                : cg::from_double(in.dtype, acc);
+    return cg::load_cvt(in.dtype, value);
+  }
+
+  // Row layout (rows_per_block 1): one output row per block, threads stride along the row,
+  // partial accumulators combined by warp shuffles. Each row is walked once per pass (see
+  // ReducePasses): values are recomputed, and their loads hit the cache, rather than kept
+  // (except cached_vecs); a reduction's result is a row variable from the pass after the one
+  // that folds it. Reductions that keep the innermost dim take column_body().
+  void reduce_body() {
+    if (v_.rows_per_block > 1) return column_body();
+    const ReducePasses rp = reduce_passes(k_);
+    const int bx = 1;
+    const std::vector<Red> reds = reductions();
     for (const Red& r : reds) {
-      line(1, fmt::format("__shared__ {} k_s{}[{}];", r.A, r.t, slots));
-      if (r.arg) line(1, fmt::format("__shared__ long long k_sa{}[{}];", r.t, slots));
+      line(1, fmt::format("__shared__ {} k_s{}[32];", r.A, r.t));
+      if (r.arg) line(1, fmt::format("__shared__ long long k_sa{}[32];", r.t));
     }
     line(1, "const idx_t O = (idx_t)p.O, R = (idx_t)p.R;");
-    if (bx == 1) {
-      line(1, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x "
-              ">> 5;");
-      line(1, "const int tx = 0, ty = threadIdx.x, by = blockDim.x;");
-    } else {
-      line(1, fmt::format("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0}, by = "
-                          "blockDim.x / {0};",
-                          bx));
-    }
+    line(1, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x "
+            ">> 5;");
+    line(1, "const int tx = 0, ty = threadIdx.x, by = blockDim.x;");
     line(1, fmt::format("for (idx_t ob = (idx_t)blockIdx.x * {0}; ob < O; ob += (idx_t)gridDim.x * "
                         "{0}) {{",
                         bx));
@@ -650,7 +679,7 @@ private:
         line(2, "}");
       }
       for (const Red& r : reds)
-        if (rp.level[k_.tape[r.t].a] == pass) combine(2, r.t, r.A, r.init, r.arg, bx, fold, r);
+        if (rp.level[k_.tape[r.t].a] == pass) combine(2, r);
     }
     for (size_t j = 0; j < pl_.out.size(); ++j)
       if (k_.outputs[j].reduced)
@@ -659,67 +688,283 @@ private:
     line(1, "}");
   }
 
-  // Combines the block's partial accumulators of reduction t into every thread's row value
-  // v<t>: the result stored in its dtype and read back, as an unfused kernel would load it.
-  template <class Fold, class Red>
-  void combine(int ind, int t, const char* A, const std::string& init, bool arg, int bx,
-               const Fold& fold, const Red& r) {
+  // Combines the block's partial accumulators of reduction r (row layout: warp shuffles, then
+  // the warps' results through shared memory) into every thread's row value v<t>.
+  void combine(int ind, const Red& r) {
+    const int t = r.t;
+    const bool arg = r.arg;
     const std::string acc = fmt::format("acc{}", t), ia = fmt::format("arg{}", t);
     const std::string sacc = fmt::format("k_s{}", t), sarg = fmt::format("k_sa{}", t);
-    if (bx == 1) {
-      auto warp_reduce = [&](int in) {
-        line(in, "for (int s = 16; s > 0; s >>= 1) {");
-        line(in + 1, fmt::format("const {} b = __shfl_down_sync(0xffffffffu, {}, s);", A, acc));
-        if (arg)
-          line(in + 1,
-               fmt::format("const long long ib = __shfl_down_sync(0xffffffffu, {}, s);", ia));
-        fold(in + 1, r, acc, ia, "b", "ib");
-        line(in, "}");
-      };
-      warp_reduce(ind);
-      line(ind, "if (lane == 0) {");
-      line(ind + 1, fmt::format("{}[warp] = {};", sacc, acc));
-      if (arg) line(ind + 1, fmt::format("{}[warp] = {};", sarg, ia));
-      line(ind, "}");
-      line(ind, "__syncthreads();");
-      line(ind, "if (warp == 0) {");
-      line(ind + 1, fmt::format("{} = lane < nwarps ? {}[lane] : {};", acc, sacc, init));
-      if (arg) line(ind + 1, fmt::format("{} = lane < nwarps ? {}[lane] : -1;", ia, sarg));
-      warp_reduce(ind + 1);
-      line(ind + 1, "if (lane == 0) {");
-      line(ind + 2, fmt::format("{}[0] = {};", sacc, acc));
-      if (arg) line(ind + 2, fmt::format("{}[0] = {};", sarg, ia));
-      line(ind + 1, "}");
-      line(ind, "}");
-      line(ind, "__syncthreads();");
-      line(ind, fmt::format("{} = {}[0];", acc, sacc));
-      if (arg) line(ind, fmt::format("{} = {}[0];", ia, sarg));
-    } else {
-      line(ind, fmt::format("{}[threadIdx.x] = {};", sacc, acc));
-      if (arg) line(ind, fmt::format("{}[threadIdx.x] = {};", sarg, ia));
-      line(ind, "__syncthreads();");
-      line(ind, "if (ty == 0) {");
-      line(ind + 1, fmt::format("for (int y = 1; y < by; ++y) {{"));
-      line(ind + 2, fmt::format("const {} b = {}[y * {} + tx];", A, sacc, bx));
-      if (arg) line(ind + 2, fmt::format("const long long ib = {}[y * {} + tx];", sarg, bx));
-      fold(ind + 2, r, acc, ia, "b", "ib");
-      line(ind + 1, "}");
-      line(ind + 1, fmt::format("{}[tx] = {};", sacc, acc));
-      if (arg) line(ind + 1, fmt::format("{}[tx] = {};", sarg, ia));
-      line(ind, "}");
-      line(ind, "__syncthreads();");
-      line(ind, fmt::format("{} = {}[tx];", acc, sacc));
-      if (arg) line(ind, fmt::format("{} = {}[tx];", ia, sarg));
-    }
-    const TapeInst& in = k_.tape[t];
-    std::string value = arg                     ? cg::from_i64(in.dtype, ia)
-                        : !r.fl                 ? cg::from_i64(in.dtype, acc)
-                        : in.op == OpCode::mean ? cg::from_double(in.dtype, acc + " / (double)R")
-                                                : cg::from_double(in.dtype, acc);
-    line(ind, fmt::format("const {} v{} = {};", cg::ct_name(in.dtype), t,
-                          cg::load_cvt(in.dtype, value)));
+    auto warp_reduce = [&](int in) {
+      line(in, "for (int s = 16; s > 0; s >>= 1) {");
+      line(in + 1, fmt::format("const {} b = __shfl_down_sync(0xffffffffu, {}, s);", r.A, acc));
+      if (arg)
+        line(in + 1, fmt::format("const long long ib = __shfl_down_sync(0xffffffffu, {}, s);", ia));
+      fold(in + 1, r, acc, ia, "b", "ib");
+      line(in, "}");
+    };
+    warp_reduce(ind);
+    line(ind, "if (lane == 0) {");
+    line(ind + 1, fmt::format("{}[warp] = {};", sacc, acc));
+    if (arg) line(ind + 1, fmt::format("{}[warp] = {};", sarg, ia));
+    line(ind, "}");
+    line(ind, "__syncthreads();");
+    line(ind, "if (warp == 0) {");
+    line(ind + 1, fmt::format("{} = lane < nwarps ? {}[lane] : {};", acc, sacc, r.init));
+    if (arg) line(ind + 1, fmt::format("{} = lane < nwarps ? {}[lane] : -1;", ia, sarg));
+    warp_reduce(ind + 1);
+    line(ind + 1, "if (lane == 0) {");
+    line(ind + 2, fmt::format("{}[0] = {};", sacc, acc));
+    if (arg) line(ind + 2, fmt::format("{}[0] = {};", sarg, ia));
+    line(ind + 1, "}");
+    line(ind, "}");
+    line(ind, "__syncthreads();");
+    line(ind, fmt::format("{} = {}[0];", acc, sacc));
+    if (arg) line(ind, fmt::format("{} = {}[0];", ia, sarg));
+    line(ind, fmt::format("const {} v{} = {};", cg::ct_name(k_.tape[t].dtype), t,
+                          row_value(r, acc, ia)));
   }
 
+  // Column layout (rows_per_block = bx > 1): the innermost dim is kept, so the reduced axes are
+  // outer ones (sum over the first axis, x - mean(x, 0), softmax(x, 0)) and neighbouring output
+  // rows ("columns") are neighbouring addresses. bx threads of a block sit side by side along
+  // the columns, each owning V of them: V consecutive columns read as one 16-byte vector per
+  // operand in the vec variant (V = elems_per_vec), else V = 1. The block's by = blockDim / bx
+  // threads stack down the reduced axis; their partial accumulators are combined in shared
+  // memory.
+  //
+  // Why this shape (measured on the H100: the former one-column-per-thread loop reached 43% of
+  // copy bandwidth for a sum over the first axis of 16384 x 16384 f32): HBM3 needs some 40-64
+  // KB of loads in flight per SM, and a block owns only bx * V columns (no other block helps
+  // with them: one kernel, no workspace), so 16384 columns are 512 blocks of 256 threads, four
+  // per SM. The old `#pragma unroll 4` did not help: the loop's `r < R` test sits between the
+  // unrolled loads and ptxas never hoists a global load above a branch, so each thread had one
+  // 4-byte load in flight (~4 KB per SM). Now each thread takes U rows per step and issues all
+  // their loads before any of their arithmetic (the step's condition proves all U rows exist;
+  // a plain loop takes the rest): U = 4 vectors of 16 bytes are 64 bytes per thread, 64 KB per
+  // SM at four blocks. A warp reads 32 / bx rows of bx * V * itemsize = 128 contiguous bytes
+  // each (whole cache lines) in the vec variant; without vectors (misaligned views, kept
+  // extents not a multiple of V, operands not of stride 1 along the columns) bx = 32 threads
+  // read 32 columns and U = 8 rows per step.
+  void column_body() {
+    const ReducePasses rp = reduce_passes(k_);
+    const std::vector<Red> reds = reductions();
+    const int bx = v_.rows_per_block, V = column_vec(k_, v_), U = column_rows_per_step(k_, v_);
+    const int C = bx * V, last_kept = pl_.nkept - 1;
+    // Input j is read as a vector of V columns when it moves along them (stride 1, checked by
+    // choose_variant), as one element shared by the V columns when it is constant along them.
+    auto vload = [&](size_t j) {
+      const std::vector<int>& dims = pl_.in[j].dims;
+      return V > 1 && pl_.in[j].mode == M::strided &&
+             std::find(dims.begin(), dims.end(), last_kept) != dims.end();
+    };
+    auto E = [&](const std::string& name) { return V > 1 ? name + "[e]" : name; };
+    bool flat_index = false;
+    for (const TapeInst& in : k_.tape)
+      flat_index |=
+          in.op == OpCode::iota || in.op == OpCode::rand_uniform || in.op == OpCode::rand_normal;
+    // Two buffers per reduction when V > 1: column e + 1 writes one while column e is read.
+    const int nbuf = V > 1 ? 2 : 1;
+    for (const Red& r : reds) {
+      line(1, fmt::format("__shared__ {} k_s{}[{}];", r.A, r.t, nbuf * kBlock));
+      if (r.arg) line(1, fmt::format("__shared__ long long k_sa{}[{}];", r.t, nbuf * kBlock));
+    }
+    line(1, "const idx_t O = (idx_t)p.O, R = (idx_t)p.R;");
+    line(1, fmt::format("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0}, by = "
+                        "blockDim.x / {0};",
+                        bx));
+    line(1, fmt::format("for (idx_t ob = (idx_t)blockIdx.x * {0}; ob < O; ob += (idx_t)gridDim.x * "
+                        "{0}) {{",
+                        C));
+    line(2, V > 1 ? fmt::format("const idx_t o = ob + tx * {}; // the first of {} columns", V, V)
+                  : std::string("const idx_t o = ob + tx;"));
+    line(2, "const bool valid = o < O;");
+    declare_offsets(2, "ki", nullptr, "ko");
+    if (pl_.nkept > 0) {
+      line(2, "if (valid)");
+      unravel(2, "o", 0, pl_.nkept, "ki", "ko");
+    }
+    // The row values of the reductions combined so far, per column.
+    std::vector<const Red*> known;
+    auto row_values = [&](int ind) {
+      if (V == 1) return; // v<t> are declared where they are combined
+      for (const Red* r : known)
+        line(ind,
+             fmt::format("const {0} v{1} = k_v{1}[e];", cg::ct_name(k_.tape[r->t].dtype), r->t));
+    };
+    for (int pass = 0; pass < rp.passes; ++pass) {
+      std::vector<const Red*> now; // folded in this pass
+      for (const Red& r : reds)
+        if (rp.level[k_.tape[r.t].a] == pass) now.push_back(&r);
+      for (const Red* r : now) {
+        line(2, V > 1 ? fmt::format("{} acc{}[{}];", r->A, r->t, V)
+                      : fmt::format("{} acc{} = {};", r->A, r->t, r->init));
+        if (r->arg)
+          line(2, V > 1 ? fmt::format("long long arg{}[{}];", r->t, V)
+                        : fmt::format("long long arg{} = -1;", r->t));
+      }
+      if (V > 1 && !now.empty()) {
+        line(2, "#pragma unroll");
+        line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
+        for (const Red* r : now) {
+          line(3, fmt::format("acc{}[e] = {};", r->t, r->init));
+          if (r->arg) line(3, fmt::format("arg{}[e] = -1;", r->t));
+        }
+        line(2, "}");
+      }
+      bool stores = false;
+      for (size_t j = 0; j < pl_.out.size(); ++j)
+        stores |= !k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass;
+      // `u` rows from row rb + u * by: offsets and loads of all of them, then their elements.
+      auto rows = [&](int ind, int u_count) {
+        for (int u = 0; u < u_count; ++u) {
+          const std::string in_var = fmt::format("u{}oi", u), out_var = fmt::format("u{}oo", u);
+          declare_offsets(ind, in_var.c_str(), "ki", stores ? out_var.c_str() : nullptr, "ko");
+          unravel(ind, u ? fmt::format("rb + {} * by", u) : "rb", pl_.nkept, pl_.rank, in_var,
+                  stores ? out_var : "");
+        }
+        for (int u = 0; u < u_count; ++u)
+          for (size_t j = 0; j < pl_.in.size(); ++j) {
+            if (pl_.in[j].mode == M::scalar) continue; // unused loads are dead code
+            const char* st = cg::st_name(k_.inputs[j].dtype);
+            if (vload(j))
+              line(ind, fmt::format("const k_vec<{0}, {1}> u{2}x{3} = *reinterpret_cast<const "
+                                    "k_vec<{0}, {1}>*>(p.in{3} + u{2}oi{3});",
+                                    st, V, u, j));
+            else
+              line(ind, fmt::format("const {0} u{1}x{2} = p.in{2}[u{1}oi{2}];", st, u, j));
+          }
+        for (int u = 0; u < u_count; ++u) {
+          line(ind, "{");
+          const int in = ind + 1;
+          if (flat_index ||
+              std::any_of(now.begin(), now.end(), [](const Red* r) { return r->arg; }))
+            line(in, u ? fmt::format("const idx_t r = rb + {} * by;", u) : "const idx_t r = rb;");
+          for (size_t j = 0; j < pl_.out.size(); ++j)
+            if (V > 1 && !k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
+              line(in, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), V, j));
+          int ein = in;
+          if (V > 1) {
+            line(in, "#pragma unroll");
+            line(in, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
+            ein = in + 1;
+          }
+          if (flat_index) // iota and random numbers: the flat index in (kept, reduced) order
+            line(ein, V > 1 ? "const idx_t i = (o + e) * R + r;" : "const idx_t i = o * R + r;");
+          row_values(ein);
+          tape(
+              ein,
+              [&](int j) {
+                if (pl_.in[j].mode == M::scalar) return fmt::format("p.in{}[0]", j);
+                return vload(j) ? fmt::format("u{}x{}.v[e]", u, j) : fmt::format("u{}x{}", u, j);
+              },
+              rp.level.data(), pass);
+          for (const Red* r : now)
+            fold(ein, *r, E(fmt::format("acc{}", r->t)), E(fmt::format("arg{}", r->t)),
+                 fmt::format("({})v{}", r->A, k_.tape[r->t].a), "(long long)r");
+          for (size_t j = 0; j < pl_.out.size(); ++j) {
+            const KernelOutput& o = k_.outputs[j];
+            if (o.reduced || rp.level[o.value] != pass) continue;
+            line(ein, V > 1 ? fmt::format("y{}.v[e] = {};", j, stored(j))
+                            : fmt::format("p.out{}[u{}oo{}] = {};", j, u, j, stored(j)));
+          }
+          if (V > 1) {
+            line(in, "}");
+            for (size_t j = 0; j < pl_.out.size(); ++j)
+              if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
+                line(in, fmt::format("*reinterpret_cast<k_vec<{0}, {1}>*>(p.out{2} + u{3}oo{2}) = "
+                                     "y{2};",
+                                     cg::st_name(k_.outputs[j].dtype), V, j, u));
+          }
+          line(ind, "}");
+        }
+      };
+      line(2, pass == 0 ? "idx_t rb = ty;" : "rb = ty;");
+      line(2, fmt::format("for (; valid && rb + {} * by < R; rb += {} * by) {{", U - 1, U));
+      rows(3, U);
+      line(2, "}");
+      line(2, "for (; valid && rb < R; rb += by) {");
+      rows(3, 1);
+      line(2, "}");
+      if (!now.empty()) column_combine(2, now, V, bx);
+      for (const Red* r : now) known.push_back(r);
+    }
+    bool per_row = false;
+    for (const KernelOutput& o : k_.outputs) per_row |= o.reduced;
+    if (per_row) {
+      line(2, "if (ty == 0 && valid) {");
+      int in = 3;
+      if (V > 1) {
+        line(3, "#pragma unroll");
+        line(3, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
+        in = 4;
+        row_values(in);
+      }
+      for (size_t j = 0; j < pl_.out.size(); ++j)
+        if (k_.outputs[j].reduced)
+          line(in, fmt::format("p.out{}[o{}] = {};", j, V > 1 ? " + e" : "", stored(j)));
+      if (V > 1) line(3, "}");
+      line(2, "}");
+    }
+    line(2, "__syncthreads(); // the shared accumulators are reused by the next columns");
+    line(1, "}");
+  }
+
+  // Combines the partial accumulators of the reductions `rs` (folded in the same pass) of the
+  // column layout through shared memory: every thread writes its own, thread ty = 0 of each
+  // column folds the by of them in order of ty, and every thread reads the column's result.
+  // With V columns per thread, column e uses buffer e % 2, so that writing column e + 1 cannot
+  // race with the reads of column e (the barrier between them orders e + 2's writes).
+  void column_combine(int ind, const std::vector<const Red*>& rs, int V, int bx) {
+    int in = ind;
+    if (V > 1) {
+      line(ind, "#pragma unroll");
+      line(ind, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
+      in = ind + 1;
+      line(in, fmt::format("const int sb = (e & 1) * {};", kBlock));
+    }
+    const std::string sb = V > 1 ? "sb + " : "";
+    const std::string el = V > 1 ? "[e]" : "";
+    auto acc = [&](const Red* r) { return fmt::format("acc{}{}", r->t, el); };
+    auto arg = [&](const Red* r) { return fmt::format("arg{}{}", r->t, el); };
+    for (const Red* r : rs) {
+      line(in, fmt::format("k_s{}[{}threadIdx.x] = {};", r->t, sb, acc(r)));
+      if (r->arg) line(in, fmt::format("k_sa{}[{}threadIdx.x] = {};", r->t, sb, arg(r)));
+    }
+    line(in, "__syncthreads();");
+    line(in, "if (ty == 0) {");
+    line(in + 1, "for (int y = 1; y < by; ++y) {");
+    for (const Red* r : rs) {
+      line(in + 2, fmt::format("const {} b{} = k_s{}[{}y * {} + tx];", r->A, r->t, r->t, sb, bx));
+      if (r->arg)
+        line(in + 2,
+             fmt::format("const long long ib{} = k_sa{}[{}y * {} + tx];", r->t, r->t, sb, bx));
+      fold(in + 2, *r, acc(r), arg(r), fmt::format("b{}", r->t), fmt::format("ib{}", r->t));
+    }
+    line(in + 1, "}");
+    for (const Red* r : rs) {
+      line(in + 1, fmt::format("k_s{}[{}tx] = {};", r->t, sb, acc(r)));
+      if (r->arg) line(in + 1, fmt::format("k_sa{}[{}tx] = {};", r->t, sb, arg(r)));
+    }
+    line(in, "}");
+    line(in, "__syncthreads();");
+    for (const Red* r : rs) {
+      line(in, fmt::format("{} = k_s{}[{}tx];", acc(r), r->t, sb));
+      if (r->arg) line(in, fmt::format("{} = k_sa{}[{}tx];", arg(r), r->t, sb));
+    }
+    if (V > 1) line(ind, "}");
+    for (const Red* r : rs) {
+      const char* ct = cg::ct_name(k_.tape[r->t].dtype);
+      if (V == 1) {
+        line(ind, fmt::format("const {} v{} = {};", ct, r->t, row_value(*r, acc(r), arg(r))));
+        continue;
+      }
+      line(ind, fmt::format("{} k_v{}[{}];", ct, r->t, V));
+      line(ind, "#pragma unroll");
+      line(ind, fmt::format("for (int e = 0; e < {}; ++e) k_v{}[e] = {};", V, r->t,
+                            row_value(*r, acc(r), arg(r))));
+    }
+  }
   const FusedKernel& k_;
   const CudaVariant& v_;
   const CgPlan& pl_;
@@ -761,6 +1006,35 @@ bool reduce_vec_ok(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int ro
   for (const KernelOutput& o : k.outputs)
     if (!o.reduced && (!out_contiguous(k, o) || !aligned16(slot_base, o.slot, o.offset, o.dtype)))
       return false;
+  return any;
+}
+
+// Vector accesses along the columns of the column layout (the innermost dim L is kept, some
+// outer dim reduced): every memory operand either moves along L with stride 1 from a 16-byte
+// aligned base with all its other strides multiples of V (so each thread's V columns, which
+// start at a multiple of V along L, are one aligned vector at every row), or, for inputs, is
+// constant along L (one element serves the V columns); the extent of L is a multiple of V, so
+// V columns never straddle two runs of L. At least one input is read as vectors.
+bool column_vec_ok(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
+  const int last = k.shape.size() - 1;
+  if (last < 0 || k.reduce_axes == 0 || (k.reduce_axes & (1u << last))) return false;
+  const int V = elems_per_vec(k);
+  if (k.shape[last] % V != 0) return false;
+  auto vector_ok = [&](const Shape& strides, int slot, int64_t offset, DType dt) {
+    if (strides[last] != 1) return false;
+    for (int d = 0; d < last; ++d)
+      if (strides[d] % V != 0) return false;
+    return aligned16(slot_base, slot, offset, dt);
+  };
+  bool any = false;
+  for (const KernelInput& in : k.inputs) {
+    if (in.cls == IndexClass::scalar) continue;
+    if (in.cls == IndexClass::strided && in.strides[last] == 0) continue; // one element
+    if (!vector_ok(in.strides, in.slot, in.offset, in.dtype)) return false;
+    any = true;
+  }
+  for (const KernelOutput& o : k.outputs)
+    if (!o.reduced && !vector_ok(o.strides, o.slot, o.offset, o.dtype)) return false;
   return any;
 }
 
@@ -815,11 +1089,25 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
   for (const KernelOutput& o : k.outputs)
     if (!o.reduced) fits &= reach(k.shape, o.strides) <= kMax32;
   v.index32 = fits;
-  // A reduction over outer axes (the innermost dim is kept) puts neighbouring rows on
-  // neighbouring threads, so that a warp's loads are coalesced.
+  // A reduction over outer axes (the innermost dim is kept) takes the column layout:
+  // neighbouring output rows on neighbouring threads, so that a warp's loads are coalesced,
+  // with V columns per thread read as 16-byte vectors where column_vec_ok allows. bx threads
+  // along the columns: 8 with vectors (8 x 16 bytes: a warp reads whole 128-byte lines of 4
+  // rows), else 32; fewer when there are fewer columns, so that the rest of the block goes down
+  // the reduced axis (never 1, which is the row layout).
   if (k.kind == FusedKernel::Kind::reduce && k.shape.size() > 0) {
-    int last = k.shape.size() - 1;
-    if (!(k.reduce_axes & (1u << last)) && k.shape[last] > 1) v.rows_per_block = 32;
+    const int last = k.shape.size() - 1;
+    if (!(k.reduce_axes & (1u << last)) && k.shape[last] > 1) {
+      v.vec = column_vec_ok(k, slot_base);
+      const int V = v.vec ? elems_per_vec(k) : 1;
+      int64_t O = 1;
+      for (int d = 0; d <= last; ++d)
+        if (!(k.reduce_axes & (1u << d))) O *= k.shape[d];
+      int bx = v.vec ? 8 : 32;
+      while (bx > 2 && int64_t(bx / 2) * V >= O) bx /= 2;
+      v.rows_per_block = bx;
+      return v;
+    }
   }
   if (k.kind == FusedKernel::Kind::reduce) {
     v.vec = reduce_vec_ok(k, slot_base, v.rows_per_block);
@@ -889,13 +1177,16 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     int64_t O = static_cast<int64_t>(pl.fields[0].bits),
             R = static_cast<int64_t>(pl.fields[1].bits);
     const int bx = v.rows_per_block;
-    // rows_per_block rows per block (grid-stride over rows); each row gets as many threads as
-    // it has elements, up to the block size (at least a warp).
+    // Row layout: one row per block (grid-stride over rows); it gets as many threads as it has
+    // elements (vectors), up to the block size (at least a warp). Column layout: bx threads
+    // along bx * V columns, the rest of the block down the reduced axis while each thread still
+    // gets a whole step of rows (more threads would only run the one-row loop).
     int by = 1;
-    const int64_t per_thread = v.vec ? elems_per_vec(k) : 1;
+    const int64_t per_thread = bx > 1 ? column_rows_per_step(k, v) : v.vec ? elems_per_vec(k) : 1;
     while (bx * by < kBlock && by * per_thread < R) by *= 2;
     l.block = static_cast<uint32_t>(std::max(32, bx * by));
-    int64_t row_blocks = (O + bx - 1) / bx;
+    const int64_t cols = int64_t(bx) * column_vec(k, v);
+    int64_t row_blocks = (O + cols - 1) / cols;
     l.grid =
         static_cast<uint32_t>(std::min<int64_t>(row_blocks, int64_t(sms) * (2048 / l.block) * 2));
     return l;

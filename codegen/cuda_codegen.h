@@ -29,9 +29,13 @@ struct CudaTarget {
 
 /// Size/alignment-dependent choices, decided per launch and part of the key.
 struct CudaVariant {
-  bool index32 = true;    // every index fits in int32
-  bool vec = false;       // 16-byte vector loads/stores (all operands contiguous and aligned)
-  int rows_per_block = 1; // reduce: output rows per block (32 when the innermost dim is kept)
+  bool index32 = true; // every index fits in int32
+  bool vec = false;    // 16-byte vector loads/stores (all operands contiguous and aligned;
+                       // column layout: along the kept innermost dim, V columns per thread)
+  // Reduce: 1 = the row layout (one output row per block); > 1 = the column layout (the
+  // innermost dim is kept): this many threads side by side along the output rows ("columns"),
+  // each owning one of them, or elems_per_vec consecutive ones with vec.
+  int rows_per_block = 1;
   // Elementwise over a transposed read: inputs in `tile_inputs` (a mask) have stride 1 along
   // dim `tile_dim` rather than the last dim; 32x32 tiles of them go through shared memory so
   // that both their reads and the output's writes are coalesced. -1: no tiling.

@@ -117,6 +117,13 @@ void float_ops(DType dt) {
          red(z, {0, 2}, false), red(exp(x) * y, {1}, false));
   }
   eval(argmax(x, 1), argmax(x, 0), argmax(x), argmax(x * y, 1, true));
+  // Column layouts with whole vectors of every dtype's width (64 columns), a row slice (its
+  // base moves by one row: still aligned) and a 3-d reduction over the middle axis.
+  Tensor c = randn({9, 64}, dt), w = randn({9, 1}, dt), c3 = randn({4, 5, 16}, dt);
+  eval(c, w, c3);
+  eval(sum(c, {0}), mean(exp(c) * w, {0}, true), max(c, {0}), min(c, {0}), argmax(c, 0),
+       c - mean(c, {0}, true), softmax(c, 0), log_softmax(c, 0), sum(slice(c, 0, 1, 9), {0}),
+       sum(c3, {1}), c3 - max(c3, {0, 1}, true));
 }
 
 void int_ops(DType dt) {
@@ -129,7 +136,9 @@ void int_ops(DType dt) {
   eval(where(a > b, a, b), eq(a, b), lt(a, 0), cast(a, DType::f32), cast(a, DType::f16),
        cast(a, DType::boolean), cast(a, DType::i32), cast(a, DType::i64), cast(a, DType::f64));
   eval(sum(a), sum(a, {1}), sum(a, {0}, true), max(a, {1}), min(a, {0}), argmax(a, 1), argmax(a));
-  eval(a * 0.5, a / 3); // promotes to float
+  eval(a * 0.5, a / 3);           // promotes to float
+  Tensor c = reshape(a, {5, 16}); // column layouts with vectors
+  eval(sum(c, {0}), max(c, {0}, true) - c, argmax(c, 0), min(c, {0}));
 }
 
 void bool_ops() {
@@ -139,6 +148,9 @@ void bool_ops() {
   eval(logical_and(a, b), logical_or(a, b), logical_not(a), a + b, a * b, where(a, x, y),
        cast(a, DType::f32), cast(a, DType::i64), eq(a, b), sum(a), sum(a, {1}), max(a, {0}),
        argmax(a, 1), a + 1);
+  Tensor c = randn({3, 16}) > 0;
+  eval(c);
+  eval(sum(c, {0}), max(c, {0}), argmax(c, 0));
 }
 
 void view_ops() {
@@ -224,14 +236,27 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
   std::map<std::string, FusedKernel> unique;
   for (const FusedKernel& k : all) unique.emplace(kernel_key(k), k);
   // Every structure once for sm_90 (the vec variant where it applies, else 32-bit indices);
-  // every 8th also with 64-bit indices; about 20 for sm_80.
+  // every 8th also with 64-bit indices; about 20 for sm_80. Reductions also with the variant
+  // a launch on 16-byte aligned buffers chooses (row or column layout, vectors, cached rows),
+  // every 4th of those for sm_80 too.
   std::vector<Job> jobs;
   std::map<std::string, bool> seen;
-  int sm80 = 0, n = 0;
+  int sm80 = 0, n = 0, nred = 0;
+  const std::vector<void*> aligned_bases(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
   for (auto& [key, k] : unique) {
     std::vector<std::pair<CudaVariant, int>> todo = {{{true, vec_possible(k)}, 90}};
     if (n % 8 == 0) todo.push_back({{false, false}, 90});
     if (n % 20 == 0) todo.push_back({{true, false}, 80}), ++sm80;
+    if (k.kind == FusedKernel::Kind::reduce) {
+      CudaVariant chosen = choose_variant(k, aligned_bases);
+      todo.push_back({chosen, 90});
+      if (nred++ % 4 == 0) todo.push_back({chosen, 80}), ++sm80;
+      if (chosen.rows_per_block > 1) { // the column layout without vectors, 64-bit indices
+        chosen.vec = false;
+        chosen.index32 = false;
+        todo.push_back({chosen, 90});
+      }
+    }
     ++n;
     for (auto& [v, arch] : todo) {
       CudaKernelSource src = render_cuda(k, v, target(arch));
@@ -337,6 +362,10 @@ TEST_F(Codegen, GoldenSources) {
   FusedKernel tcopy = kernel_of([&] { return contiguous(transpose(m, 0, 1)); });
   FusedKernel smax = kernel_of([&] { return softmax(m, 1); });
   FusedKernel center = kernel_of([&] { return m - mean(m, {0}, true); });
+  FusedKernel colsum = kernel_of([&] { return sum(m, {0}); });
+  Tensor hm = cast(m, DType::bf16);
+  eval(hm);
+  FusedKernel hsoft = kernel_of([&] { return softmax(hm, 0); });
   Tensor w = randn({32}), b = randn({32});
   eval(w, b);
   FusedKernel ln = kernel_of([&] { return layer_norm(m, w, b); });
@@ -356,6 +385,9 @@ TEST_F(Codegen, GoldenSources) {
                {"transpose_copy_f32", tcopy, {true, false, 1, 0, 1u}},
                {"softmax_rows_f32", smax, {true, false, 1}},
                {"center_cols_f32", center, {true, false, 32}},
+               {"center_cols_f32_vec", center, {true, true, 8}},
+               {"colsum_f32_vec", colsum, {true, true, 8}},
+               {"softmax_cols_bf16_vec", hsoft, {true, true, 8}},
                {"layer_norm_f32_vec", ln, {true, true, 1}},
                {"softmax_rows_f32_cached", smax, {true, true, 1, -1, 0, 8}}};
   for (const Case& c : cases) {
@@ -496,6 +528,64 @@ TEST_F(Codegen, LaunchShapes) {
   EXPECT_FALSE(choose_variant(big, misaligned).vec);
   EXPECT_TRUE(choose_variant(big, aligned).index32);
   EXPECT_FALSE(choose_variant(rows, aligned).vec);
+}
+
+// The column layout (reductions over outer axes): vectors along the kept innermost dim where
+// every operand allows them, bx threads along the columns, the rest of the block down the
+// reduced axis, one block per bx * V columns.
+TEST_F(Codegen, ColumnLayoutVariantsAndLaunchShapes) {
+  Tensor m = randn({64, 64}), w = randn({64, 1}), odd = randn({37, 3}), one = randn({37, 1});
+  Tensor h = cast(randn({16, 64}), DType::bf16);
+  eval(m, w, odd, one, h);
+  FusedKernel colsum = kernel_of([&] { return sum(m, {0}); });
+  FusedKernel center = kernel_of([&] { return m - mean(m, {0}, true); });
+  FusedKernel weighted = kernel_of([&] { return sum(m * w, {0}); }); // w: constant along columns
+  FusedKernel sliced = kernel_of([&] { return sum(slice(m, 1, 1, 64), {0}); });
+  FusedKernel odds = kernel_of([&] { return sum(odd, {0}); });
+  FusedKernel ones = kernel_of([&] { return sum(one, {0}); });
+  FusedKernel hsum = kernel_of([&] { return sum(h, {0}); });
+  std::vector<char> mem(1024);
+  char* al =
+      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
+  std::vector<void*> aligned(8, al), misaligned(8, al + 4);
+  CudaTarget t = target();
+
+  CudaVariant v = choose_variant(colsum, aligned);
+  EXPECT_TRUE(v.vec);
+  EXPECT_EQ(v.rows_per_block, 8);
+  EXPECT_TRUE(choose_variant(center, aligned).vec);
+  EXPECT_TRUE(choose_variant(weighted, aligned).vec);
+  EXPECT_TRUE(choose_variant(hsum, aligned).vec); // 8 bf16 columns per thread
+  EXPECT_FALSE(choose_variant(colsum, misaligned).vec);
+  EXPECT_EQ(choose_variant(colsum, misaligned).rows_per_block, 32);
+  EXPECT_FALSE(choose_variant(sliced, aligned).vec); // 63 columns from element 1
+  EXPECT_FALSE(choose_variant(odds, aligned).vec);
+  EXPECT_EQ(choose_variant(odds, aligned).rows_per_block, 4); // 3 columns: 4 threads wide
+  EXPECT_EQ(choose_variant(ones, aligned).rows_per_block, 1); // one column: the row layout
+
+  // 64 x 64: 8 threads x 4 columns = 32 columns per block, 2 blocks; 64 rows of 4 per step.
+  CudaLaunch l = launch_for(colsum, v, t);
+  EXPECT_EQ(l.block, 128u);
+  EXPECT_EQ(l.grid, 2u);
+  // The benchmark's 16384 x 16384: 512 blocks of 256 threads.
+  FusedKernel big = colsum;
+  big.shape = {16384, 16384};
+  big.inputs[0].strides = {16384, 1};
+  CudaVariant bv = choose_variant(big, aligned);
+  EXPECT_TRUE(bv.vec);
+  l = launch_for(big, bv, t);
+  EXPECT_EQ(l.block, 256u);
+  EXPECT_EQ(l.grid, 512u);
+  // 37 x 3 without vectors: 4 threads along the columns, 8 rows each, one block.
+  l = launch_for(odds, choose_variant(odds, aligned), t);
+  EXPECT_EQ(l.block, 32u);
+  EXPECT_EQ(l.grid, 1u);
+  // An empty reduced axis still writes its outputs; no columns: nothing to launch.
+  FusedKernel empty_rows = colsum, no_cols = colsum;
+  empty_rows.shape = {0, 64};
+  no_cols.shape = {64, 0};
+  EXPECT_EQ(launch_for(empty_rows, choose_variant(empty_rows, aligned), t).grid, 2u);
+  EXPECT_EQ(launch_for(no_cols, {true, false, 32}, t).grid, 0u);
 }
 
 TEST_F(Codegen, CompileErrorReportsLogAndSavedSource) {

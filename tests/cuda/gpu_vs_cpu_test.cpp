@@ -215,6 +215,81 @@ TEST_F(GpuVsCpu, FusedNormalizationsRowsColumnsAndVectorRows) {
               [](std::vector<Tensor>& in) { return in[0] * 2 - sum(in[0], {0}, true); }, {i});
 }
 
+// The column layout (reductions over outer axes, codegen's column_body): V columns per thread
+// as 16-byte vectors where every operand is aligned, bx threads wide, U rows per step and a
+// one-row loop for the rest. Shapes that fit none of it: 1-4 columns, odd column counts,
+// row counts that are not a multiple of anything, no rows; views that misalign the columns
+// (a column slice from element 1), move the rows (a row slice), broadcast a weight along the
+// columns, or reduce a middle axis.
+TEST_F(GpuVsCpu, ColumnReductionsOddShapesAndViews) {
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 64}, {7, 3},    {37, 33},   {1000, 64},
+                                                {37, 8}, {5, 4},    {2, 2},     {129, 1024},
+                                                {0, 16}, {300, 96}, {4099, 40}, {3, 1}};
+  for (DType t : kFloat) {
+    const std::string dt = dtype_name(t);
+    for (auto [r, c] : shapes) {
+      auto x = host_tensor(random_values(r * c, 31, -4, 4), {r, c}, t);
+      std::string tag = dt + " " + std::to_string(r) + "x" + std::to_string(c);
+      expect_same(
+          "column sum " + tag, [](std::vector<Tensor>& in) { return sum(in[0], {0}); }, {x}, 4);
+      expect_same(
+          "center columns " + tag,
+          [](std::vector<Tensor>& in) { return in[0] - mean(in[0], {0}, true); }, {x}, 4);
+      if (r == 0) continue;
+      expect_same(
+          "column softmax " + tag, [](std::vector<Tensor>& in) { return softmax(in[0], 0); }, {x},
+          4);
+      expect_same("column argmax " + tag, [](std::vector<Tensor>& in) { return argmax(in[0], 0); },
+                  {x});
+      expect_same("column max epilogue " + tag,
+                  [](std::vector<Tensor>& in) { return max(in[0], {0}, true) - in[0]; }, {x});
+      expect_same("column min " + tag, [](std::vector<Tensor>& in) { return min(in[0], {0}); },
+                  {x});
+    }
+    auto y = host_tensor(random_values(41 * 65, 32, -4, 4), {41, 65}, t);
+    expect_same(
+        "misaligned columns " + dt,
+        [](std::vector<Tensor>& in) { return sum(slice(in[0], 1, 1, 65), {0}); }, {y}, 4);
+    expect_same(
+        "row slice " + dt,
+        [](std::vector<Tensor>& in) {
+          Tensor v = slice(slice(in[0], 1, 0, 64), 0, 1, 41);
+          return v - mean(v, {0}, true);
+        },
+        {y}, 4);
+    expect_same(
+        "weight along rows " + dt,
+        [](std::vector<Tensor>& in) {
+          Tensor v = slice(in[0], 1, 0, 64), w = slice(in[0], 1, 64, 65); // w: (41, 1)
+          return sum(v * w, {0}, true) + w;
+        },
+        {y}, 4);
+    auto z = host_tensor(random_values(6 * 50 * 16, 33, -4, 4), {6, 50, 16}, t);
+    expect_same(
+        "middle axis " + dt, [](std::vector<Tensor>& in) { return sum(in[0], {1}); }, {z}, 4);
+    expect_same(
+        "two outer axes " + dt,
+        [](std::vector<Tensor>& in) {
+          return in[0] - mean(in[0], {0, 1}, true);
+        },
+        {z}, 4);
+    expect_same("middle argmax " + dt, [](std::vector<Tensor>& in) { return argmax(in[0], 1); },
+                {z});
+  }
+  for (DType t : {DType::i32, DType::i64, DType::boolean}) {
+    for (auto [r, c] : shapes) {
+      auto x = host_tensor(random_values(r * c, 34, -100, 100), {r, c}, t);
+      std::string tag =
+          std::string(dtype_name(t)) + " " + std::to_string(r) + "x" + std::to_string(c);
+      expect_same("int column sum " + tag, [](std::vector<Tensor>& in) { return sum(in[0], {0}); },
+                  {x});
+      if (r == 0) continue;
+      expect_same("int column argmax " + tag,
+                  [](std::vector<Tensor>& in) { return argmax(in[0], 0); }, {x});
+    }
+  }
+}
+
 TEST_F(GpuVsCpu, HeldReductionsAndMultiOutputRows) {
   auto x = host_tensor(random_values(33 * 512, 25, -3, 3), {33, 512}, DType::f32);
   for (int axis : {0, 1}) {
