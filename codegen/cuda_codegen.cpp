@@ -378,10 +378,42 @@ private:
     for (size_t t = 0; t < k_.tape.size(); ++t) {
       const TapeInst& in = k_.tape[t];
       if (level && (is_reduction(in.op) || level[t] > max_level)) continue;
+      if (level && hoist_ && (*hoist_)[t]) continue; // a row constant, see row_constants()
       std::string e = in.op == OpCode::load ? cg::load_cvt(k_.inputs[in.a].dtype, load(in.a))
                                             : cg::inst_expr(k_, static_cast<int>(t));
       line(ind, fmt::format("const {} v{} = {};", cg::ct_name(in.dtype), t, e));
     }
+  }
+
+  // Row constants of a reduce kernel: values computed from constants and reductions only (not
+  // from loads, the element index or random numbers), such as layer_norm's 1 / sqrt(var + eps).
+  // They are emitted once per row, before the loop of the pass of their level, rather than per
+  // element: ptxas does not take a correctly rounded sqrt or division (branches to a slow path)
+  // out of the loop, and in bf16 layer_norm they were most of the per-element instructions.
+  std::vector<bool> row_constants() const {
+    std::vector<bool> c(k_.tape.size(), false);
+    for (size_t t = 0; t < k_.tape.size(); ++t) {
+      const TapeInst& in = k_.tape[t];
+      if (in.op == OpCode::constant || is_reduction(in.op)) {
+        c[t] = true;
+      } else if (in.op != OpCode::load && in.op != OpCode::iota && in.op != OpCode::rand_uniform &&
+                 in.op != OpCode::rand_normal) {
+        bool all = true;
+        for (int a : {in.a, in.b, in.c})
+          if (a >= 0) all = all && c[a];
+        c[t] = all;
+      }
+    }
+    return c;
+  }
+
+  // Declares the row constants (not the reductions: their values come from the combines) of
+  // level `pass`.
+  void row_constants_of(int ind, const std::vector<bool>& c, const ReducePasses& rp, int pass) {
+    for (size_t t = 0; t < k_.tape.size(); ++t)
+      if (c[t] && !is_reduction(k_.tape[t].op) && rp.level[t] == pass)
+        line(ind, fmt::format("const {} v{} = {};", cg::ct_name(k_.tape[t].dtype), t,
+                              cg::inst_expr(k_, static_cast<int>(t))));
   }
 
   std::string stored(size_t j) const {
@@ -519,7 +551,10 @@ private:
       if (!is_reduction(in.op)) continue;
       Red r{static_cast<int>(t),     in.op,   is_floating(k_.tape[in.a].dtype),
             in.op == OpCode::argmax, nullptr, "0"};
-      r.A = r.fl ? "double" : "long long"; // accumulator, as the CPU reference
+      // max/min/argmax are exact in the operand's compute type (float for f32/f16/bf16): no
+      // conversion to double and double compares per element. Sums accumulate in double.
+      const bool exact = r.op == OpCode::max || r.op == OpCode::min || r.arg;
+      r.A = !r.fl ? "long long" : exact && k_.tape[in.a].dtype != DType::f64 ? "float" : "double";
       if (r.op == OpCode::max || r.arg)
         r.init = r.fl ? "-k_inf()" : "-9223372036854775807LL - 1";
       else if (r.op == OpCode::min)
@@ -569,6 +604,8 @@ private:
   void reduce_body() {
     if (v_.rows_per_block > 1) return column_body();
     const ReducePasses rp = reduce_passes(k_);
+    const std::vector<bool> consts = row_constants();
+    hoist_ = &consts;
     const int bx = 1;
     const std::vector<Red> reds = reductions();
     for (const Red& r : reds) {
@@ -607,6 +644,7 @@ private:
       line(2, "}");
     }
     for (int pass = 0; pass < rp.passes; ++pass) {
+      row_constants_of(2, consts, rp, pass);
       for (const Red& r : reds) {
         if (rp.level[k_.tape[r.t].a] != pass) continue;
         line(2, fmt::format("{} acc{} = {};", r.A, r.t, r.init));
@@ -686,6 +724,7 @@ private:
         line(2, fmt::format("if (ty == 0 && valid) p.out{}[o] = {};", j, stored(j)));
     line(2, "__syncthreads(); // the shared accumulators are reused by the next row");
     line(1, "}");
+    hoist_ = nullptr;
   }
 
   // Combines the block's partial accumulators of reduction r (row layout: warp shuffles, then
@@ -751,6 +790,10 @@ private:
     const std::vector<Red> reds = reductions();
     const int bx = v_.rows_per_block, V = column_vec(k_, v_), U = column_rows_per_step(k_, v_);
     const int C = bx * V, last_kept = pl_.nkept - 1;
+    // Row constants are per column: hoisted with one column per thread (with V they would be
+    // arrays like the reductions' k_v; left per element).
+    const std::vector<bool> consts = row_constants();
+    if (V == 1) hoist_ = &consts;
     // Input j is read as a vector of V columns when it moves along them (stride 1, checked by
     // choose_variant), as one element shared by the V columns when it is constant along them.
     auto vload = [&](size_t j) {
@@ -793,6 +836,7 @@ private:
              fmt::format("const {0} v{1} = k_v{1}[e];", cg::ct_name(k_.tape[r->t].dtype), r->t));
     };
     for (int pass = 0; pass < rp.passes; ++pass) {
+      if (V == 1) row_constants_of(2, consts, rp, pass);
       std::vector<const Red*> now; // folded in this pass
       for (const Red& r : reds)
         if (rp.level[k_.tape[r.t].a] == pass) now.push_back(&r);
@@ -908,6 +952,7 @@ private:
     }
     line(2, "__syncthreads(); // the shared accumulators are reused by the next columns");
     line(1, "}");
+    hoist_ = nullptr;
   }
 
   // Combines the partial accumulators of the reductions `rs` (folded in the same pass) of the
@@ -970,6 +1015,7 @@ private:
   const CgPlan& pl_;
   std::string s_;
   bool hoisted_ = false;
+  const std::vector<bool>* hoist_ = nullptr; // reduce: row constants, emitted once per row
 };
 
 std::string render_kernel(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl,

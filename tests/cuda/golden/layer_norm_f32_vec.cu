@@ -94,6 +94,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_f32
       idx_t q, rem = o;
       q = rem;
     }
+    const float v5 = (float)p.c5;
     double acc1 = 0;
     #pragma unroll 2
     for (idx_t c = ty; valid && c < R / 4; c += by) {
@@ -110,7 +111,6 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_f32
           oi2 += q * (idx_t)p.in2_s1;
         }
         const float v0 = x0.v[e];
-        const float v5 = (float)p.c5;
         const float v9 = p.in1[oi1];
         const float v11 = p.in2[oi2];
         acc1 += (double)v0;
@@ -155,7 +155,6 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_f32
         const float v0 = x0.v[e];
         const float v2 = v0 - v1;
         const float v3 = v2 * v2;
-        const float v5 = (float)p.c5;
         const float v9 = p.in1[oi1];
         const float v11 = p.in2[oi2];
         acc4 += (double)v3;
@@ -182,6 +181,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_f32
     __syncthreads();
     acc4 = k_s4[0];
     const float v4 = (float)(acc4 / (double)R);
+    const float v6 = v4 + v5;
+    const float v7 = 1.0f / sqrtf(v6);
     #pragma unroll 2
     for (idx_t c = ty; valid && c < R / 4; c += by) {
       const idx_t i0 = o * R + c * 4;
@@ -200,9 +201,6 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_f32
         const float v0 = x0.v[e];
         const float v2 = v0 - v1;
         const float v3 = v2 * v2;
-        const float v5 = (float)p.c5;
-        const float v6 = v4 + v5;
-        const float v7 = 1.0f / sqrtf(v6);
         const float v8 = v2 * v7;
         const float v9 = p.in1[oi1];
         const float v10 = v8 * v9;

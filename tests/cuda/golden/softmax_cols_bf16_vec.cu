@@ -86,7 +86,7 @@ struct Params {
 static_assert(sizeof(Params) == 80, "Params layout");
 typedef int idx_t;
 extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_bf16_v8_sm90_65c94a(const __grid_constant__ Params p) {
-  __shared__ double k_s1[512];
+  __shared__ float k_s1[512];
   __shared__ double k_s4[512];
   const idx_t O = (idx_t)p.O, R = (idx_t)p.R;
   const int tx = threadIdx.x % 8, ty = threadIdx.x / 8, by = blockDim.x / 8;
@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_bf16_
       ki0 += q * (idx_t)p.in0_s0;
       ko0 += q * (idx_t)p.out0_s0;
     }
-    double acc1[8];
+    float acc1[8];
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
       acc1[e] = -k_inf();
@@ -140,28 +140,28 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_bf16_
         #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const float v0 = __bfloat162float(u0x0.v[e]);
-          k_fold_max(acc1[e], (double)v0);
+          k_fold_max(acc1[e], (float)v0);
         }
       }
       {
         #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const float v0 = __bfloat162float(u1x0.v[e]);
-          k_fold_max(acc1[e], (double)v0);
+          k_fold_max(acc1[e], (float)v0);
         }
       }
       {
         #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const float v0 = __bfloat162float(u2x0.v[e]);
-          k_fold_max(acc1[e], (double)v0);
+          k_fold_max(acc1[e], (float)v0);
         }
       }
       {
         #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const float v0 = __bfloat162float(u3x0.v[e]);
-          k_fold_max(acc1[e], (double)v0);
+          k_fold_max(acc1[e], (float)v0);
         }
       }
     }
@@ -177,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_bf16_
         #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const float v0 = __bfloat162float(u0x0.v[e]);
-          k_fold_max(acc1[e], (double)v0);
+          k_fold_max(acc1[e], (float)v0);
         }
       }
     }
@@ -188,7 +188,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_bf16_
       __syncthreads();
       if (ty == 0) {
         for (int y = 1; y < by; ++y) {
-          const double b1 = k_s1[sb + y * 8 + tx];
+          const float b1 = k_s1[sb + y * 8 + tx];
           k_fold_max(acc1[e], b1);
         }
         k_s1[sb + tx] = acc1[e];

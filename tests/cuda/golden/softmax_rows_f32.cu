@@ -73,7 +73,7 @@ struct Params {
 static_assert(sizeof(Params) == 32, "Params layout");
 typedef int idx_t;
 extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_sm90_183204(const __grid_constant__ Params p) {
-  __shared__ double k_s1[32];
+  __shared__ float k_s1[32];
   __shared__ double k_s4[32];
   const idx_t O = (idx_t)p.O, R = (idx_t)p.R;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
@@ -81,15 +81,15 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_s
   for (idx_t ob = (idx_t)blockIdx.x * 1; ob < O; ob += (idx_t)gridDim.x * 1) {
     const idx_t o = ob + tx;
     const bool valid = o < O;
-    double acc1 = -k_inf();
+    float acc1 = -k_inf();
     #pragma unroll 4
     for (idx_t r = ty; valid && r < R; r += by) {
       const idx_t i = o * R + r;
       const float v0 = p.in0[i];
-      k_fold_max(acc1, (double)v0);
+      k_fold_max(acc1, (float)v0);
     }
     for (int s = 16; s > 0; s >>= 1) {
-      const double b = __shfl_down_sync(0xffffffffu, acc1, s);
+      const float b = __shfl_down_sync(0xffffffffu, acc1, s);
       k_fold_max(acc1, b);
     }
     if (lane == 0) {
@@ -99,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_s
     if (warp == 0) {
       acc1 = lane < nwarps ? k_s1[lane] : -k_inf();
       for (int s = 16; s > 0; s >>= 1) {
-        const double b = __shfl_down_sync(0xffffffffu, acc1, s);
+        const float b = __shfl_down_sync(0xffffffffu, acc1, s);
         k_fold_max(acc1, b);
       }
       if (lane == 0) {

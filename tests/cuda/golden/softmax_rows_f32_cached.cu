@@ -73,7 +73,7 @@ struct Params {
 static_assert(sizeof(Params) == 32, "Params layout");
 typedef int idx_t;
 extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_v4_sm90_036851(const __grid_constant__ Params p) {
-  __shared__ double k_s1[32];
+  __shared__ float k_s1[32];
   __shared__ double k_s4[32];
   const idx_t O = (idx_t)p.O, R = (idx_t)p.R;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
@@ -88,7 +88,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_v
       if (!valid || c >= R / 4) break;
       k_row0[u] = *reinterpret_cast<const k_vec<float, 4>*>(p.in0 + o * R + c * 4);
     }
-    double acc1 = -k_inf();
+    float acc1 = -k_inf();
     #pragma unroll
     for (int u = 0; u < 8; ++u) {
       const idx_t c = ty + u * by;
@@ -99,11 +99,11 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_v
       for (int e = 0; e < 4; ++e) {
         const idx_t i = i0 + e, r = c * 4 + e;
         const float v0 = x0.v[e];
-        k_fold_max(acc1, (double)v0);
+        k_fold_max(acc1, (float)v0);
       }
     }
     for (int s = 16; s > 0; s >>= 1) {
-      const double b = __shfl_down_sync(0xffffffffu, acc1, s);
+      const float b = __shfl_down_sync(0xffffffffu, acc1, s);
       k_fold_max(acc1, b);
     }
     if (lane == 0) {
@@ -113,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_max_sub_exp_sum_etc_f32_v
     if (warp == 0) {
       acc1 = lane < nwarps ? k_s1[lane] : -k_inf();
       for (int s = 16; s > 0; s >>= 1) {
-        const double b = __shfl_down_sync(0xffffffffu, acc1, s);
+        const float b = __shfl_down_sync(0xffffffffu, acc1, s);
         k_fold_max(acc1, b);
       }
       if (lane == 0) {
