@@ -51,7 +51,7 @@ struct Node {
   // Scratch of the evaluation being planned (engine/plan_key.cpp): the node's position in the
   // walk of the pending graph, valid while walk_stamp is the current walk's.
   uint32_t walk_index = 0;
-  uint32_t walk_stamp = 0;
+  uint64_t walk_stamp = 0; // 64 bits: a 32-bit stamp would wrap within hours of small steps
 
   Node* prev_pending = nullptr; // intrusive list of pending nodes
   Node* next_pending = nullptr;

@@ -17,10 +17,9 @@ namespace kiln::detail {
 
 namespace {
 
-uint32_t next_stamp() {
-  static uint32_t stamp = 0;
-  if (++stamp == 0) ++stamp; // 0 is "never walked"
-  return stamp;
+uint64_t next_stamp() {
+  static uint64_t stamp = 0; // 0 is "never walked"
+  return ++stamp;
 }
 
 void put_shape(std::vector<uint64_t>& k, const Shape& s) {
@@ -47,7 +46,7 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
   w.nodes.clear();
   w.targets.clear();
   w.key.clear();
-  const uint32_t stamp = next_stamp();
+  const uint64_t stamp = next_stamp();
   llvm::SmallVector<Node*, 32> stack(targets.begin(), targets.end());
   while (!stack.empty()) {
     Node* n = stack.pop_back_val();
