@@ -19,7 +19,8 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 2; // 2: --fmad=false
+inline constexpr int kCodegenVersion = 3; // 2: --fmad=false; 3: column layout, float max/min
+                                           // accumulators, per-row constants
 
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
