@@ -10,7 +10,6 @@
 #include "engine/schedule.h"
 #include "runtime/memory_stats.h"
 
-#include <algorithm>
 #include <cstdio>
 
 namespace kiln::detail {
@@ -219,22 +218,6 @@ void find_batches(CachedPlan& p) {
   p.batches_known = true;
 }
 
-// The first run of a plan: each GPU builds the kernels of all its steps up front (in parallel),
-// rather than one by one as the steps reach them.
-void prefetch_kernels(Run& r) {
-  llvm::SmallVector<Device, 2> devices;
-  for (const Step& st : r.s.steps)
-    if (st.kind == Step::Kind::kernel && !st.device.is_cpu() &&
-        std::find(devices.begin(), devices.end(), st.device) == devices.end())
-      devices.push_back(st.device);
-  for (Device d : devices) {
-    llvm::SmallVector<const FusedKernel*, 8> kernels;
-    for (const Step& st : r.s.steps)
-      if (st.kind == Step::Kind::kernel && st.device == d) kernels.push_back(&st.kernel);
-    if (kernels.size() > 1) backend_for(d, "eval").prefetch(kernels, r.raw_buffers());
-  }
-}
-
 } // namespace
 
 KernelObserver set_kernel_observer(KernelObserver f) {
@@ -276,7 +259,6 @@ void realize(llvm::ArrayRef<Node*> targets) {
     FlushGuard guard(e.flushing);
     if (!p->batches_known) find_batches(*p);
     Run r(s, w.nodes, p->last_data);
-    if (p->runs == 1) prefetch_kernels(r);
     size_t next = 0;
     for (int i = 0; i < static_cast<int>(s.steps.size());) {
       if (next < p->batches.size() && p->batches[next].begin == i) {

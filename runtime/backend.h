@@ -73,14 +73,6 @@ public:
   /// Run a fused kernel; buffers[i] is the storage of kernel slot i.
   virtual void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) = 0;
   virtual void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) = 0;
-  /// Get ready to run `kernels` (the first evaluation of a plan): build what they need before
-  /// the first of them runs, in parallel where the backend can (CUDA: NVRTC on several
-  /// threads). `buffers`: the slots' storage known so far (realized inputs), null elsewhere.
-  virtual void prefetch(llvm::ArrayRef<const FusedKernel*> kernels,
-                        llvm::ArrayRef<Buffer*> buffers) {
-    (void)kernels;
-    (void)buffers;
-  }
   /// Prepare `items` to run as one batch, or null where running them one by one is as fast
   /// (the CPU). The items outlive the batch.
   virtual std::unique_ptr<StepBatch> prepare_batch(llvm::ArrayRef<BatchItem> items) {

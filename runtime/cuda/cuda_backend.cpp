@@ -156,21 +156,6 @@ public:
     gemm_->run(g, buffers[g.a_slot]->data, buffers[g.b_slot]->data, buffers[g.out_slot]->data);
   }
 
-  void prefetch(llvm::ArrayRef<const FusedKernel*> kernels,
-                llvm::ArrayRef<Buffer*> buffers) override {
-    // Outputs are not allocated yet: a null base stands for a pool allocation (256-byte
-    // aligned), which is what the variant choice assumes of them. A wrong guess only means
-    // that the launch compiles the variant it needs then.
-    llvm::SmallVector<void*, 16> base;
-    for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
-    std::vector<CudaKernelCache::Request> requests;
-    for (const FusedKernel* k : kernels) {
-      CudaVariant v = choose_variant(*k, base);
-      if (launch_for(*k, v, kernels_->target()).grid > 0) requests.push_back({k, v});
-    }
-    kernels_->get_many(requests);
-  }
-
   std::unique_ptr<StepBatch> prepare_batch(llvm::ArrayRef<BatchItem> items) override {
     return std::make_unique<CudaBatch>(*kernels_, *gemm_, stream_, items);
   }

@@ -84,7 +84,6 @@ void CudaBatch::destroy(Instance& in) {
 // first run's buffers and kept while later buffers align the same way (pool allocations do).
 void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
   std::vector<bool> used(base.size(), false);
-  std::vector<CudaKernelCache::Request> requests; // compiled together (in parallel)
   for (Launch& l : launches_) {
     if (const GemmStep* g = l.item.gemm) {
       used[g->a_slot] = used[g->b_slot] = used[g->out_slot] = true;
@@ -94,15 +93,11 @@ void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
     l.variant = choose_variant(k, base);
     l.shape = launch_for(k, l.variant, kernels_.target());
     if (l.shape.grid == 0) continue; // empty iteration space
-    requests.push_back({&k, l.variant});
+    l.fn = kernels_.get(k, l.variant);
     l.params = param_template(k, l.variant);
     for (const ParamTemplate::Pointer& p : l.params.pointers)
       if (p.slot >= 0) used[p.slot] = true;
   }
-  std::vector<cudaKernel_t> fns = kernels_.get_many(requests);
-  size_t next = 0;
-  for (Launch& l : launches_)
-    if (l.item.kernel && l.shape.grid > 0) l.fn = fns[next++];
   for (size_t i = 0; i < used.size(); ++i)
     if (used[i]) used_slots_.push_back(static_cast<int>(i));
   for (void* b : base) align_.push_back(static_cast<uint8_t>(reinterpret_cast<uintptr_t>(b) % 16));

@@ -6,12 +6,7 @@
 
 #include <llvm/ADT/SmallString.h>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <exception>
-#include <thread>
 #include <vector>
 
 namespace kiln::detail {
@@ -77,103 +72,33 @@ cudaKernel_t CudaKernelCache::find(const FusedKernel& k, const CudaVariant& v) c
 }
 
 cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
-  return get_many({Request{&k, v}})[0];
-}
-
-namespace {
-
-int compile_threads() {
-  static const int n = [] {
-    const char* v = std::getenv("KILN_COMPILE_THREADS");
-    int x = v && *v ? std::atoi(v) : 0;
-    if (x <= 0) x = static_cast<int>(std::thread::hardware_concurrency());
-    return std::max(1, x);
-  }();
-  return n;
-}
-
-// Compile the sources at `todo` (indices into srcs) on up to compile_threads() threads. NVRTC
-// compiles distinct programs concurrently. The first failure (in request order) is rethrown
-// once every thread has finished.
-void compile_all(const std::vector<CudaKernelSource>& srcs, const std::vector<size_t>& todo,
-                 const CudaTarget& target, std::vector<CudaBinary>& out) {
-  std::vector<std::exception_ptr> errors(todo.size());
-  auto one = [&](size_t i) {
-    try {
-      out[todo[i]] = compile_cuda(srcs[todo[i]], target);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  };
-  const size_t nthreads = std::min<size_t>(todo.size(), compile_threads());
-  if (nthreads <= 1) {
-    for (size_t i = 0; i < todo.size(); ++i) one(i);
+  llvm::SmallString<256> key;
+  memory_key(k, v, key);
+  auto it = loaded_.find(key);
+  if (it != loaded_.end()) {
+    stats_.memory_hits++;
+    return it->second;
+  }
+  CudaKernelSource src = render_cuda(k, v, target_);
+  CudaBinary bin;
+  if (auto entry = disk_.load(src, target_)) {
+    bin = std::move(entry->binary);
+    stats_.disk_hits++;
   } else {
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < nthreads; ++t)
-      pool.emplace_back([&] {
-        for (size_t i = next++; i < todo.size(); i = next++) one(i);
-      });
-    for (std::thread& t : pool) t.join();
-  }
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-} // namespace
-
-std::vector<cudaKernel_t> CudaKernelCache::get_many(llvm::ArrayRef<Request> requests) {
-  std::vector<cudaKernel_t> found(requests.size(), nullptr);
-  std::vector<llvm::SmallString<256>> keys(requests.size());
-  // Requests not in memory, each key once: render, then the disk cache, then NVRTC.
-  std::vector<size_t> missing;
-  llvm::StringMap<size_t> first_missing;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    memory_key(*requests[i].kernel, requests[i].variant, keys[i]);
-    auto it = loaded_.find(keys[i]);
-    if (it != loaded_.end()) {
-      stats_.memory_hits++;
-      found[i] = it->second;
-    } else if (first_missing.try_emplace(keys[i], i).second) {
-      missing.push_back(i);
-    }
-  }
-  if (missing.empty()) return found;
-  std::vector<CudaKernelSource> srcs;
-  std::vector<CudaBinary> bins(missing.size());
-  std::vector<size_t> todo;
-  for (size_t m = 0; m < missing.size(); ++m) {
-    const Request& r = requests[missing[m]];
-    srcs.push_back(render_cuda(*r.kernel, r.variant, target_));
-    if (auto entry = disk_.load(srcs[m], target_)) {
-      bins[m] = std::move(entry->binary);
-      stats_.disk_hits++;
-    } else {
-      todo.push_back(m);
-    }
-  }
-  compile_all(srcs, todo, target_, bins);
-  for (size_t m : todo) {
+    bin = compile_cuda(src, target_);
     stats_.compiles++;
-    stats_.compile_ms += bins[m].compile_ms;
-    disk_.store(srcs[m], target_, bins[m]);
+    stats_.compile_ms += bin.compile_ms;
+    disk_.store(src, target_, bin);
   }
-  for (size_t m = 0; m < missing.size(); ++m) {
-    auto t0 = std::chrono::steady_clock::now();
-    cudaLibrary_t lib = nullptr;
-    cuda_check(
-        cudaLibraryLoadData(&lib, bins[m].image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
-        "eval", "cudaLibraryLoadData");
-    cudaKernel_t kernel = nullptr;
-    cuda_check(cudaLibraryGetKernel(&kernel, lib, srcs[m].name.c_str()), "eval",
-               "cudaLibraryGetKernel");
-    stats_.load_ms += ms_since(t0);
-    loaded_[keys[missing[m]]] = kernel;
-  }
-  for (size_t i = 0; i < requests.size(); ++i)
-    if (!found[i]) found[i] = loaded_.find(keys[i])->second;
-  return found;
+  auto t0 = std::chrono::steady_clock::now();
+  cudaLibrary_t lib = nullptr;
+  cuda_check(cudaLibraryLoadData(&lib, bin.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+             "eval", "cudaLibraryLoadData");
+  cudaKernel_t kernel = nullptr;
+  cuda_check(cudaLibraryGetKernel(&kernel, lib, src.name.c_str()), "eval", "cudaLibraryGetKernel");
+  stats_.load_ms += ms_since(t0);
+  loaded_[key] = kernel;
+  return kernel;
 }
 
 void CudaKernelCache::launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,

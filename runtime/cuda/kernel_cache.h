@@ -7,8 +7,6 @@
 #include <cuda_runtime.h>
 #include <llvm/ADT/StringMap.h>
 
-#include <vector>
-
 namespace kiln::detail {
 
 struct KernelCacheStats {
@@ -23,14 +21,6 @@ public:
   void launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, cudaStream_t stream);
   /// The kernel for (k, v): from memory, else the disk cache, else compiled and loaded.
   cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
-  struct Request {
-    const FusedKernel* kernel = nullptr;
-    CudaVariant variant;
-  };
-  /// The kernels of several requests; those NVRTC must build are compiled on parallel threads
-  /// (at most KILN_COMPILE_THREADS, default the machine's cores), so the first evaluation of a
-  /// plan with many new kernels waits about as long as for its slowest kernel.
-  std::vector<cudaKernel_t> get_many(llvm::ArrayRef<Request> requests);
   /// The loaded kernel if it is in memory (no compile, no disk), else null.
   cudaKernel_t find(const FusedKernel& k, const CudaVariant& v) const;
   const CudaTarget& target() const { return target_; }
