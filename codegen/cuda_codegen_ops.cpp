@@ -2,8 +2,8 @@
 // Every rule here mirrors the CPU interpreter (runtime/cpu/tape_eval.cpp), which is the
 // reference: f16/bf16 compute in float and are rounded after every instruction; bool computes
 // as int 0/1; integer add/sub/mul/neg/abs/pow wrap; float->int casts saturate with NaN -> 0;
-// maximum/minimum propagate NaN. Used by cuda_codegen.cpp (declarations repeated there).
-#include "engine/fused_kernel.h"
+// maximum/minimum propagate NaN. Declared in cuda_codegen_internal.h for the emitter.
+#include "codegen/cuda_codegen_internal.h"
 
 #include <fmt/format.h>
 

@@ -1,0 +1,158 @@
+#pragma once
+// Internal to codegen/: the declarations that the files of the CUDA renderer share (never
+// included outside codegen/; the public API is cuda_codegen.h). Everything lives in namespace
+// cg. Who defines what:
+//   cuda_codegen_ops.cpp    the CUDA spelling of the tape (types, conversions, instructions)
+//   cuda_variant.cpp        per-variant shapes (elems_per_vec, ...), variant choice, launches
+//   cuda_params.cpp         the plan shared by renderer and packer (the Params fields)
+//   cuda_emit.cpp           class Emitter: shared helpers, elementwise and tiled kernels
+//   cuda_emit_reduce.cpp    Emitter: reductions, the row layout
+//   cuda_emit_column.cpp    Emitter: the column layout of reductions
+//   cuda_codegen.cpp        the public entry points: source and key, packed parameters
+#include "codegen/cuda_codegen.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::detail::cg {
+
+// ---- the tape in CUDA (cuda_codegen_ops.cpp) ------------------------------------------------
+
+const char* preamble();
+const char* half_preamble();
+const char* ct_name(DType t);
+const char* st_name(DType t);
+std::string load_cvt(DType t, const std::string& e);
+std::string store_cvt(DType to, DType from, const std::string& e);
+std::string from_double(DType to, const std::string& e);
+std::string from_i64(DType to, const std::string& e);
+std::string inst_expr(const FusedKernel& k, int id);
+
+// ---- per-variant shapes (cuda_variant.cpp), shared by the emitter, keys and launches ---------
+
+inline constexpr int kBlock = 256; // elementwise block size (and the reduce maximum)
+// Elements per thread per step in the vec variant: enough that the narrowest operand moves 16
+// bytes per access (4 for 4-byte types, 8 for 16-bit and 1-byte ones), never fewer than 4.
+int elems_per_vec(const FusedKernel& k);
+
+// Column layout (rows_per_block > 1, see Emitter::column_body): the columns each thread owns
+// (V consecutive ones, one vector per operand, in the vec variant) and the rows it loads per
+// step before it computes on any of them: 64 bytes in flight per thread with vectors (4 x 16),
+// 8 elements without; half for long tapes (every row of a step is a copy of the tape).
+int column_vec(const FusedKernel& k, const CudaVariant& v);
+int column_rows_per_step(const FusedKernel& k, const CudaVariant& v);
+
+// ---- the plan shared by renderer and packer (cuda_params.cpp) -------------------------------
+
+struct CgField {
+  enum class Type : uint8_t { ptr, i64, u64, f64 } type;
+  std::string name;
+  std::string ptr_type; // for ptr: "const float*", ...
+  uint64_t bits = 0;    // value for a launch
+  int slot = -1;        // ptr: the slot whose base it is, plus byte_offset
+  int64_t byte_offset = 0;
+};
+
+struct CgOperand {
+  enum class Mode : uint8_t { contiguous, scalar, strided } mode = Mode::contiguous;
+  std::vector<int> dims; // strided: (permuted) dims with a stride field
+};
+
+struct CgPlan {
+  bool reduce = false;
+  int rank = 0;
+  std::vector<int> perm; // reduce: kept dims then reduced dims; elementwise: identity
+  int nkept = 0;         // reduce
+  bool shape_fields = false;
+  std::vector<CgOperand> in, out;
+  std::vector<CgField> fields;
+};
+
+// Reduced axes are all trailing: the reduce kernel's (kept, reduced) order is row-major.
+bool trailing_reduce(const FusedKernel& k);
+
+// Whether output o is stored at the flat index of the kernel's iteration order (else through
+// strides): a per-row output always is.
+bool out_contiguous(const FusedKernel& k, const KernelOutput& o);
+
+/// The Params fields of k, in order; pointer fields take their values from slot_base (none
+/// given: 0, all a renderer needs).
+CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base);
+/// `struct Params` declared from the plan's fields, and a static_assert of its size.
+std::string params_decl(const CgPlan& pl);
+
+// ---- source emission -------------------------------------------------------------------------
+
+// Renders a kernel's body (the Params struct is declared before it) as `name`. Member functions
+// are defined in the cuda_emit*.cpp file named at their group.
+class Emitter {
+public:
+  Emitter(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl) : k_(k), v_(v), pl_(pl) {}
+
+  std::string run(const std::string& name);
+
+private:
+  using M = CgOperand::Mode;
+  using Load = std::function<std::string(int)>; // input j -> stored element expression
+
+  void line(int indent, const std::string& text) {
+    s_.append(indent * 2, ' ');
+    s_ += text;
+    s_ += '\n';
+  }
+
+  static std::string cast_idx(const std::string& field) { return "(idx_t)p." + field; }
+
+  // Shared by every layout (cuda_emit.cpp).
+  void scalars(int ind);
+  void unravel(int ind, const std::string& idx, int lo, int hi, const std::string& in_var,
+               const std::string& out_var);
+  void declare_offsets(int ind, const char* var, const char* init, const char* out_var = nullptr,
+                       const char* out_init = nullptr);
+  std::string element_load(int j) const;
+  void tape(int ind, const Load& load, const int8_t* level = nullptr, int max_level = 0);
+  std::vector<bool> row_constants() const;
+  void row_constants_of(int ind, const std::vector<bool>& c, const ReducePasses& rp, int pass);
+  std::string stored(size_t j) const;
+
+  // Elementwise kernels (cuda_emit.cpp).
+  void tiled_body();
+  void elementwise_body();
+
+  // Reductions and their row layout (cuda_emit_reduce.cpp).
+  // A reduction of the tape as the reduce emitters fold it: accumulators are double (floats) or
+  // long long (integers, argmax's index), as on the CPU reference.
+  struct Red {
+    int t;
+    OpCode op;
+    bool fl, arg;
+    const char* A;
+    std::string init;
+  };
+
+  std::vector<Red> reductions() const;
+  void fold(int ind, const Red& r, const std::string& acc, const std::string& arg,
+            const std::string& x, const std::string& ix);
+  std::string row_value(const Red& r, const std::string& acc, const std::string& ia) const;
+  void reduce_body();
+  void combine(int ind, const Red& r);
+
+  // The column layout of reductions (cuda_emit_column.cpp).
+  void column_body();
+  void column_combine(int ind, const std::vector<const Red*>& rs, int V, int bx);
+
+  const FusedKernel& k_;
+  const CudaVariant& v_;
+  const CgPlan& pl_;
+  std::string s_;
+  bool hoisted_ = false;
+  const std::vector<bool>* hoist_ = nullptr; // reduce: row constants, emitted once per row
+};
+
+/// The kernel function `name`, to follow the preambles and params_decl(pl) in the source.
+std::string render_kernel(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl,
+                          const std::string& name);
+
+} // namespace kiln::detail::cg

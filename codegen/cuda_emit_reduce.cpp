@@ -1,0 +1,231 @@
+// Source emission of reduce kernels (Emitter, see cuda_emit.cpp): the reductions of the tape,
+// their accumulators and folds, and the row layout (one output row per block, partial results
+// combined by warp shuffles), which hands reductions that keep the innermost dim to the column
+// layout (cuda_emit_column.cpp).
+#include "codegen/cuda_codegen_internal.h"
+
+#include <fmt/format.h>
+
+namespace kiln::detail::cg {
+
+std::vector<Emitter::Red> Emitter::reductions() const {
+  std::vector<Red> reds;
+  for (size_t t = 0; t < k_.tape.size(); ++t) {
+    const TapeInst& in = k_.tape[t];
+    if (!is_reduction(in.op)) continue;
+    Red r{static_cast<int>(t),     in.op,   is_floating(k_.tape[in.a].dtype),
+          in.op == OpCode::argmax, nullptr, "0"};
+    // max/min/argmax are exact in the operand's compute type (float for f32/f16/bf16): no
+    // conversion to double and double compares per element. Sums accumulate in double.
+    const bool exact = r.op == OpCode::max || r.op == OpCode::min || r.arg;
+    r.A = !r.fl ? "long long" : exact && k_.tape[in.a].dtype != DType::f64 ? "float" : "double";
+    if (r.op == OpCode::max || r.arg)
+      r.init = r.fl ? "-k_inf()" : "-9223372036854775807LL - 1";
+    else if (r.op == OpCode::min)
+      r.init = r.fl ? "k_inf()" : "9223372036854775807LL";
+    reds.push_back(r);
+  }
+  return reds;
+}
+
+// Folds x (element index ix, for argmax) into the accumulator acc (and its index arg).
+void Emitter::fold(int ind, const Red& r, const std::string& acc, const std::string& arg,
+                   const std::string& x, const std::string& ix) {
+  switch (r.op) {
+  case OpCode::sum:
+  case OpCode::mean:
+    line(ind,
+         r.fl ? fmt::format("{} += {};", acc, x) : fmt::format("{0} = k_add({0}, {1});", acc, x));
+    break;
+  case OpCode::max:
+    line(ind, fmt::format("k_fold_max({}, {});", acc, x));
+    break;
+  case OpCode::min:
+    line(ind, fmt::format("k_fold_min({}, {});", acc, x));
+    break;
+  default:
+    line(ind, fmt::format("k_fold_argmax({}, {}, {}, {});", acc, arg, x, ix));
+    break;
+  }
+}
+
+// Reduction r's row value from its combined accumulator acc (index ia): the result stored in
+// its dtype and read back, as an unfused kernel would load it.
+std::string Emitter::row_value(const Red& r, const std::string& acc, const std::string& ia) const {
+  const TapeInst& in = k_.tape[r.t];
+  std::string value = r.arg                   ? cg::from_i64(in.dtype, ia)
+                      : !r.fl                 ? cg::from_i64(in.dtype, acc)
+                      : in.op == OpCode::mean ? cg::from_double(in.dtype, acc + " / (double)R")
+                                              : cg::from_double(in.dtype, acc);
+  return cg::load_cvt(in.dtype, value);
+}
+
+// Row layout (rows_per_block 1): one output row per block, threads stride along the row,
+// partial accumulators combined by warp shuffles. Each row is walked once per pass (see
+// ReducePasses): values are recomputed, and their loads hit the cache, rather than kept
+// (except cached_vecs); a reduction's result is a row variable from the pass after the one
+// that folds it. Reductions that keep the innermost dim take column_body().
+void Emitter::reduce_body() {
+  if (v_.rows_per_block > 1) return column_body();
+  const ReducePasses rp = reduce_passes(k_);
+  const std::vector<bool> consts = row_constants();
+  hoist_ = &consts;
+  const int bx = 1;
+  const std::vector<Red> reds = reductions();
+  for (const Red& r : reds) {
+    line(1, fmt::format("__shared__ {} k_s{}[32];", r.A, r.t));
+    if (r.arg) line(1, fmt::format("__shared__ long long k_sa{}[32];", r.t));
+  }
+  line(1, "const idx_t O = (idx_t)p.O, R = (idx_t)p.R;");
+  line(1, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x "
+          ">> 5;");
+  line(1, "const int tx = 0, ty = threadIdx.x, by = blockDim.x;");
+  line(1, fmt::format("for (idx_t ob = (idx_t)blockIdx.x * {0}; ob < O; ob += (idx_t)gridDim.x * "
+                      "{0}) {{",
+                      bx));
+  line(2, "const idx_t o = ob + tx;");
+  line(2, "const bool valid = o < O;");
+  declare_offsets(2, "ki", nullptr, "ko");
+  if (pl_.shape_fields && pl_.nkept > 0) {
+    line(2, "if (valid)");
+    unravel(2, "o", 0, pl_.nkept, "ki", "ko");
+  }
+  if (v_.cached_vecs > 0) { // the row's contiguous inputs, read once for every pass
+    const int epv = elems_per_vec(k_), cached = v_.cached_vecs;
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (pl_.in[j].mode == M::contiguous)
+        line(2, fmt::format("k_vec<{}, {}> k_row{}[{}];", cg::st_name(k_.inputs[j].dtype), epv, j,
+                            cached));
+    line(2, "#pragma unroll");
+    line(2, fmt::format("for (int u = 0; u < {}; ++u) {{", cached));
+    line(3, "const idx_t c = ty + u * by;");
+    line(3, fmt::format("if (!valid || c >= R / {}) break;", epv));
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (pl_.in[j].mode == M::contiguous)
+        line(3, fmt::format("k_row{1}[u] = *reinterpret_cast<const k_vec<{0}, {2}>*>(p.in{1} + "
+                            "o * R + c * {2});",
+                            cg::st_name(k_.inputs[j].dtype), j, epv));
+    line(2, "}");
+  }
+  for (int pass = 0; pass < rp.passes; ++pass) {
+    row_constants_of(2, consts, rp, pass);
+    for (const Red& r : reds) {
+      if (rp.level[k_.tape[r.t].a] != pass) continue;
+      line(2, fmt::format("{} acc{} = {};", r.A, r.t, r.init));
+      if (r.arg) line(2, fmt::format("long long arg{} = -1;", r.t));
+    }
+    // One element (i, r) of the pass: its values, folds and stores; `load` reads input j.
+    auto element = [&](int ind, const Load& load, bool vec_out) {
+      declare_offsets(ind, "oi", "ki", "oo", "ko");
+      unravel(ind, "r", pl_.nkept, pl_.rank, "oi", "oo");
+      tape(ind, load, rp.level.data(), pass);
+      for (const Red& r : reds)
+        if (rp.level[k_.tape[r.t].a] == pass)
+          fold(ind, r, fmt::format("acc{}", r.t), fmt::format("arg{}", r.t),
+               fmt::format("({})v{}", r.A, k_.tape[r.t].a), "(long long)r");
+      for (size_t j = 0; j < pl_.out.size(); ++j) {
+        const KernelOutput& o = k_.outputs[j];
+        if (o.reduced || rp.level[o.value] != pass) continue;
+        if (vec_out)
+          line(ind, fmt::format("y{}.v[e] = {};", j, stored(j)));
+        else
+          line(ind, fmt::format("p.out{}[{}] = {};", j,
+                                pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i",
+                                stored(j)));
+      }
+    };
+    if (v_.vec) { // rows start 16-byte aligned (R is a multiple of epv): whole vectors only
+      const int epv = elems_per_vec(k_);
+      const int cached = v_.cached_vecs;
+      if (cached > 0) { // the row's vectors of this thread: c = ty + u * by, u < cached
+        line(2, "#pragma unroll");
+        line(2, fmt::format("for (int u = 0; u < {}; ++u) {{", cached));
+        line(3, "const idx_t c = ty + u * by;");
+        line(3, fmt::format("if (!valid || c >= R / {}) break;", epv));
+      } else {
+        line(2, "#pragma unroll 2"); // loads of the next vector issue before this one's folds
+        line(2, fmt::format("for (idx_t c = ty; valid && c < R / {0}; c += by) {{", epv));
+      }
+      line(3, fmt::format("const idx_t i0 = o * R + c * {};", epv));
+      for (size_t j = 0; j < pl_.in.size(); ++j)
+        if (pl_.in[j].mode == M::contiguous)
+          line(3, cached > 0 ? fmt::format("const k_vec<{0}, {2}>& x{1} = k_row{1}[u];",
+                                           cg::st_name(k_.inputs[j].dtype), j, epv)
+                             : fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<"
+                                           "const k_vec<{0}, {2}>*>(p.in{1} + i0);",
+                                           cg::st_name(k_.inputs[j].dtype), j, epv));
+      for (size_t j = 0; j < pl_.out.size(); ++j)
+        if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
+          line(3, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
+      line(3, "#pragma unroll");
+      line(3, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
+      line(4, "const idx_t i = i0 + e, r = c * " + std::to_string(epv) + " + e;");
+      element(
+          4,
+          [&](int j) {
+            return pl_.in[j].mode == M::contiguous ? fmt::format("x{}.v[e]", j) : element_load(j);
+          },
+          true);
+      line(3, "}");
+      for (size_t j = 0; j < pl_.out.size(); ++j)
+        if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
+          line(3, fmt::format("*reinterpret_cast<k_vec<{}, {}>*>(p.out{} + i0) = y{};",
+                              cg::st_name(k_.outputs[j].dtype), epv, j, j));
+      line(2, "}");
+    } else {
+      line(2, "#pragma unroll 4"); // several loads in flight per thread (column layout)
+      line(2, "for (idx_t r = ty; valid && r < R; r += by) {");
+      line(3, "const idx_t i = o * R + r;");
+      element(
+          3, [&](int j) { return element_load(j); }, false);
+      line(2, "}");
+    }
+    for (const Red& r : reds)
+      if (rp.level[k_.tape[r.t].a] == pass) combine(2, r);
+  }
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    if (k_.outputs[j].reduced)
+      line(2, fmt::format("if (ty == 0 && valid) p.out{}[o] = {};", j, stored(j)));
+  line(2, "__syncthreads(); // the shared accumulators are reused by the next row");
+  line(1, "}");
+  hoist_ = nullptr;
+}
+
+// Combines the block's partial accumulators of reduction r (row layout: warp shuffles, then
+// the warps' results through shared memory) into every thread's row value v<t>.
+void Emitter::combine(int ind, const Red& r) {
+  const int t = r.t;
+  const bool arg = r.arg;
+  const std::string acc = fmt::format("acc{}", t), ia = fmt::format("arg{}", t);
+  const std::string sacc = fmt::format("k_s{}", t), sarg = fmt::format("k_sa{}", t);
+  auto warp_reduce = [&](int in) {
+    line(in, "for (int s = 16; s > 0; s >>= 1) {");
+    line(in + 1, fmt::format("const {} b = __shfl_down_sync(0xffffffffu, {}, s);", r.A, acc));
+    if (arg)
+      line(in + 1, fmt::format("const long long ib = __shfl_down_sync(0xffffffffu, {}, s);", ia));
+    fold(in + 1, r, acc, ia, "b", "ib");
+    line(in, "}");
+  };
+  warp_reduce(ind);
+  line(ind, "if (lane == 0) {");
+  line(ind + 1, fmt::format("{}[warp] = {};", sacc, acc));
+  if (arg) line(ind + 1, fmt::format("{}[warp] = {};", sarg, ia));
+  line(ind, "}");
+  line(ind, "__syncthreads();");
+  line(ind, "if (warp == 0) {");
+  line(ind + 1, fmt::format("{} = lane < nwarps ? {}[lane] : {};", acc, sacc, r.init));
+  if (arg) line(ind + 1, fmt::format("{} = lane < nwarps ? {}[lane] : -1;", ia, sarg));
+  warp_reduce(ind + 1);
+  line(ind + 1, "if (lane == 0) {");
+  line(ind + 2, fmt::format("{}[0] = {};", sacc, acc));
+  if (arg) line(ind + 2, fmt::format("{}[0] = {};", sarg, ia));
+  line(ind + 1, "}");
+  line(ind, "}");
+  line(ind, "__syncthreads();");
+  line(ind, fmt::format("{} = {}[0];", acc, sacc));
+  if (arg) line(ind, fmt::format("{} = {}[0];", ia, sarg));
+  line(ind,
+       fmt::format("const {} v{} = {};", cg::ct_name(k_.tape[t].dtype), t, row_value(r, acc, ia)));
+}
+
+} // namespace kiln::detail::cg

@@ -1,0 +1,247 @@
+// Variant choice and launch shapes: the CudaVariant a launch takes (index width, 16-byte
+// vectors, the row or column layout of a reduction, tiling, cached rows), decided from the
+// kernel's shape and strides and its pointers' alignment, and the grid and block each variant
+// launches with. The per-variant numbers the emitter shares (elems_per_vec, column_vec,
+// column_rows_per_step) are here too, next to the choices that depend on them.
+#include "codegen/cuda_codegen_internal.h"
+
+#include <algorithm>
+
+namespace kiln::detail {
+
+namespace {
+
+constexpr int kMaxCachedVecs = 8;   // registers per thread for a cached row: 8 x 16 bytes per input
+constexpr int kMaxCachedRowOps = 8; // longest tape that keeps its rows in registers
+
+} // namespace
+
+namespace cg {
+
+int elems_per_vec(const FusedKernel& k) {
+  int narrowest = 8;
+  for (const KernelInput& in : k.inputs)
+    if (in.cls != IndexClass::scalar) narrowest = std::min(narrowest, itemsize(in.dtype));
+  for (const KernelOutput& o : k.outputs) narrowest = std::min(narrowest, itemsize(o.dtype));
+  return std::clamp(16 / narrowest, 4, 8);
+}
+
+int column_vec(const FusedKernel& k, const CudaVariant& v) {
+  return v.vec && v.rows_per_block > 1 ? elems_per_vec(k) : 1;
+}
+int column_rows_per_step(const FusedKernel& k, const CudaVariant& v) {
+  const int u = column_vec(k, v) > 1 ? 4 : 8;
+  return k.compute_ops() > kMaxCachedRowOps ? u / 2 : u;
+}
+
+} // namespace cg
+
+using namespace cg; // the internals of cuda_codegen_internal.h
+
+namespace {
+
+// The largest |offset| (elements) an operand reaches over `shape` with these strides.
+int64_t reach(const Shape& shape, const Shape& strides) {
+  int64_t r = 0;
+  for (int d = 0; d < shape.size(); ++d)
+    r += (shape[d] > 0 ? shape[d] - 1 : 0) * (strides[d] < 0 ? -strides[d] : strides[d]);
+  return r;
+}
+
+bool aligned16(llvm::ArrayRef<void*> slot_base, int slot, int64_t offset, DType dt) {
+  if (slot < 0 || static_cast<size_t>(slot) >= slot_base.size()) return false;
+  uintptr_t p = reinterpret_cast<uintptr_t>(slot_base[slot]) + offset * itemsize(dt);
+  return p % 16 == 0;
+}
+
+// Vector accesses along rows: a reduction over trailing axes (one row per block) whose rows
+// are whole vectors (R a multiple of elems_per_vec), every input contiguous over the iteration
+// space, scalar or strided (read element by element), and at least one contiguous, aligned one.
+bool reduce_vec_ok(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int rows_per_block) {
+  if (rows_per_block != 1 || !trailing_reduce(k)) return false;
+  int64_t R = 1;
+  for (int d = 0; d < k.shape.size(); ++d)
+    if (k.reduce_axes & (1u << d)) R *= k.shape[d];
+  const int epv = elems_per_vec(k);
+  if (R < epv || R % epv != 0) return false;
+  bool any = false;
+  for (const KernelInput& in : k.inputs) {
+    if (in.cls != IndexClass::contiguous) continue;
+    if (!aligned16(slot_base, in.slot, in.offset, in.dtype)) return false;
+    any = true;
+  }
+  for (const KernelOutput& o : k.outputs)
+    if (!o.reduced && (!out_contiguous(k, o) || !aligned16(slot_base, o.slot, o.offset, o.dtype)))
+      return false;
+  return any;
+}
+
+// Vector accesses along the columns of the column layout (the innermost dim L is kept, some
+// outer dim reduced): every memory operand either moves along L with stride 1 from a 16-byte
+// aligned base with all its other strides multiples of V (so each thread's V columns, which
+// start at a multiple of V along L, are one aligned vector at every row), or, for inputs, is
+// constant along L (one element serves the V columns); the extent of L is a multiple of V, so
+// V columns never straddle two runs of L. At least one input is read as vectors.
+bool column_vec_ok(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
+  const int last = k.shape.size() - 1;
+  if (last < 0 || k.reduce_axes == 0 || (k.reduce_axes & (1u << last))) return false;
+  const int V = elems_per_vec(k);
+  if (k.shape[last] % V != 0) return false;
+  auto vector_ok = [&](const Shape& strides, int slot, int64_t offset, DType dt) {
+    if (strides[last] != 1) return false;
+    for (int d = 0; d < last; ++d)
+      if (strides[d] % V != 0) return false;
+    return aligned16(slot_base, slot, offset, dt);
+  };
+  bool any = false;
+  for (const KernelInput& in : k.inputs) {
+    if (in.cls == IndexClass::scalar) continue;
+    if (in.cls == IndexClass::strided && in.strides[last] == 0) continue; // one element
+    if (!vector_ok(in.strides, in.slot, in.offset, in.dtype)) return false;
+    any = true;
+  }
+  for (const KernelOutput& o : k.outputs)
+    if (!o.reduced && !vector_ok(o.strides, o.slot, o.offset, o.dtype)) return false;
+  return any;
+}
+
+// Tiling pays when an input is read with stride 1 along some dim other than the last while
+// the outputs are written along the last (a transpose): without it one of the two sides is
+// uncoalesced. Picks the dim that the most inputs are transposed along.
+void choose_tiling(const FusedKernel& k, CudaVariant& v) {
+  const int rank = k.shape.size();
+  if (rank < 2 || k.shape.numel() < 1024) return;
+  const int last = rank - 1;
+  for (const KernelOutput& o : k.outputs)
+    if (!is_contiguous(Layout{k.shape, o.strides, 0})) return;
+  if (k.shape[last] < 8) return;
+  int best = 0;
+  for (int d = 0; d < last; ++d) {
+    if (k.shape[d] < 8) continue;
+    uint32_t mask = 0;
+    int count = 0;
+    for (size_t j = 0; j < k.inputs.size() && j < 32; ++j) {
+      const KernelInput& in = k.inputs[j];
+      if (in.cls == IndexClass::strided && in.strides[d] == 1 && in.strides[last] != 1 &&
+          in.strides[last] != 0) {
+        mask |= 1u << j;
+        ++count;
+      }
+    }
+    if (count > best) {
+      best = count;
+      v.tile_dim = d;
+      v.tile_inputs = mask;
+    }
+  }
+}
+
+} // namespace
+
+void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
+  out.push_back(static_cast<char>(v.index32 | (v.vec << 1)));
+  out.push_back(static_cast<char>(v.rows_per_block));
+  out.push_back(static_cast<char>(v.tile_dim + 1));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.tile_inputs >> (8 * i)));
+  out.push_back(static_cast<char>(v.cached_vecs));
+}
+
+CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
+  CudaVariant v;
+  // 32-bit indices: the flat index plus a grid-stride step, and every offset, fit in int32.
+  constexpr int64_t kMax32 = (int64_t(1) << 31) - (int64_t(1) << 26) - 1;
+  int64_t n = k.shape.numel();
+  bool fits = n <= kMax32;
+  for (const KernelInput& in : k.inputs) fits &= reach(k.shape, in.strides) <= kMax32;
+  for (const KernelOutput& o : k.outputs)
+    if (!o.reduced) fits &= reach(k.shape, o.strides) <= kMax32;
+  v.index32 = fits;
+  // A reduction over outer axes (the innermost dim is kept) takes the column layout:
+  // neighbouring output rows on neighbouring threads, so that a warp's loads are coalesced,
+  // with V columns per thread read as 16-byte vectors where column_vec_ok allows. bx threads
+  // along the columns: 8 with vectors (8 x 16 bytes: a warp reads whole 128-byte lines of 4
+  // rows), else 32; fewer when there are fewer columns, so that the rest of the block goes down
+  // the reduced axis (never 1, which is the row layout).
+  if (k.kind == FusedKernel::Kind::reduce && k.shape.size() > 0) {
+    const int last = k.shape.size() - 1;
+    if (!(k.reduce_axes & (1u << last)) && k.shape[last] > 1) {
+      v.vec = column_vec_ok(k, slot_base);
+      const int V = v.vec ? elems_per_vec(k) : 1;
+      int64_t O = 1;
+      for (int d = 0; d <= last; ++d)
+        if (!(k.reduce_axes & (1u << d))) O *= k.shape[d];
+      int bx = v.vec ? 8 : 32;
+      while (bx > 2 && int64_t(bx / 2) * V >= O) bx /= 2;
+      v.rows_per_block = bx;
+      return v;
+    }
+  }
+  if (k.kind == FusedKernel::Kind::reduce) {
+    v.vec = reduce_vec_ok(k, slot_base, v.rows_per_block);
+    // Rows of several passes whose vectors fit in a few registers per thread are read once.
+    // Only for short tapes: every pass unrolls over the cached vectors, and a long tape
+    // (layer_norm's nine ops with strided weight loads) then spills and runs slower than
+    // re-reading the row from cache (measured on the H100: 80% -> 63% of copy bandwidth).
+    if (v.vec && reduce_passes(k).passes > 1 && k.compute_ops() <= kMaxCachedRowOps) {
+      int64_t R = 1;
+      for (int d = 0; d < k.shape.size(); ++d)
+        if (k.reduce_axes & (1u << d)) R *= k.shape[d];
+      const int64_t per_block = int64_t(kBlock) * elems_per_vec(k);
+      int cached = 1;
+      while (cached * per_block < R && cached < kMaxCachedVecs) cached *= 2;
+      if (cached * per_block >= R) v.cached_vecs = cached;
+    }
+    return v;
+  }
+  choose_tiling(k, v);
+  if (v.tile_dim >= 0) return v;
+  // Vector accesses: elementwise, every memory operand contiguous (or scalar) and 16-byte aligned.
+  if (n < elems_per_vec(k)) return v;
+  bool vec = true;
+  for (const KernelInput& in : k.inputs)
+    if (in.cls != IndexClass::scalar)
+      vec &= in.cls == IndexClass::contiguous && aligned16(slot_base, in.slot, in.offset, in.dtype);
+  for (const KernelOutput& o : k.outputs)
+    vec &= out_contiguous(k, o) && aligned16(slot_base, o.slot, o.offset, o.dtype);
+  v.vec = vec;
+  return v;
+}
+
+CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
+  CudaLaunch l;
+  int sms = std::max(1, t.sm_count);
+  if (k.kind == FusedKernel::Kind::reduce) {
+    CgPlan pl = cuda_make_plan(k, {});
+    int64_t O = static_cast<int64_t>(pl.fields[0].bits),
+            R = static_cast<int64_t>(pl.fields[1].bits);
+    const int bx = v.rows_per_block;
+    // Row layout: one row per block (grid-stride over rows); it gets as many threads as it has
+    // elements (vectors), up to the block size (at least a warp). Column layout: bx threads
+    // along bx * V columns, the rest of the block down the reduced axis while each thread still
+    // gets a whole step of rows (more threads would only run the one-row loop).
+    int by = 1;
+    const int64_t per_thread = bx > 1 ? column_rows_per_step(k, v) : v.vec ? elems_per_vec(k) : 1;
+    while (bx * by < kBlock && by * per_thread < R) by *= 2;
+    l.block = static_cast<uint32_t>(std::max(32, bx * by));
+    const int64_t cols = int64_t(bx) * column_vec(k, v);
+    int64_t row_blocks = (O + cols - 1) / cols;
+    l.grid =
+        static_cast<uint32_t>(std::min<int64_t>(row_blocks, int64_t(sms) * (2048 / l.block) * 2));
+    return l;
+  }
+  int64_t n = k.shape.numel();
+  if (v.tile_dim >= 0 && n > 0) {
+    const int64_t D = k.shape[v.tile_dim], L = k.shape[k.shape.size() - 1];
+    const int64_t tiles = n / (D * L) * ((D + 31) / 32) * ((L + 31) / 32);
+    l.block = kBlock;
+    l.grid = static_cast<uint32_t>(std::min<int64_t>(tiles, int64_t(sms) * 8));
+    return l;
+  }
+  int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(k) : 1);
+  l.block = kBlock;
+  l.grid =
+      static_cast<uint32_t>(std::min<int64_t>((n + per_block - 1) / per_block, int64_t(sms) * 8));
+  return l; // grid 0 (n == 0): nothing to launch
+}
+
+} // namespace kiln::detail
