@@ -16,15 +16,16 @@ bool empty_gemm(const GemmStep& g) {
   return g.out_shape[rank - 2] == 0 || g.out_shape[rank - 1] == 0;
 }
 
-// Write this run's pointers into p; true if any differs from what p held.
-bool repoint(ParamTemplate& p, llvm::ArrayRef<void*> base) {
+// Write this run's pointers into a kernel's Params bytes; true if any differs from before.
+bool repoint(std::vector<std::byte>& bytes, llvm::ArrayRef<ParamTemplate::Pointer> pointers,
+             llvm::ArrayRef<void*> base) {
   bool changed = false;
-  for (const ParamTemplate::Pointer& f : p.pointers) {
+  for (const ParamTemplate::Pointer& f : pointers) {
     uintptr_t v = 0;
     if (f.slot >= 0 && static_cast<size_t>(f.slot) < base.size() && base[f.slot])
       v = reinterpret_cast<uintptr_t>(static_cast<const char*>(base[f.slot]) + f.byte_offset);
-    if (std::memcmp(p.bytes.data() + f.at, &v, sizeof v) != 0) {
-      std::memcpy(p.bytes.data() + f.at, &v, sizeof v);
+    if (std::memcmp(bytes.data() + f.at, &v, sizeof v) != 0) {
+      std::memcpy(bytes.data() + f.at, &v, sizeof v);
       changed = true;
     }
   }
@@ -100,14 +101,14 @@ void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
   }
   for (size_t i = 0; i < used.size(); ++i)
     if (used[i]) used_slots_.push_back(static_cast<int>(i));
-  for (void* b : base) align_.push_back(static_cast<uint8_t>(reinterpret_cast<uintptr_t>(b) % 16));
+  for (int slot : used_slots_)
+    align_.push_back(static_cast<uint8_t>(reinterpret_cast<uintptr_t>(base[slot]) % 16));
   prepared_ = true;
 }
 
 bool CudaBatch::same_alignment(llvm::ArrayRef<void*> base) const {
-  if (base.size() != align_.size()) return false;
-  for (size_t i = 0; i < base.size(); ++i)
-    if (reinterpret_cast<uintptr_t>(base[i]) % 16 != align_[i]) return false;
+  for (size_t j = 0; j < used_slots_.size(); ++j)
+    if (reinterpret_cast<uintptr_t>(base[used_slots_[j]]) % 16 != align_[j]) return false;
   return true;
 }
 
@@ -118,7 +119,7 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
       continue;
     }
     if (!l.fn) continue;
-    repoint(l.params, base);
+    repoint(l.params.bytes, l.params.pointers, base);
     void* args[] = {l.params.bytes.data()};
     cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(l.fn), dim3(l.shape.grid),
                                 dim3(l.shape.block), args, l.shape.shared_bytes, stream_),
@@ -171,7 +172,7 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
         cuda_check(e, "eval", "cudaGraphAddChildGraphNode");
       } else {
         if (!l.fn) continue;
-        repoint(l.params, base);
+        repoint(l.params.bytes, l.params.pointers, base);
         in.args[i] = l.params.bytes;
         void* args[] = {in.args[i].data()};
         cudaKernelNodeParams p = node_params(l.shape, l.fn, args);
@@ -229,9 +230,7 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base) {
       changed = true;
       continue;
     }
-    ParamTemplate p{in.args[i], l.params.pointers};
-    if (!repoint(p, base)) continue;
-    in.args[i] = std::move(p.bytes);
+    if (!repoint(in.args[i], l.params.pointers, base)) continue;
     void* args[] = {in.args[i].data()};
     cudaKernelNodeParams kp = node_params(l.shape, l.fn, args);
     cuda_check(cudaGraphExecKernelNodeSetParams(in.exec, in.nodes[i], &kp), "eval",

@@ -78,7 +78,7 @@ private:
   CudaGemm& gemm_;
   cudaStream_t stream_;
   std::vector<Launch> launches_;
-  std::vector<uint8_t> align_;  // per slot: base address mod 16 when the variants were chosen
+  std::vector<uint8_t> align_;  // per used slot: address mod 16 when the variants were chosen
   std::vector<int> used_slots_; // slots any launch reads or writes
   bool prepared_ = false;
   int runs_ = 0;
