@@ -20,7 +20,7 @@ namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
 inline constexpr int kCodegenVersion = 3; // 2: --fmad=false; 3: column layout, float max/min
-                                           // accumulators, per-row constants
+                                          // accumulators, per-row constants
 
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
@@ -45,6 +45,11 @@ struct CudaVariant {
   // Reduce with vec and several passes: each thread keeps its vectors of the row's contiguous
   // inputs in registers (this many at most), so later passes don't read memory again. 0: off.
   int cached_vecs = 0;
+  // Reduce with vec and several passes, rows not cached in registers (a long tape): pass 0
+  // copies each thread's vectors of the row's contiguous inputs into shared memory (dynamic,
+  // R elements per input, at most kMaxSharedRowBytes) and later passes read them from there.
+  // A thread reads back only the vectors it wrote, so no barrier is needed.
+  bool smem_row = false;
 };
 
 struct CudaKernelSource {

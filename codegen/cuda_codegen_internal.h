@@ -44,6 +44,12 @@ int elems_per_vec(const FusedKernel& k);
 int column_vec(const FusedKernel& k, const CudaVariant& v);
 int column_rows_per_step(const FusedKernel& k, const CudaVariant& v);
 
+// Row layout with smem_row: bytes of shared memory one row of the contiguous inputs takes (R
+// elements each), at most the 48 KB a launch may use without opting in; 32 KB rows (8192 f32)
+// still leave room for 7 blocks of 256 threads per H100 SM.
+inline constexpr int64_t kMaxSharedRowBytes = int64_t(48) << 10;
+int64_t shared_row_bytes(const FusedKernel& k);
+
 // ---- the plan shared by renderer and packer (cuda_params.cpp) -------------------------------
 
 struct CgField {

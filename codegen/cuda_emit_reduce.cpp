@@ -80,6 +80,19 @@ void Emitter::reduce_body() {
   line(1, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x "
           ">> 5;");
   line(1, "const int tx = 0, ty = threadIdx.x, by = blockDim.x;");
+  if (v_.smem_row) { // the row of each contiguous input, one after the other (R elements each)
+    const int epv = elems_per_vec(k_);
+    line(1, "extern __shared__ __align__(16) unsigned char k_smem[];");
+    std::string at = "k_smem";
+    for (size_t j = 0; j < pl_.in.size(); ++j) {
+      if (pl_.in[j].mode != M::contiguous) continue;
+      const std::string t = cg::st_name(k_.inputs[j].dtype);
+      line(1, fmt::format(
+                  "k_vec<{0}, {1}>* const k_srow{2} = reinterpret_cast<k_vec<{0}, {1}>*>({3});", t,
+                  epv, j, at));
+      at = fmt::format("(unsigned char*)(k_srow{} + R / {})", j, epv);
+    }
+  }
   line(1, fmt::format("for (idx_t ob = (idx_t)blockIdx.x * {0}; ob < O; ob += (idx_t)gridDim.x * "
                       "{0}) {{",
                       bx));
@@ -147,13 +160,19 @@ void Emitter::reduce_body() {
         line(2, fmt::format("for (idx_t c = ty; valid && c < R / {0}; c += by) {{", epv));
       }
       line(3, fmt::format("const idx_t i0 = o * R + c * {};", epv));
-      for (size_t j = 0; j < pl_.in.size(); ++j)
-        if (pl_.in[j].mode == M::contiguous)
-          line(3, cached > 0 ? fmt::format("const k_vec<{0}, {2}>& x{1} = k_row{1}[u];",
-                                           cg::st_name(k_.inputs[j].dtype), j, epv)
-                             : fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<"
-                                           "const k_vec<{0}, {2}>*>(p.in{1} + i0);",
-                                           cg::st_name(k_.inputs[j].dtype), j, epv));
+      for (size_t j = 0; j < pl_.in.size(); ++j) {
+        if (pl_.in[j].mode != M::contiguous) continue;
+        const std::string t = cg::st_name(k_.inputs[j].dtype);
+        if (cached > 0)
+          line(3, fmt::format("const k_vec<{0}, {2}>& x{1} = k_row{1}[u];", t, j, epv));
+        else if (v_.smem_row && pass > 0) // this thread's own vector, stored in pass 0
+          line(3, fmt::format("const k_vec<{0}, {2}> x{1} = k_srow{1}[c];", t, j, epv));
+        else
+          line(3, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
+                              "{2}>*>(p.in{1} + i0);",
+                              t, j, epv));
+        if (v_.smem_row && pass == 0) line(3, fmt::format("k_srow{0}[c] = x{0};", j));
+      }
       for (size_t j = 0; j < pl_.out.size(); ++j)
         if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
           line(3, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));

@@ -34,6 +34,16 @@ int column_rows_per_step(const FusedKernel& k, const CudaVariant& v) {
   return k.compute_ops() > kMaxCachedRowOps ? u / 2 : u;
 }
 
+int64_t shared_row_bytes(const FusedKernel& k) {
+  int64_t R = 1;
+  for (int d = 0; d < k.shape.size(); ++d)
+    if (k.reduce_axes & (1u << d)) R *= k.shape[d];
+  int64_t bytes = 0;
+  for (const KernelInput& in : k.inputs)
+    if (in.cls == IndexClass::contiguous) bytes += R * itemsize(in.dtype);
+  return bytes;
+}
+
 } // namespace cg
 
 using namespace cg; // the internals of cuda_codegen_internal.h
@@ -144,6 +154,7 @@ void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
   out.push_back(static_cast<char>(v.tile_dim + 1));
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.tile_inputs >> (8 * i)));
   out.push_back(static_cast<char>(v.cached_vecs));
+  out.push_back(static_cast<char>(v.smem_row));
 }
 
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
@@ -191,6 +202,12 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
       while (cached * per_block < R && cached < kMaxCachedVecs) cached *= 2;
       if (cached * per_block >= R) v.cached_vecs = cached;
     }
+    // Otherwise a row that fits in shared memory is kept there (layer_norm: 3 passes over
+    // each row read memory once).
+    if (v.vec && v.cached_vecs == 0 && reduce_passes(k).passes > 1) {
+      const int64_t bytes = shared_row_bytes(k);
+      v.smem_row = bytes > 0 && bytes <= kMaxSharedRowBytes;
+    }
     return v;
   }
   choose_tiling(k, v);
@@ -227,6 +244,7 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     int64_t row_blocks = (O + cols - 1) / cols;
     l.grid =
         static_cast<uint32_t>(std::min<int64_t>(row_blocks, int64_t(sms) * (2048 / l.block) * 2));
+    if (v.smem_row) l.shared_bytes = static_cast<uint32_t>(shared_row_bytes(k));
     return l;
   }
   int64_t n = k.shape.numel();

@@ -389,7 +389,8 @@ TEST_F(Codegen, GoldenSources) {
                {"colsum_f32_vec", colsum, {true, true, 8}},
                {"softmax_cols_bf16_vec", hsoft, {true, true, 8}},
                {"layer_norm_f32_vec", ln, {true, true, 1}},
-               {"softmax_rows_f32_cached", smax, {true, true, 1, -1, 0, 8}}};
+               {"softmax_rows_f32_cached", smax, {true, true, 1, -1, 0, 8}},
+               {"layer_norm_f32_smem", ln, {true, true, 1, -1, 0, 0, true}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);
@@ -406,13 +407,14 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
-  std::vector<CudaVariant> changed(6, base);
+  std::vector<CudaVariant> changed(7, base);
   changed[0].index32 = false;
   changed[1].vec = true;
   changed[2].rows_per_block = 32;
   changed[3].tile_dim = 0;
   changed[4].tile_inputs = 1u << 9;
   changed[5].cached_vecs = 2;
+  changed[6].smem_row = true;
   for (const CudaVariant& v : changed) EXPECT_NE(key(v), key(base));
 }
 
