@@ -96,10 +96,6 @@ void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
   }
 }
 
-} // namespace kiln::detail
-
-namespace kiln::detail {
-
 cudaGraph_t CudaGemm::capture(const GemmStep& g, const void* a, const void* b, void* out) {
   // The capture records only the work issued between begin and end, so the stream may still
   // have earlier work queued; nothing else issues to it meanwhile (one thread drives kiln).
