@@ -42,7 +42,6 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   if (v.smem_row) key += " srow";
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
-  if (t.fast_compile > 0) key += fmt::format(" fc{}", t.fast_compile);
   return key;
 }
 

@@ -26,9 +26,6 @@ struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
   int sm_count = 132;    // multiprocessors, for sizing grids
   int nvrtc_version = 0; // major * 1000 + minor * 10, as CUDA_VERSION; part of the key
-  // NVRTC's --Ofast-compile level (0 off, 1 min, 2 mid, 3 max): fewer expensive optimizations
-  // in the compiler, for a faster compile; part of the key (another level, another binary).
-  int fast_compile = 0;
 };
 
 /// Size/alignment-dependent choices, decided per launch and part of the key.

@@ -17,10 +17,6 @@ struct CudaBinary {
 
 /// NVRTC's version as major * 1000 + minor * 10 (13000 for 13.0); 0 if NVRTC is unusable.
 int nvrtc_version();
-/// The --Ofast-compile level kernels are compiled at (CudaTarget::fast_compile):
-/// $KILN_NVRTC_FAST_COMPILE (0, min, mid or max) or the default; 0 where NVRTC predates the
-/// option (12.8).
-int nvrtc_fast_compile_level();
 /// Compile; on failure throws kiln::Error with NVRTC's log and the path where the source
 /// was saved (under the system temp dir). The engine stays usable.
 CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t);

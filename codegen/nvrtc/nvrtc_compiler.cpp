@@ -4,12 +4,10 @@
 
 #include "engine/errors.h"
 
-#include <llvm/ADT/SmallVector.h>
 #include <nvrtc.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -83,8 +81,6 @@ std::string program_log(nvrtcProgram prog) {
   return log;
 }
 
-constexpr const char* kFastCompileLevels[] = {"0", "min", "mid", "max"};
-
 } // namespace
 
 int nvrtc_version() {
@@ -94,22 +90,6 @@ int nvrtc_version() {
     return major * 1000 + minor * 10;
   }();
   return version;
-}
-
-int nvrtc_fast_compile_level() {
-  static const int level = [] {
-    if (nvrtc_version() < 12080) return 0;
-    constexpr int kDefault = 0;
-    const char* v = std::getenv("KILN_NVRTC_FAST_COMPILE");
-    if (!v || !*v) return kDefault;
-    std::string s(v);
-    for (int i = 0; i < 4; ++i)
-      if (s == kFastCompileLevels[i] || s == std::to_string(i)) return i;
-    std::fprintf(stderr, "kiln: KILN_NVRTC_FAST_COMPILE=%s is not 0, min, mid or max; using %s\n",
-                 v, kFastCompileLevels[kDefault]);
-    return kDefault;
-  }();
-  return level;
 }
 
 CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
@@ -130,13 +110,8 @@ CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
   std::string include_opt = "--include-path=" + cuda_include_dir();
   // --fmad=false: a*b+c stays two rounded ops, as on the CPU and in eager mode, so fusing a
   // chain never changes its result (the kernels are memory-bound; FMA buys nothing here).
-  llvm::SmallVector<const char*, 8> opts = {arch_opt.c_str(), "-std=c++17", include_opt.c_str(),
-                                             "-default-device", "--fmad=false"};
-  std::string fast_opt;
-  if (t.fast_compile > 0 && t.fast_compile < 4) {
-    fast_opt = std::string("--Ofast-compile=") + kFastCompileLevels[t.fast_compile];
-    opts.push_back(fast_opt.c_str());
-  }
+  const char* opts[] = {arch_opt.c_str(), "-std=c++17", include_opt.c_str(), "-default-device",
+                        "--fmad=false"};
 
   Program p;
   nvrtcResult r = nvrtcCreateProgram(&p.prog, src.source.c_str(), (src.name + ".cu").c_str(), 0,
@@ -144,7 +119,7 @@ CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
   if (r != NVRTC_SUCCESS)
     fail("compile", "nvrtcCreateProgram failed for kernel {}: {}", src.name,
          nvrtcGetErrorString(r));
-  r = nvrtcCompileProgram(p.prog, static_cast<int>(opts.size()), opts.data());
+  r = nvrtcCompileProgram(p.prog, static_cast<int>(std::size(opts)), opts);
   CudaBinary out;
   out.log = program_log(p.prog);
   if (r != NVRTC_SUCCESS) {

@@ -46,7 +46,6 @@ CudaKernelCache::CudaKernelCache(int device) : device_(device) {
              "cuda", "cudaDeviceGetAttribute");
   target_.arch = major * 10 + minor;
   target_.nvrtc_version = nvrtc_version();
-  target_.fast_compile = nvrtc_fast_compile_level();
   caches().push_back(this);
 }
 
