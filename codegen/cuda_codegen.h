@@ -19,8 +19,9 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 3; // 2: --fmad=false; 3: column layout, float max/min
-                                          // accumulators, per-row constants
+inline constexpr int kCodegenVersion = 4; // 2: --fmad=false; 3: column layout, float max/min
+                                          // accumulators, per-row constants; 4: f16/bf16 exp and
+                                          // division approximated, row-vector weights
 
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
@@ -50,6 +51,10 @@ struct CudaVariant {
   // R elements per input, at most kMaxSharedRowBytes) and later passes read them from there.
   // A thread reads back only the vectors it wrote, so no barrier is needed.
   bool smem_row = false;
+  // Row layout with vec: strided inputs (a mask) that run contiguously along the row, every
+  // row's start 16-byte aligned (layer_norm's weight and bias, broadcast over the rows): read
+  // as vectors too rather than element by element.
+  uint32_t row_vec_inputs = 0;
 };
 
 struct CudaKernelSource {

@@ -136,9 +136,14 @@ private:
     bool fl, arg;
     const char* A;
     std::string init;
+    // A sum of f16/bf16 values: each 16-byte vector's elements add up in float first, then
+    // once into the double accumulator (float is exact far beyond their 8-11 bits, and the
+    // f32 -> f64 conversion per element runs at 16 per clock per SM).
+    bool half_sum = false;
   };
 
   std::vector<Red> reductions() const;
+  bool row_vec(size_t j) const { return j < 32 && (v_.row_vec_inputs >> j) & 1u; }
   void fold(int ind, const Red& r, const std::string& acc, const std::string& arg,
             const std::string& x, const std::string& ix);
   std::string row_value(const Red& r, const std::string& acc, const std::string& ia) const;

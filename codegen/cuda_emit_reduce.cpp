@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 namespace kiln::detail::cg {
 
 std::vector<Emitter::Red> Emitter::reductions() const {
@@ -19,6 +21,9 @@ std::vector<Emitter::Red> Emitter::reductions() const {
     // conversion to double and double compares per element. Sums accumulate in double.
     const bool exact = r.op == OpCode::max || r.op == OpCode::min || r.arg;
     r.A = !r.fl ? "long long" : exact && k_.tape[in.a].dtype != DType::f64 ? "float" : "double";
+    auto half = [](DType d) { return d == DType::f16 || d == DType::bf16; };
+    r.half_sum = (r.op == OpCode::sum || r.op == OpCode::mean) && half(in.dtype) &&
+                 half(k_.tape[in.a].dtype);
     if (r.op == OpCode::max || r.arg)
       r.init = r.fl ? "-k_inf()" : "-9223372036854775807LL - 1";
     else if (r.op == OpCode::min)
@@ -128,14 +133,17 @@ void Emitter::reduce_body() {
       if (r.arg) line(2, fmt::format("long long arg{} = -1;", r.t));
     }
     // One element (i, r) of the pass: its values, folds and stores; `load` reads input j.
+    // vec_out: inside the vector loop, where half sums fold into their float partial.
     auto element = [&](int ind, const Load& load, bool vec_out) {
       declare_offsets(ind, "oi", "ki", "oo", "ko");
       unravel(ind, "r", pl_.nkept, pl_.rank, "oi", "oo");
       tape(ind, load, rp.level.data(), pass);
       for (const Red& r : reds)
-        if (rp.level[k_.tape[r.t].a] == pass)
-          fold(ind, r, fmt::format("acc{}", r.t), fmt::format("arg{}", r.t),
-               fmt::format("({})v{}", r.A, k_.tape[r.t].a), "(long long)r");
+        if (rp.level[k_.tape[r.t].a] == pass) {
+          const bool partial = vec_out && r.half_sum;
+          fold(ind, r, (partial ? "pacc" : "acc") + std::to_string(r.t), fmt::format("arg{}", r.t),
+               fmt::format("({})v{}", partial ? "float" : r.A, k_.tape[r.t].a), "(long long)r");
+        }
       for (size_t j = 0; j < pl_.out.size(); ++j) {
         const KernelOutput& o = k_.outputs[j];
         if (o.reduced || rp.level[o.value] != pass) continue;
@@ -173,19 +181,31 @@ void Emitter::reduce_body() {
                               t, j, epv));
         if (v_.smem_row && pass == 0) line(3, fmt::format("k_srow{0}[c] = x{0};", j));
       }
+      for (size_t j = 0; j < pl_.in.size(); ++j)
+        if (row_vec(j))
+          line(3, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
+                              "{2}>*>(p.in{1} + ki{1} + c * {2});",
+                              cg::st_name(k_.inputs[j].dtype), j, epv));
       for (size_t j = 0; j < pl_.out.size(); ++j)
         if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
           line(3, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
+      for (const Red& r : reds)
+        if (r.half_sum && rp.level[k_.tape[r.t].a] == pass)
+          line(3, fmt::format("float pacc{} = 0;", r.t));
       line(3, "#pragma unroll");
       line(3, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
       line(4, "const idx_t i = i0 + e, r = c * " + std::to_string(epv) + " + e;");
       element(
           4,
           [&](int j) {
-            return pl_.in[j].mode == M::contiguous ? fmt::format("x{}.v[e]", j) : element_load(j);
+            return pl_.in[j].mode == M::contiguous || row_vec(j) ? fmt::format("x{}.v[e]", j)
+                                                                 : element_load(j);
           },
           true);
       line(3, "}");
+      for (const Red& r : reds)
+        if (r.half_sum && rp.level[k_.tape[r.t].a] == pass)
+          line(3, fmt::format("acc{0} += (double)pacc{0};", r.t));
       for (size_t j = 0; j < pl_.out.size(); ++j)
         if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
           line(3, fmt::format("*reinterpret_cast<k_vec<{}, {}>*>(p.out{} + i0) = y{};",

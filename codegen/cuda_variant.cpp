@@ -86,6 +86,30 @@ bool reduce_vec_ok(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int ro
   return any;
 }
 
+// The strided inputs of a vec row layout that can be read as vectors too: contiguous over the
+// (trailing) reduced dims, every kept-dim stride a multiple of the vector (0 for a broadcast),
+// from a 16-byte aligned base, so that each row's run is whole aligned vectors.
+uint32_t row_vec_inputs(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
+  const int epv = elems_per_vec(k);
+  uint32_t mask = 0;
+  for (size_t j = 0; j < k.inputs.size() && j < 32; ++j) {
+    const KernelInput& in = k.inputs[j];
+    if (in.cls != IndexClass::strided) continue;
+    bool ok = aligned16(slot_base, in.slot, in.offset, in.dtype);
+    int64_t run = 1; // the stride a contiguous run has at dim d
+    for (int d = k.shape.size() - 1; ok && d >= 0; --d) {
+      if (k.reduce_axes & (1u << d)) {
+        ok = k.shape[d] == 1 || in.strides[d] == run;
+        run *= k.shape[d];
+      } else {
+        ok = in.strides[d] % epv == 0;
+      }
+    }
+    if (ok) mask |= 1u << j;
+  }
+  return mask;
+}
+
 // Vector accesses along the columns of the column layout (the innermost dim L is kept, some
 // outer dim reduced): every memory operand either moves along L with stride 1 from a 16-byte
 // aligned base with all its other strides multiples of V (so each thread's V columns, which
@@ -155,6 +179,7 @@ void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.tile_inputs >> (8 * i)));
   out.push_back(static_cast<char>(v.cached_vecs));
   out.push_back(static_cast<char>(v.smem_row));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.row_vec_inputs >> (8 * i)));
 }
 
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
@@ -189,6 +214,7 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
   }
   if (k.kind == FusedKernel::Kind::reduce) {
     v.vec = reduce_vec_ok(k, slot_base, v.rows_per_block);
+    if (v.vec) v.row_vec_inputs = row_vec_inputs(k, slot_base);
     // Rows of several passes whose vectors fit in a few registers per thread are read once.
     // Only for short tapes: every pass unrolls over the cached vectors, and a long tape
     // (layer_norm's nine ops with strided weight loads) then spills and runs slower than

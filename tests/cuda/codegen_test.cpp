@@ -365,7 +365,13 @@ TEST_F(Codegen, GoldenSources) {
   FusedKernel colsum = kernel_of([&] { return sum(m, {0}); });
   Tensor hm = cast(m, DType::bf16);
   eval(hm);
+  Tensor w0 = randn({32}), b0 = randn({32});
   FusedKernel hsoft = kernel_of([&] { return softmax(hm, 0); });
+  FusedKernel hsoft_rows = kernel_of([&] { return softmax(hm, 1); });
+  FusedKernel hlogsoft_rows = kernel_of([&] { return log_softmax(hm, 1); });
+  Tensor hw = cast(w0, DType::bf16), hb = cast(b0, DType::bf16);
+  eval(hw, hb);
+  FusedKernel hln = kernel_of([&] { return layer_norm(hm, hw, hb); });
   Tensor w = randn({32}), b = randn({32});
   eval(w, b);
   FusedKernel ln = kernel_of([&] { return layer_norm(m, w, b); });
@@ -390,7 +396,11 @@ TEST_F(Codegen, GoldenSources) {
                {"softmax_cols_bf16_vec", hsoft, {true, true, 8}},
                {"layer_norm_f32_vec", ln, {true, true, 1}},
                {"softmax_rows_f32_cached", smax, {true, true, 1, -1, 0, 8}},
-               {"layer_norm_f32_smem", ln, {true, true, 1, -1, 0, 0, true}}};
+               {"layer_norm_f32_smem", ln, {true, true, 1, -1, 0, 0, true}},
+               {"softmax_rows_bf16_cached", hsoft_rows, {true, true, 1, -1, 0, 4}},
+               {"log_softmax_rows_bf16_cached", hlogsoft_rows, {true, true, 1, -1, 0, 4}},
+               {"layer_norm_rows_bf16_cached", hln, {true, true, 1, -1, 0, 4}},
+               {"layer_norm_rows_bf16_smem", hln, {true, true, 1, -1, 0, 0, true, 0b110u}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);
@@ -407,7 +417,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
-  std::vector<CudaVariant> changed(7, base);
+  std::vector<CudaVariant> changed(8, base);
   changed[0].index32 = false;
   changed[1].vec = true;
   changed[2].rows_per_block = 32;
@@ -415,6 +425,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
   changed[4].tile_inputs = 1u << 9;
   changed[5].cached_vecs = 2;
   changed[6].smem_row = true;
+  changed[7].row_vec_inputs = 1u << 17;
   for (const CudaVariant& v : changed) EXPECT_NE(key(v), key(base));
 }
 
