@@ -2,10 +2,31 @@
 // key: reduce r2 in:bf16:contiguous in:bf16:strided:0s in:bf16:strided:0s load:bf16:0 mean:bf16:0 sub:bf16:0,1 mul:bf16:2,2 mean:bf16:3 constant:bf16 add:bf16:4,5 rsqrt:bf16:6 mul:bf16:2,7 load:bf16:1 mul:bf16:8,9 load:bf16:2 add:bf16:10,11 out:12:bf16:c axes2 | outc:c i32 srow rv6 vec8 sm_90 nvrtc13000 cg4
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-// f16/bf16 values compute in float and are rounded to their precision after every op.
-__device__ __forceinline__ float k_rh(float x) { return __half2float(__float2half_rn(x)); }
+// f16/bf16 values compute in float and are rounded to their precision after every op. From
+// sm_80 the rounding is the paired conversion (cvt.rn.*x2.f32, an F2FP on the ALU) given the
+// value twice: the single one (F2F) issues at 16 per clock per SM and bounded bf16 softmax at
+// 63% of copy bandwidth (80% with F2FP; same bits).
+__device__ __forceinline__ __half k_to_f16(float x) {
+#if __CUDA_ARCH__ >= 800
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));
+  return __ushort_as_half((unsigned short)r);
+#else
+  return __float2half_rn(x);
+#endif
+}
+__device__ __forceinline__ __nv_bfloat16 k_to_bf16(float x) {
+#if __CUDA_ARCH__ >= 800
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));
+  return __ushort_as_bfloat16((unsigned short)r);
+#else
+  return __float2bfloat16_rn(x);
+#endif
+}
+__device__ __forceinline__ float k_rh(float x) { return __half2float(k_to_f16(x)); }
 __device__ __forceinline__ float k_rb(float x) {
-  return __bfloat162float(__float2bfloat16_rn(x));
+  return __uint_as_float((unsigned)__bfloat16_as_ushort(k_to_bf16(x)) << 16);
 }
 // exp and division of f16/bf16 values, which keep 8 or 11 bits: the hardware approximations
 // (ex2.approx of x * log2(e), subnormals kept; div.full, at most 2 float ulps over the whole
@@ -171,7 +192,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_bf1
     }
     __syncthreads();
     acc1 = k_s1[0];
-    const float v1 = __bfloat162float(__float2bfloat16_rn((float)(acc1 / (double)R)));
+    const float v1 = __bfloat162float(k_to_bf16((float)(acc1 / (double)R)));
     double acc4 = 0;
     #pragma unroll 2
     for (idx_t c = ty; valid && c < R / 8; c += by) {
@@ -219,7 +240,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_bf1
     }
     __syncthreads();
     acc4 = k_s4[0];
-    const float v4 = __bfloat162float(__float2bfloat16_rn((float)(acc4 / (double)R)));
+    const float v4 = __bfloat162float(k_to_bf16((float)(acc4 / (double)R)));
     const float v6 = k_rb(v4 + v5);
     const float v7 = k_rb(1.0f / sqrtf(v6));
     #pragma unroll 2
@@ -247,7 +268,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_mean_sub_mul_mean_etc_bf1
         const float v10 = k_rb(v8 * v9);
         const float v11 = __bfloat162float(x2.v[e]);
         const float v12 = k_rb(v10 + v11);
-        y0.v[e] = __float2bfloat16_rn((float)(v12));
+        y0.v[e] = k_to_bf16((float)(v12));
       }
       *reinterpret_cast<k_vec<__nv_bfloat16, 8>*>(p.out0 + i0) = y0;
     }
