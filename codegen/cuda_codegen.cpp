@@ -40,7 +40,8 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   if (v.tile_dim >= 0) key += fmt::format(" tile{}:{:x}", v.tile_dim, v.tile_inputs);
   if (v.cached_vecs > 0) key += fmt::format(" rc{}", v.cached_vecs);
   if (v.smem_row) key += " srow";
-  if (v.row_vec_inputs) key += fmt::format(" rv{:x}", v.row_vec_inputs);
+  if (v.vec_inputs) key += fmt::format(" rv{:x}", v.vec_inputs);
+  if (v.splat_inputs) key += fmt::format(" sp{:x}", v.splat_inputs);
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
   return key;

@@ -51,10 +51,13 @@ struct CudaVariant {
   // R elements per input, at most kMaxSharedRowBytes) and later passes read them from there.
   // A thread reads back only the vectors it wrote, so no barrier is needed.
   bool smem_row = false;
-  // Row layout with vec: strided inputs (a mask) that run contiguously along the row, every
-  // row's start 16-byte aligned (layer_norm's weight and bias, broadcast over the rows): read
-  // as vectors too rather than element by element.
-  uint32_t row_vec_inputs = 0;
+  // With vec, strided inputs (masks) read per vector rather than element by element. Row
+  // layout: inputs that run contiguously along the row, every row's start 16-byte aligned
+  // (layer_norm's weight and bias, broadcast over the rows), read as vectors. Elementwise:
+  // inputs with stride 1 along the last dim, read as vectors (a row broadcast over a matrix),
+  // and `splat_inputs`, constant along the last dim, read once per vector (a column).
+  uint32_t vec_inputs = 0;
+  uint32_t splat_inputs = 0;
 };
 
 struct CudaKernelSource {

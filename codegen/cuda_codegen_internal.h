@@ -143,7 +143,8 @@ private:
   };
 
   std::vector<Red> reductions() const;
-  bool row_vec(size_t j) const { return j < 32 && (v_.row_vec_inputs >> j) & 1u; }
+  bool vec_input(size_t j) const { return j < 32 && (v_.vec_inputs >> j) & 1u; }
+  bool splat_input(size_t j) const { return j < 32 && (v_.splat_inputs >> j) & 1u; }
   void fold(int ind, const Red& r, const std::string& acc, const std::string& arg,
             const std::string& x, const std::string& ix);
   std::string row_value(const Red& r, const std::string& acc, const std::string& ia) const;

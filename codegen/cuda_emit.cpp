@@ -216,20 +216,28 @@ void Emitter::elementwise_body() {
     line(1, fmt::format("const idx_t nv = n / {};", epv));
     line(1, "for (idx_t c = tid; c < nv; c += stride) {");
     line(2, fmt::format("const idx_t i0 = c * {};", epv));
-    for (size_t j = 0; j < pl_.in.size(); ++j)
-      if (pl_.in[j].mode == M::contiguous) {
-        const char* st = cg::st_name(k_.inputs[j].dtype);
+    if (v_.vec_inputs | v_.splat_inputs) { // strided inputs: their offsets at i0, once a vector
+      declare_offsets(2, "oi", nullptr, nullptr);
+      unravel(2, "i0", 0, pl_.rank, "oi", "");
+    }
+    for (size_t j = 0; j < pl_.in.size(); ++j) {
+      const char* st = cg::st_name(k_.inputs[j].dtype);
+      if (pl_.in[j].mode == M::contiguous || vec_input(j))
         line(2, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
-                            "{2}>*>(p.in{1} + i0);",
-                            st, j, epv));
-      }
+                            "{2}>*>(p.in{1} + {3});",
+                            st, j, epv, vec_input(j) ? fmt::format("oi{}", j) : "i0"));
+      else if (splat_input(j))
+        line(2, fmt::format("const {0} x{1} = p.in{1}[oi{1}];", st, j));
+    }
     for (size_t j = 0; j < pl_.out.size(); ++j)
       line(2, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
     line(2, "#pragma unroll");
     line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
     line(3, "const idx_t i = i0 + e;");
     tape(3, [&](int j) {
-      return pl_.in[j].mode == M::scalar ? fmt::format("s{}", j) : fmt::format("x{}.v[e]", j);
+      return pl_.in[j].mode == M::scalar ? fmt::format("s{}", j)
+             : splat_input(j)            ? fmt::format("x{}", j)
+                                         : fmt::format("x{}.v[e]", j);
     });
     for (size_t j = 0; j < pl_.out.size(); ++j)
       line(3, fmt::format("y{}.v[e] = {};", j, stored(j)));

@@ -182,7 +182,7 @@ void Emitter::reduce_body() {
         if (v_.smem_row && pass == 0) line(3, fmt::format("k_srow{0}[c] = x{0};", j));
       }
       for (size_t j = 0; j < pl_.in.size(); ++j)
-        if (row_vec(j))
+        if (vec_input(j))
           line(3, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
                               "{2}>*>(p.in{1} + ki{1} + c * {2});",
                               cg::st_name(k_.inputs[j].dtype), j, epv));
@@ -198,7 +198,7 @@ void Emitter::reduce_body() {
       element(
           4,
           [&](int j) {
-            return pl_.in[j].mode == M::contiguous || row_vec(j) ? fmt::format("x{}.v[e]", j)
+            return pl_.in[j].mode == M::contiguous || vec_input(j) ? fmt::format("x{}.v[e]", j)
                                                                  : element_load(j);
           },
           true);

@@ -89,7 +89,7 @@ bool reduce_vec_ok(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int ro
 // The strided inputs of a vec row layout that can be read as vectors too: contiguous over the
 // (trailing) reduced dims, every kept-dim stride a multiple of the vector (0 for a broadcast),
 // from a 16-byte aligned base, so that each row's run is whole aligned vectors.
-uint32_t row_vec_inputs(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
+uint32_t vec_inputs(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
   const int epv = elems_per_vec(k);
   uint32_t mask = 0;
   for (size_t j = 0; j < k.inputs.size() && j < 32; ++j) {
@@ -179,7 +179,8 @@ void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.tile_inputs >> (8 * i)));
   out.push_back(static_cast<char>(v.cached_vecs));
   out.push_back(static_cast<char>(v.smem_row));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.row_vec_inputs >> (8 * i)));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.vec_inputs >> (8 * i)));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.splat_inputs >> (8 * i)));
 }
 
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
@@ -214,7 +215,7 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
   }
   if (k.kind == FusedKernel::Kind::reduce) {
     v.vec = reduce_vec_ok(k, slot_base, v.rows_per_block);
-    if (v.vec) v.row_vec_inputs = row_vec_inputs(k, slot_base);
+    if (v.vec) v.vec_inputs = vec_inputs(k, slot_base);
     // Rows of several passes whose vectors fit in a few registers per thread are read once.
     // Only for short tapes: every pass unrolls over the cached vectors, and a long tape
     // (layer_norm's nine ops with strided weight loads) then spills and runs slower than
@@ -238,15 +239,39 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
   }
   choose_tiling(k, v);
   if (v.tile_dim >= 0) return v;
-  // Vector accesses: elementwise, every memory operand contiguous (or scalar) and 16-byte aligned.
-  if (n < elems_per_vec(k)) return v;
+  // Vector accesses: elementwise, every output contiguous and 16-byte aligned, every input
+  // scalar, contiguous and aligned, or strided such that each vector's elements (consecutive
+  // along the last dim, never straddling a row: its extent is a multiple of the vector) are
+  // one aligned vector of it (stride 1 along the last dim, the other strides multiples of the
+  // vector) or one element (stride 0 along the last dim).
+  const int epv = elems_per_vec(k);
+  if (n < epv) return v;
+  const int last = k.shape.size() - 1;
   bool vec = true;
-  for (const KernelInput& in : k.inputs)
-    if (in.cls != IndexClass::scalar)
-      vec &= in.cls == IndexClass::contiguous && aligned16(slot_base, in.slot, in.offset, in.dtype);
+  for (size_t j = 0; j < k.inputs.size(); ++j) {
+    const KernelInput& in = k.inputs[j];
+    if (in.cls == IndexClass::scalar) continue;
+    if (in.cls == IndexClass::contiguous) {
+      vec &= aligned16(slot_base, in.slot, in.offset, in.dtype);
+      continue;
+    }
+    if (j >= 32 || last < 0 || k.shape[last] % epv != 0) {
+      vec = false;
+      break;
+    }
+    bool whole = in.strides[last] == 1 && aligned16(slot_base, in.slot, in.offset, in.dtype);
+    for (int d = 0; d < last; ++d) whole &= in.strides[d] % epv == 0;
+    if (whole)
+      v.vec_inputs |= 1u << j;
+    else if (in.strides[last] == 0)
+      v.splat_inputs |= 1u << j;
+    else
+      vec = false;
+  }
   for (const KernelOutput& o : k.outputs)
     vec &= out_contiguous(k, o) && aligned16(slot_base, o.slot, o.offset, o.dtype);
   v.vec = vec;
+  if (!vec) v.vec_inputs = v.splat_inputs = 0;
   return v;
 }
 

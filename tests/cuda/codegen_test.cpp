@@ -367,6 +367,9 @@ TEST_F(Codegen, GoldenSources) {
   eval(hm);
   Tensor w0 = randn({32}), b0 = randn({32});
   FusedKernel hsoft = kernel_of([&] { return softmax(hm, 0); });
+  Tensor rowv = randn({32}), colv = randn({16, 1});
+  eval(rowv, colv);
+  FusedKernel rowcol = kernel_of([&] { return (m + rowv) * colv; });
   FusedKernel hsoft_rows = kernel_of([&] { return softmax(hm, 1); });
   FusedKernel hlogsoft_rows = kernel_of([&] { return log_softmax(hm, 1); });
   Tensor hw = cast(w0, DType::bf16), hb = cast(b0, DType::bf16);
@@ -400,7 +403,8 @@ TEST_F(Codegen, GoldenSources) {
                {"softmax_rows_bf16_cached", hsoft_rows, {true, true, 1, -1, 0, 4}},
                {"log_softmax_rows_bf16_cached", hlogsoft_rows, {true, true, 1, -1, 0, 4}},
                {"layer_norm_rows_bf16_cached", hln, {true, true, 1, -1, 0, 4}},
-               {"layer_norm_rows_bf16_smem", hln, {true, true, 1, -1, 0, 0, true, 0b110u}}};
+               {"layer_norm_rows_bf16_smem", hln, {true, true, 1, -1, 0, 0, true, 0b110u}},
+               {"broadcast_row_col_f32_vec", rowcol, {true, true, 1, -1, 0, 0, false, 0b010u, 0b100u}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);
@@ -417,7 +421,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
-  std::vector<CudaVariant> changed(8, base);
+  std::vector<CudaVariant> changed(9, base);
   changed[0].index32 = false;
   changed[1].vec = true;
   changed[2].rows_per_block = 32;
@@ -425,7 +429,8 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
   changed[4].tile_inputs = 1u << 9;
   changed[5].cached_vecs = 2;
   changed[6].smem_row = true;
-  changed[7].row_vec_inputs = 1u << 17;
+  changed[7].vec_inputs = 1u << 17;
+  changed[8].splat_inputs = 1u << 3;
   for (const CudaVariant& v : changed) EXPECT_NE(key(v), key(base));
 }
 

@@ -146,6 +146,36 @@ TEST_F(GpuVsCpu, BroadcastAndViews) {
   }
 }
 
+// Elementwise kernels read a row broadcast over a matrix as vectors and a column once per
+// vector when the last dim is a multiple of the vector; odd offsets and strides fall back.
+TEST_F(GpuVsCpu, BroadcastRowsAndColumnsPerVector) {
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    const std::string dt = dtype_name(t);
+    auto m = host_tensor(random_values(37 * 64, 20, -1, 1), {37, 64}, t);
+    auto row = host_tensor(random_values(65, 21, -1, 1), {65}, t);
+    auto col = host_tensor(random_values(37, 22, -1, 1), {37, 1}, t);
+    auto cube = host_tensor(random_values(5 * 7 * 32, 23, -1, 1), {5, 7, 32}, t);
+    auto plane = host_tensor(random_values(7 * 32, 24, -1, 1), {7, 32}, t);
+    auto per5 = host_tensor(random_values(5, 25, 0.5, 2), {5, 1, 1}, t);
+    expect_same("row and column " + dt,
+                [](std::vector<Tensor>& in) {
+                  return (in[0] + slice(in[1], 0, 0, 64)) * in[2] - 0.5f;
+                },
+                {m, row, col});
+    expect_same("row at an odd offset " + dt,
+                [](std::vector<Tensor>& in) { return in[0] * slice(in[1], 0, 1, 65) + in[2]; },
+                {m, row, col});
+    expect_same("plane and per-matrix scale " + dt,
+                [](std::vector<Tensor>& in) { return tanh(in[0] - in[1]) / in[2]; },
+                {cube, plane, per5});
+    expect_same("transposed plane " + dt,
+                [](std::vector<Tensor>& in) {
+                  return in[0] + transpose(reshape(in[1], {32, 7}), 0, 1);
+                },
+                {cube, plane, per5});
+  }
+}
+
 TEST_F(GpuVsCpu, Reductions) {
   for (DType t : kFloat) {
     auto x = host_tensor(random_values(6 * 70 * 9, 9, -3, 3), {6, 70, 9}, t);
