@@ -67,7 +67,15 @@ int main(int argc, char** argv) {
     Tensor col = randn({r, 1}, DType::f32, gpu);
     eval(m, row_v, col);
     Tensor o;
-    double us = bench::time_us([&] { eval(o = tanh(m + row_v) * col); }, [] { kiln::sync(); });
+    // Not eval(o = tanh(m + row_v) * col): the temporaries m + row_v and tanh(..) would live
+    // until the end of that statement, through the eval, and be written as live values (three
+    // outputs instead of one; see docs/semantics.md, "What eval writes").
+    double us = bench::time_us(
+        [&] {
+          o = tanh(m + row_v) * col;
+          eval(o);
+        },
+        [] { kiln::sync(); });
     row("broadcast (8192x8192 + row) * col, f32", r * c, 2.0 * r * c * 4 + (r + c) * 4, us);
   }
   return 0;

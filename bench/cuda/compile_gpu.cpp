@@ -10,6 +10,7 @@
 
 #include <kiln/kiln.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -34,6 +35,18 @@ double eval_ms(int variant, int reps = 1) {
   return (bench::now_ns() - t0) / 1e6 / reps;
 }
 
+// A fixed single-threaded integer workload: NVRTC is host-bound, so a slow compile row next to
+// a slow probe is the host (on the device VM both run 4-7x slower for ~20 s after heavy CPU
+// work), not kiln.
+double host_probe_ms() {
+  double t0 = bench::now_ns();
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 20000000; ++i) h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull + i;
+  double ms = (bench::now_ns() - t0) / 1e6;
+  if (h == 42) std::printf("(unlikely)\n"); // keeps the loop
+  return ms;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +69,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("\n| what | time | detail |\n|---|---:|---|\n");
+  std::printf("| host speed probe before (fixed integer loop, one thread) | %.1f ms | |\n",
+              host_probe_ms());
   double first = eval_ms(0);
   auto s0 = cuda_kernel_cache_stats();
   std::printf(
@@ -117,6 +132,7 @@ int main(int argc, char** argv) {
   std::printf("| memory hit: whole eval of a cached 4-op kernel (plan + key + launch) | %.1f us "
               "| |\n",
               hit * 1e3);
+  std::printf("| host speed probe after | %.1f ms | |\n", host_probe_ms());
   std::fflush(stdout);
   std::string cmd = std::string(argv[0]) + " --child";
   return std::system(cmd.c_str());
