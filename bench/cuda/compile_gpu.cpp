@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <sys/mman.h>
+
 using namespace kiln;
 
 namespace {
@@ -47,6 +49,18 @@ double host_probe_ms() {
   return ms;
 }
 
+// Fresh memory: map 256 MiB, touch every page, unmap. Compiles allocate and touch much
+// memory; this shows whether page faults are what is slow.
+double fresh_memory_probe_ms() {
+  const size_t bytes = size_t(256) << 20;
+  double t0 = bench::now_ns();
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return -1;
+  for (size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(p)[i] = 1;
+  munmap(p, bytes);
+  return (bench::now_ns() - t0) / 1e6;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -71,6 +85,8 @@ int main(int argc, char** argv) {
   std::printf("\n| what | time | detail |\n|---|---:|---|\n");
   std::printf("| host speed probe before (fixed integer loop, one thread) | %.1f ms | |\n",
               host_probe_ms());
+  std::printf("| fresh memory probe before (map, touch, unmap 256 MiB) | %.1f ms | |\n",
+              fresh_memory_probe_ms());
   double first = eval_ms(0);
   auto s0 = cuda_kernel_cache_stats();
   std::printf(
@@ -133,6 +149,7 @@ int main(int argc, char** argv) {
               "| |\n",
               hit * 1e3);
   std::printf("| host speed probe after | %.1f ms | |\n", host_probe_ms());
+  std::printf("| fresh memory probe after | %.1f ms | |\n", fresh_memory_probe_ms());
   std::fflush(stdout);
   std::string cmd = std::string(argv[0]) + " --child";
   return std::system(cmd.c_str());
