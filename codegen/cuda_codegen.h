@@ -19,9 +19,10 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 4; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 5; // 2: --fmad=false; 3: column layout, float max/min
                                           // accumulators, per-row constants; 4: f16/bf16 exp and
-                                          // division approximated, row-vector weights
+                                          // division approximated, row-vector weights; 5: f16/bf16
+                                          // exp flushes subnormal results
 
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
