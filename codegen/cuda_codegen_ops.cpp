@@ -247,7 +247,9 @@ std::string v(int id) {
   return fmt::format("v{}", id);
 }
 
-bool half(DType t) { return t == DType::f16 || t == DType::bf16; }
+bool half(DType t) {
+  return t == DType::f16 || t == DType::bf16;
+}
 
 // float/double spelling of a math function.
 std::string fn(DType t, const char* name, const std::string& x) {

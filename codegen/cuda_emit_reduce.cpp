@@ -199,7 +199,7 @@ void Emitter::reduce_body() {
           4,
           [&](int j) {
             return pl_.in[j].mode == M::contiguous || vec_input(j) ? fmt::format("x{}.v[e]", j)
-                                                                 : element_load(j);
+                                                                   : element_load(j);
           },
           true);
       line(3, "}");

@@ -388,23 +388,24 @@ TEST_F(Codegen, GoldenSources) {
     const char* name;
     const FusedKernel& k;
     CudaVariant v;
-  } cases[] = {{"chain9_f32_vec", chain9, {true, true}},
-               {"broadcast_bf16", bcast, {true, false}},
-               {"rowsum_f32", rowsum, {true, false}},
-               {"transpose_copy_f32", tcopy, {true, false, 1, 0, 1u}},
-               {"softmax_rows_f32", smax, {true, false, 1}},
-               {"center_cols_f32", center, {true, false, 32}},
-               {"center_cols_f32_vec", center, {true, true, 8}},
-               {"colsum_f32_vec", colsum, {true, true, 8}},
-               {"softmax_cols_bf16_vec", hsoft, {true, true, 8}},
-               {"layer_norm_f32_vec", ln, {true, true, 1}},
-               {"softmax_rows_f32_cached", smax, {true, true, 1, -1, 0, 8}},
-               {"layer_norm_f32_smem", ln, {true, true, 1, -1, 0, 0, true}},
-               {"softmax_rows_bf16_cached", hsoft_rows, {true, true, 1, -1, 0, 4}},
-               {"log_softmax_rows_bf16_cached", hlogsoft_rows, {true, true, 1, -1, 0, 4}},
-               {"layer_norm_rows_bf16_cached", hln, {true, true, 1, -1, 0, 4}},
-               {"layer_norm_rows_bf16_smem", hln, {true, true, 1, -1, 0, 0, true, 0b110u}},
-               {"broadcast_row_col_f32_vec", rowcol, {true, true, 1, -1, 0, 0, false, 0b010u, 0b100u}}};
+  } cases[] = {
+      {"chain9_f32_vec", chain9, {true, true}},
+      {"broadcast_bf16", bcast, {true, false}},
+      {"rowsum_f32", rowsum, {true, false}},
+      {"transpose_copy_f32", tcopy, {true, false, 1, 0, 1u}},
+      {"softmax_rows_f32", smax, {true, false, 1}},
+      {"center_cols_f32", center, {true, false, 32}},
+      {"center_cols_f32_vec", center, {true, true, 8}},
+      {"colsum_f32_vec", colsum, {true, true, 8}},
+      {"softmax_cols_bf16_vec", hsoft, {true, true, 8}},
+      {"layer_norm_f32_vec", ln, {true, true, 1}},
+      {"softmax_rows_f32_cached", smax, {true, true, 1, -1, 0, 8}},
+      {"layer_norm_f32_smem", ln, {true, true, 1, -1, 0, 0, true}},
+      {"softmax_rows_bf16_cached", hsoft_rows, {true, true, 1, -1, 0, 4}},
+      {"log_softmax_rows_bf16_cached", hlogsoft_rows, {true, true, 1, -1, 0, 4}},
+      {"layer_norm_rows_bf16_cached", hln, {true, true, 1, -1, 0, 4}},
+      {"layer_norm_rows_bf16_smem", hln, {true, true, 1, -1, 0, 0, true, 0b110u}},
+      {"broadcast_row_col_f32_vec", rowcol, {true, true, 1, -1, 0, 0, false, 0b010u, 0b100u}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);

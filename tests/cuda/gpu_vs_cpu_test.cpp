@@ -157,11 +157,10 @@ TEST_F(GpuVsCpu, BroadcastRowsAndColumnsPerVector) {
     auto cube = host_tensor(random_values(5 * 7 * 32, 23, -1, 1), {5, 7, 32}, t);
     auto plane = host_tensor(random_values(7 * 32, 24, -1, 1), {7, 32}, t);
     auto per5 = host_tensor(random_values(5, 25, 0.5, 2), {5, 1, 1}, t);
-    expect_same("row and column " + dt,
-                [](std::vector<Tensor>& in) {
-                  return (in[0] + slice(in[1], 0, 0, 64)) * in[2] - 0.5f;
-                },
-                {m, row, col});
+    expect_same(
+        "row and column " + dt,
+        [](std::vector<Tensor>& in) { return (in[0] + slice(in[1], 0, 0, 64)) * in[2] - 0.5f; },
+        {m, row, col});
     expect_same("row at an odd offset " + dt,
                 [](std::vector<Tensor>& in) { return in[0] * slice(in[1], 0, 1, 65) + in[2]; },
                 {m, row, col});

@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                    \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                              \
-      std::exit(1);                                                                              \
-    }                                                                                            \
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                                \
+      std::exit(1);                                                                                \
+    }                                                                                              \
   } while (0)
 
 static std::string read(const char* path) {
@@ -81,11 +81,13 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   const double bytes = 2.0 * O * R * esize;
-  std::printf("| kernel | regs | median us | GB/s | bits differing from the first |\n|---|---:|---:|---:|---:|\n");
+  std::printf("| kernel | regs | median us | GB/s | bits differing from the first "
+              "|\n|---|---:|---:|---:|---:|\n");
   for (int a = 4; a < argc; ++a) {
     std::string src = read(argv[a]);
     std::smatch m;
-    if (!std::regex_search(src, m, std::regex(R"(__global__ void __launch_bounds__\(\d+\) (\w+)\()"))) {
+    if (!std::regex_search(src, m,
+                           std::regex(R"(__global__ void __launch_bounds__\(\d+\) (\w+)\()"))) {
       std::fprintf(stderr, "%s: no kernel\n", argv[a]);
       return 1;
     }
@@ -125,14 +127,22 @@ int main(int argc, char** argv) {
       std::string f = (*it)[2];
       unsigned long long v = 0;
       double c = 1e-5;
-      if (f == "O" || f == "sh0") v = O;
-      else if (f == "R" || f == "sh1") v = R;
-      else if (f == "in0") v = (unsigned long long)x;
-      else if (f.size() == 3 && f.rfind("in", 0) == 0) v = (unsigned long long)w[f[2] - '1'];
-      else if (f.rfind("in", 0) == 0 && f.find("_s1") != std::string::npos) v = 1;
-      else if (f == "out0") v = (unsigned long long)out;
-      else if (f[0] == 'c') std::memcpy(&v, &c, 8);
-      else if (f.rfind("in", 0) == 0 && f.find("_s") != std::string::npos) v = 0;
+      if (f == "O" || f == "sh0")
+        v = O;
+      else if (f == "R" || f == "sh1")
+        v = R;
+      else if (f == "in0")
+        v = (unsigned long long)x;
+      else if (f.size() == 3 && f.rfind("in", 0) == 0)
+        v = (unsigned long long)w[f[2] - '1'];
+      else if (f.rfind("in", 0) == 0 && f.find("_s1") != std::string::npos)
+        v = 1;
+      else if (f == "out0")
+        v = (unsigned long long)out;
+      else if (f[0] == 'c')
+        std::memcpy(&v, &c, 8);
+      else if (f.rfind("in", 0) == 0 && f.find("_s") != std::string::npos)
+        v = 0;
       else {
         std::fprintf(stderr, "%s: unknown Params field %s\n", argv[a], f.c_str());
         return 1;
@@ -144,7 +154,8 @@ int main(int argc, char** argv) {
     size_t smem = 0;
     if (src.find("extern __shared__") != std::string::npos) {
       smem = R * esize;
-      CK(cudaFuncSetAttribute((const void*)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+      CK(cudaFuncSetAttribute((const void*)k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)smem));
     }
     CK(cudaMemset(out, 0xff, O * R * esize));
     std::vector<float> ms;
@@ -161,10 +172,13 @@ int main(int argc, char** argv) {
     double us = ms[ms.size() / 2] * 1e3;
     CK(cudaMemcpy(got.data(), out, got.size(), cudaMemcpyDeviceToHost));
     long long diff = 0;
-    if (ref.empty()) ref = got;
+    if (ref.empty())
+      ref = got;
     else
-      for (size_t i = 0; i < got.size(); i += esize) diff += std::memcmp(&got[i], &ref[i], esize) != 0;
-    std::printf("| %s | %d | %.1f | %.0f | %lld |\n", argv[a], attr.numRegs, us, bytes / us / 1e3, diff);
+      for (size_t i = 0; i < got.size(); i += esize)
+        diff += std::memcmp(&got[i], &ref[i], esize) != 0;
+    std::printf("| %s | %d | %.1f | %.0f | %lld |\n", argv[a], attr.numRegs, us, bytes / us / 1e3,
+                diff);
     nvrtcDestroyProgram(&prog);
   }
   return 0;
