@@ -29,6 +29,16 @@ std::vector<BoundInput> bind_inputs(const FusedKernel& k, llvm::ArrayRef<char*> 
   return out;
 }
 
+// This thread's slabs (one per tape value), kept from kernel to kernel and grown on demand. A
+// fresh std::vector<Slab> per run zero-filled 2 KB per tape value and, past malloc's mmap
+// threshold, mapped and faulted in fresh pages: most of a small kernel's time in a loop of
+// small steps.
+std::vector<Slab>& thread_slabs(size_t n) {
+  thread_local std::vector<Slab> slabs;
+  if (slabs.size() < n) slabs.resize(n);
+  return slabs;
+}
+
 } // namespace
 
 void run_elementwise(const FusedKernel& k, llvm::ArrayRef<char*> base) {
@@ -42,7 +52,7 @@ void run_elementwise(const FusedKernel& k, llvm::ArrayRef<char*> base) {
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   // Blocks are independent: threads take ranges of them, each with its own slabs.
   parallel_for(blocks, kParallelGrainBlocks, [&](int64_t first, int64_t last) {
-    std::vector<Slab> slabs(k.tape.size());
+    std::vector<Slab>& slabs = thread_slabs(k.tape.size());
     for (int64_t b = first; b < last; ++b) {
       int64_t start = b * kBlock;
       int len = static_cast<int>(std::min<int64_t>(kBlock, n - start));
@@ -277,7 +287,7 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base) {
       std::max<int64_t>(1, kParallelGrainBlocks * kBlock / std::max<int64_t>(R, 1));
   const int64_t group_rows = std::max<int64_t>(1, kRowGroupElems / std::max<int64_t>(R, 1));
   parallel_for(O, grain, [&](int64_t first, int64_t last) {
-    std::vector<Slab> slabs(k.tape.size());
+    std::vector<Slab>& slabs = thread_slabs(k.tape.size());
     std::vector<RowReduction> reds = proto;
     for (int64_t g0 = first; g0 < last; g0 += group_rows) {
       const int64_t rows = std::min(group_rows, last - g0);
