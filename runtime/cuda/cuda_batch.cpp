@@ -154,17 +154,11 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
         // as a base that the operand's offset brings to the buffer's start).
         const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
         for (int j = 0; j < 2; ++j) {
-          const size_t bytes = l.staged_bytes[j];
-          if (!bytes) continue;
-          Instance::Staging& st = in.staging[i][j];
-          cuda_check(cudaMalloc(&st.buffer, bytes), "eval", "cudaMalloc (GEMM operand staging)");
-          cuda_check(cudaGraphAddMemcpyNode1D(&st.copy, in.graph, &prev, prev ? 1 : 0, st.buffer,
-                                              operand_start(*g, j, base), bytes,
-                                              cudaMemcpyDeviceToDevice),
-                     "eval", "cudaGraphAddMemcpyNode1D");
-          prev = st.copy;
+          if (!l.staged_bytes[j]) continue;
+          add_copy(in, i, j, base, prev);
           const Layout& lay = j == 0 ? g->a : g->b;
-          operand[j] = static_cast<const char*>(st.buffer) - lay.offset * itemsize(g->dtype);
+          operand[j] =
+              static_cast<const char*>(in.staging[i][j].buffer) - lay.offset * itemsize(g->dtype);
         }
         cudaGraph_t child = gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]);
         cudaError_t e = cudaGraphAddChildGraphNode(&node, in.graph, &prev, prev ? 1 : 0, child);
@@ -211,11 +205,7 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base) {
           ++launches_[i].moved[o];
           continue;
         }
-        cuda_check(cudaGraphExecMemcpyNodeSetParams1D(in.exec, st.copy, st.buffer,
-                                                      operand_start(*g, o, base), l.staged_bytes[o],
-                                                      cudaMemcpyDeviceToDevice),
-                   "eval", "cudaGraphExecMemcpyNodeSetParams1D");
-        changed = true;
+        changed |= repoint_copy(in, i, o, base);
       }
       if (!record) continue;
       const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
@@ -251,11 +241,74 @@ bool CudaBatch::stage_moving_operands() {
     for (int o = 0; o < 2; ++o) {
       if (l.staged_bytes[o] || l.moved[o] < 2) continue;
       l.staged_bytes[o] = operand_span(o == 0 ? g->a : g->b, g->dtype);
+      if (l.staged_bytes[o]) prepare_copy(l, o);
       any |= l.staged_bytes[o] > 0;
       l.moved[o] = l.staged_bytes[o] ? 0 : INT32_MIN; // unstageable: stop counting
     }
   }
   return any;
+}
+
+// The copy of a staged operand's span: a generated elementwise kernel over its elements, as
+// same-sized integers for f32/f64 (bit for bit) and as the type itself for f16/bf16. Element by
+// element (no vectors): the operand's address, and so its alignment, changes every step.
+void CudaBatch::prepare_copy(Launch& l, int which) {
+  const DType t = l.item.gemm->dtype;
+  const DType ct = itemsize(t) == 4 ? DType::i32 : itemsize(t) == 8 ? DType::i64 : t;
+  const int64_t n = static_cast<int64_t>(l.staged_bytes[which] / itemsize(ct));
+  FusedKernel k;
+  k.shape = Shape{n};
+  KernelInput in;
+  in.slot = 0;
+  in.dtype = ct;
+  in.strides = Shape{1};
+  in.cls = IndexClass::contiguous;
+  k.inputs.push_back(in);
+  TapeInst load;
+  load.op = OpCode::load;
+  load.dtype = ct;
+  load.a = 0;
+  k.tape.push_back(load);
+  KernelOutput out;
+  out.value = 0;
+  out.slot = 1;
+  out.dtype = ct;
+  out.strides = Shape{1};
+  k.outputs.push_back(out);
+  CudaVariant v;
+  v.index32 = n < (int64_t(1) << 30);
+  Launch::Copy& c = l.copy[which];
+  c.shape = launch_for(k, v, kernels_.target());
+  c.fn = kernels_.get(k, v);
+  c.params = param_template(k, v);
+}
+
+void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
+                         cudaGraphNode_t& prev) {
+  const Launch& l = launches_[i];
+  Instance::Staging& st = in.staging[i][which];
+  cuda_check(cudaMalloc(&st.buffer, l.staged_bytes[which]), "eval",
+             "cudaMalloc (GEMM operand staging)");
+  void* ends[2] = {const_cast<void*>(operand_start(*l.item.gemm, which, base)), st.buffer};
+  st.args = l.copy[which].params.bytes;
+  repoint(st.args, l.copy[which].params.pointers, ends);
+  void* args[] = {st.args.data()};
+  cudaKernelNodeParams p = node_params(l.copy[which].shape, l.copy[which].fn, args);
+  cuda_check(cudaGraphAddKernelNode(&st.copy, in.graph, &prev, prev ? 1 : 0, &p), "eval",
+             "cudaGraphAddKernelNode (GEMM operand staging)");
+  prev = st.copy;
+}
+
+bool CudaBatch::repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base) {
+  const Launch& l = launches_[i];
+  Instance::Staging& st = in.staging[i][which];
+  void* ends[2] = {const_cast<void*>(operand_start(*l.item.gemm, which, base)), st.buffer};
+  if (!repoint(st.args, l.copy[which].params.pointers, ends)) return false;
+  void* args[] = {st.args.data()};
+  cudaKernelNodeParams p = node_params(l.copy[which].shape, l.copy[which].fn, args);
+  cuda_check(cudaGraphExecKernelNodeSetParams(in.exec, st.copy, &p), "eval",
+             "cudaGraphExecKernelNodeSetParams (GEMM operand staging)");
+  return true;
 }
 
 CudaBatch::Instance* CudaBatch::matching(llvm::ArrayRef<void*> base) {
