@@ -22,6 +22,10 @@ namespace kiln::detail::cg {
 
 const char* preamble();
 const char* half_preamble();
+/// f16 or bf16: computed in float, rounded after every op, with half_preamble()'s helpers.
+inline bool is_half(DType t) {
+  return t == DType::f16 || t == DType::bf16;
+}
 const char* ct_name(DType t);
 const char* st_name(DType t);
 std::string load_cvt(DType t, const std::string& e);

@@ -247,10 +247,6 @@ std::string v(int id) {
   return fmt::format("v{}", id);
 }
 
-bool half(DType t) {
-  return t == DType::f16 || t == DType::bf16;
-}
-
 // float/double spelling of a math function.
 std::string fn(DType t, const char* name, const std::string& x) {
   return fmt::format("{}{}({})", name, t == DType::f64 ? "" : "f", x);
@@ -275,7 +271,7 @@ std::string unary(const TapeInst& in) {
   case OpCode::relu: // NaN passes through
     return fmt::format("({0} < 0 ? ({1})0 : {0})", a, C);
   case OpCode::exp:
-    return half(t) ? fmt::format("k_exp_h({})", a) : fn(t, "exp", a);
+    return is_half(t) ? fmt::format("k_exp_h({})", a) : fn(t, "exp", a);
   case OpCode::log:
     return fn(t, "log", a);
   case OpCode::sqrt:
@@ -289,8 +285,8 @@ std::string unary(const TapeInst& in) {
   case OpCode::tanh:
     return fn(t, "tanh", a);
   case OpCode::sigmoid:
-    return half(t) ? fmt::format("k_div_h(1.0f, 1.0f + k_exp_h(-{}))", a)
-                   : fmt::format("{0} / ({0} + {1})", lit(t, "1.0"), fn(t, "exp", "-" + a));
+    return is_half(t) ? fmt::format("k_div_h(1.0f, 1.0f + k_exp_h(-{}))", a)
+                      : fmt::format("{0} / ({0} + {1})", lit(t, "1.0"), fn(t, "exp", "-" + a));
   case OpCode::gelu: // exact (erf) form
     return fmt::format("{} * {} * ({} + {})", lit(t, "0.5"), a, lit(t, "1.0"),
                        fn(t, "erf", a + " * " + lit(t, "0.70710678118654752440")));
@@ -311,7 +307,7 @@ std::string binary(const TapeInst& in) {
   case OpCode::mul:
     return f ? a + " * " + b : fmt::format("k_mul({}, {})", a, b);
   case OpCode::div: // integer division never reaches a kernel (the front-end promotes)
-    if (half(t)) return fmt::format("k_div_h({}, {})", a, b);
+    if (is_half(t)) return fmt::format("k_div_h({}, {})", a, b);
     return f ? a + " / " + b : fmt::format("({1} == 0 ? 0 : {0} / {1})", a, b);
   case OpCode::pow:
     return f ? fmt::format("{}({}, {})", t == DType::f64 ? "pow" : "powf", a, b)

@@ -21,9 +21,8 @@ std::vector<Emitter::Red> Emitter::reductions() const {
     // conversion to double and double compares per element. Sums accumulate in double.
     const bool exact = r.op == OpCode::max || r.op == OpCode::min || r.arg;
     r.A = !r.fl ? "long long" : exact && k_.tape[in.a].dtype != DType::f64 ? "float" : "double";
-    auto half = [](DType d) { return d == DType::f16 || d == DType::bf16; };
-    r.half_sum = (r.op == OpCode::sum || r.op == OpCode::mean) && half(in.dtype) &&
-                 half(k_.tape[in.a].dtype);
+    r.half_sum = (r.op == OpCode::sum || r.op == OpCode::mean) && cg::is_half(in.dtype) &&
+                 cg::is_half(k_.tape[in.a].dtype);
     if (r.op == OpCode::max || r.arg)
       r.init = r.fl ? "-k_inf()" : "-9223372036854775807LL - 1";
     else if (r.op == OpCode::min)
