@@ -43,6 +43,7 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   if (v.vec_inputs) key += fmt::format(" rv{:x}", v.vec_inputs);
   if (v.splat_inputs) key += fmt::format(" sp{:x}", v.splat_inputs);
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
+  if (v.dot_bx) key += fmt::format(" dot{}", v.dot_bx);
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
   return key;
 }

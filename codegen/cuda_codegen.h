@@ -59,6 +59,10 @@ struct CudaVariant {
   // and `splat_inputs`, constant along the last dim, read once per vector (a column).
   uint32_t vec_inputs = 0;
   uint32_t splat_inputs = 0;
+  // Elementwise with dot products (small matmuls, FusedKernel::dots): elements per block;
+  // the other kBlock / dot_bx threads of each element split its dot products' K (see
+  // Emitter::dot_body). 0: no dots.
+  int dot_bx = 0;
 };
 
 struct CudaKernelSource {

@@ -8,6 +8,7 @@
 //   cuda_emit.cpp           class Emitter: shared helpers, elementwise and tiled kernels
 //   cuda_emit_reduce.cpp    Emitter: reductions, the row layout
 //   cuda_emit_column.cpp    Emitter: the column layout of reductions
+//   cuda_emit_dot.cpp       Emitter: elementwise kernels with dot products (small matmuls)
 //   cuda_codegen.cpp        the public entry points: source and key, packed parameters
 #include "codegen/cuda_codegen.h"
 
@@ -130,6 +131,9 @@ private:
   // Elementwise kernels (cuda_emit.cpp).
   void tiled_body();
   void elementwise_body();
+  // Elementwise kernels with dot products (cuda_emit_dot.cpp).
+  void dot_body();
+  std::string dot_base(int j) const;
 
   // Reductions and their row layout (cuda_emit_reduce.cpp).
   // A reduction of the tape as the reduce emitters fold it: accumulators are double (floats) or

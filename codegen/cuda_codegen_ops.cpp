@@ -412,6 +412,9 @@ std::string inst_expr(const FusedKernel& k, int id) {
   case OpKind::Ternary:
     e = fmt::format("{} ? {} : {}", v(in.a), v(in.b), v(in.c));
     break;
+  case OpKind::Gemm: // dot product a, summed by Emitter::dot_body
+    e = fmt::format("k_dot{}", in.a);
+    break;
   default:
     break;
   }

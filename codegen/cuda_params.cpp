@@ -18,6 +18,7 @@
 //   c<t>         tape constant t: double (floating dtypes) or int64 (integers, bool 0/1)
 //   c<t>_a/_b    iota t: start, step (double)
 //   c<t>_seed/_ctr  rand t: Philox key and counter (uint64)
+//   d<j>_K, d<j>_ak, d<j>_bk  dot j: length, and its operands' strides along K
 #include "codegen/cuda_codegen_internal.h"
 
 #include <fmt/format.h>
@@ -148,6 +149,12 @@ CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
     default:
       break;
     }
+  }
+  for (size_t j = 0; j < k.dots.size(); ++j) {
+    const KernelDot& d = k.dots[j];
+    add(T::i64, fmt::format("d{}_K", j), i64_bits(d.K));
+    add(T::i64, fmt::format("d{}_ak", j), i64_bits(d.a_k));
+    add(T::i64, fmt::format("d{}_bk", j), i64_bits(d.b_k));
   }
   return pl;
 }

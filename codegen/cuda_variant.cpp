@@ -6,6 +6,7 @@
 #include "codegen/cuda_codegen_internal.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace kiln::detail {
 
@@ -181,6 +182,7 @@ void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
   out.push_back(static_cast<char>(v.smem_row));
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.vec_inputs >> (8 * i)));
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.splat_inputs >> (8 * i)));
+  out.push_back(static_cast<char>(v.dot_bx));
 }
 
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
@@ -192,7 +194,20 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
   for (const KernelInput& in : k.inputs) fits &= reach(k.shape, in.strides) <= kMax32;
   for (const KernelOutput& o : k.outputs)
     if (!o.reduced) fits &= reach(k.shape, o.strides) <= kMax32;
+  for (const KernelDot& d : k.dots) // a dot also reaches K - 1 rows past each element's start
+    for (int j : {d.a, d.b})
+      fits &= reach(k.shape, k.inputs[j].strides) +
+                  (d.K > 0 ? d.K - 1 : 0) * std::abs(j == d.a ? d.a_k : d.b_k) <=
+              kMax32;
   v.index32 = fits;
+  if (!k.dots.empty()) {
+    // Dot layout: dot_bx elements side by side (neighbouring columns of B: 8 x 4 bytes fill a
+    // 32-byte sector), the rest of the block down K. Wider when there are elements enough to
+    // give every SM blocks anyway.
+    v.dot_bx = 8;
+    while (v.dot_bx < 32 && n >= int64_t(v.dot_bx) * 2 * 264) v.dot_bx *= 2;
+    return v;
+  }
   // A reduction over outer axes (the innermost dim is kept) takes the column layout:
   // neighbouring output rows on neighbouring threads, so that a warp's loads are coalesced,
   // with V columns per thread read as 16-byte vectors where column_vec_ok allows. bx threads
@@ -299,6 +314,12 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     return l;
   }
   int64_t n = k.shape.numel();
+  if (v.dot_bx > 0) {
+    l.block = kBlock;
+    l.grid = static_cast<uint32_t>(
+        std::min<int64_t>((n + v.dot_bx - 1) / v.dot_bx, int64_t(sms) * (2048 / kBlock)));
+    return l;
+  }
   if (v.tile_dim >= 0 && n > 0) {
     const int64_t D = k.shape[v.tile_dim], L = k.shape[k.shape.size() - 1];
     const int64_t tiles = n / (D * L) * ((D + 31) / 32) * ((L + 31) / 32);

@@ -29,6 +29,7 @@ std::string kernel_key(const FusedKernel& k) {
                                     : 's');
   }
   if (k.kind == FusedKernel::Kind::reduce) key += fmt::format(" axes{:x}", k.reduce_axes);
+  for (const KernelDot& d : k.dots) key += fmt::format(" dot:{},{},k{}", d.a, d.b, d.same_k);
   return key;
 }
 
@@ -69,6 +70,12 @@ void kernel_signature(const FusedKernel& k, llvm::SmallVectorImpl<char>& out) {
     put(contiguous + 2 * o.reduced);
   }
   if (k.kind == FusedKernel::Kind::reduce) put(k.reduce_axes);
+  put(static_cast<int64_t>(k.dots.size()));
+  for (const KernelDot& d : k.dots) {
+    put(d.a);
+    put(d.b);
+    put(d.same_k);
+  }
 }
 
 std::string kernel_name(const FusedKernel& k) {

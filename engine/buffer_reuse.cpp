@@ -13,12 +13,12 @@
 //  2. no later step reads s (a slot read by a later step must keep its values);
 //  3. step i is an elementwise kernel, o is the whole value it realizes (contiguous, offset 0,
 //     B's size), and every load of s in step i uses exactly o's index map with an element of
-//     the same size. Then each element is read before it is written, by the same thread:
-//     the CPU interpreter evaluates a whole 256-element block (all loads) before storing it,
-//     and the CUDA code loads every input of an element (or vector of elements) before
-//     storing its outputs, through plain pointers (a `__restrict__` or read-only-cache load
-//     in codegen, or an interpreter that stores before loading a whole block, would break
-//     this). Distinct outputs never share a donor.
+//     the same size (and s is no dot operand: a small matmul reads whole rows). Then each element
+//     is read before it is written, by the same thread: the CPU interpreter evaluates a whole
+//     256-element block (all loads) before storing it, and the CUDA code loads every input of an
+//     element (or vector of elements) before storing its outputs, through plain pointers (a
+//     `__restrict__` or read-only-cache load in codegen, or an interpreter that stores before
+//     loading a whole block, would break this). Distinct outputs never share a donor.
 // The executor then hands B to o instead of allocating (stats().buffers_reused) and the plan
 // dump says so. B stays correct for everyone: the old node holding it is destroyed once its
 // consumers are realized, which is before the evaluation ends.
@@ -46,10 +46,14 @@ struct Holders {
 };
 
 bool reads_slot_only_as(const FusedKernel& k, int slot, const KernelOutput& o) {
-  for (const KernelInput& in : k.inputs)
-    if (in.slot == slot && (in.strides != o.strides || in.offset != o.offset ||
-                            itemsize(in.dtype) != itemsize(o.dtype)))
+  for (int j = 0; j < static_cast<int>(k.inputs.size()); ++j) {
+    const KernelInput& in = k.inputs[j];
+    if (in.slot != slot) continue;
+    // A dot operand is read along K: other elements' values, possibly already overwritten.
+    if (in.strides != o.strides || in.offset != o.offset ||
+        itemsize(in.dtype) != itemsize(o.dtype) || k.dot_operand(j))
       return false;
+  }
   return true;
 }
 

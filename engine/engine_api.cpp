@@ -50,6 +50,13 @@ bool graphs() {
   return detail::engine().graphs;
 }
 
+void set_small_matmul(SmallMatmul mode) {
+  detail::engine().small_matmul = static_cast<int>(mode); // part of every plan key
+}
+SmallMatmul small_matmul() {
+  return static_cast<SmallMatmul>(detail::engine().small_matmul);
+}
+
 void set_plan_cache_limit(int64_t max_plans) {
   if (max_plans < 0)
     throw Error(fmt::format("[set_plan_cache_limit] the limit must be >= 0, got {}", max_plans));

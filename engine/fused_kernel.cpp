@@ -21,7 +21,7 @@ ReducePasses reduce_passes(const FusedKernel& k) {
   rp.level.resize(k.tape.size(), 0);
   for (size_t i = 0; i < k.tape.size(); ++i) {
     const TapeInst& in = k.tape[i];
-    if (in.op == OpCode::load) continue; // a (operand) is an input index, not a value
+    if (in.op == OpCode::load || in.op == OpCode::matmul) continue; // a indexes inputs/dots
     int l = 0;
     for (int x : {in.a, in.b, in.c})
       if (x >= 0) l = std::max<int>(l, rp.level[x]);
@@ -34,6 +34,11 @@ ReducePasses reduce_passes(const FusedKernel& k) {
   for (const KernelOutput& o : k.outputs)
     if (!o.reduced) rp.passes = std::max(rp.passes, rp.level[o.value] + 1);
   return rp;
+}
+
+bool FusedKernel::dot_operand(int j) const {
+  return std::any_of(dots.begin(), dots.end(),
+                     [j](const KernelDot& d) { return d.a == j || d.b == j; });
 }
 
 const char* index_class_name(IndexClass c) {

@@ -66,13 +66,31 @@ struct KernelOutput {
   bool reduced = false; // one element per output row (the value is a reduction)
 };
 
+/// A small matmul's value, computed where an elementwise kernel reads it (tape op `matmul`,
+/// operand a = index into FusedKernel::dots): at each element i, the dot product
+///   sum over k < K of  A[a(i) + k * a_k] * B[b(i) + k * b_k]
+/// where a(i) and b(i) are inputs a and b's index maps: where element i's row of A and column
+/// of B start. Inputs a and b are never loaded by the tape (they may be shared with loads that
+/// read the same memory at the same map). Accumulates in float (double for f64), as cuBLAS.
+struct KernelDot {
+  int a = 0, b = 0; // indices into FusedKernel::inputs
+  int64_t K = 0, a_k = 0, b_k = 0;
+  // The first dot of the kernel with the same K (its own index if none): such dots share one
+  // loop over K in generated code, all their loads in flight at once. Structural (in the key).
+  int same_k = 0;
+};
+
 struct FusedKernel {
   enum class Kind : uint8_t { elementwise, reduce } kind = Kind::elementwise;
   Shape shape; // iteration space
   std::vector<KernelInput> inputs;
   std::vector<TapeInst> tape;
   std::vector<KernelOutput> outputs;
-  uint32_t reduce_axes = 0; // reduce: bitmask over `shape`
+  uint32_t reduce_axes = 0;    // reduce: bitmask over `shape`
+  std::vector<KernelDot> dots; // elementwise only
+
+  /// Whether input j is an operand of a dot (read along K, not at its own index only).
+  bool dot_operand(int j) const;
 
   /// Compute instructions (not loads or constants): the ops this kernel fuses.
   int compute_ops() const;

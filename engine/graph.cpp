@@ -31,6 +31,8 @@ EngineState make_engine() {
   e.max_bytes = env_int("KILN_MAX_PENDING_BYTES", e.max_bytes);
   const char* graphs = std::getenv("KILN_GRAPHS");
   e.graphs = !(graphs && std::strcmp(graphs, "0") == 0);
+  if (const char* v = std::getenv("KILN_SMALL_MATMUL"); v && *v)
+    e.small_matmul = std::strcmp(v, "0") == 0 ? 0 : std::strcmp(v, "all") == 0 ? 2 : 1;
   if (const char* v = std::getenv("KILN_PLAN_CACHE"); v && *v) {
     char* end = nullptr;
     long long x = std::strtoll(v, &end, 10);

@@ -22,6 +22,10 @@ struct EngineState {
   bool flushing = false;
   bool graphs = true;      // replay repeated GPU schedules as CUDA graphs (KILN_GRAPHS)
   int64_t max_plans = 256; // plan cache entries (KILN_PLAN_CACHE)
+  // Small matmuls as dot products inside the kernels that read them (engine/planner.cpp):
+  // 0 never (always BLAS), 1 on CUDA devices, 2 on every device (tests: the CPU interpreter
+  // runs them too). KILN_SMALL_MATMUL=0 turns them off for A/B measurements.
+  int small_matmul = 1;
   uint64_t next_id = 1;
   uint64_t seed = 0;
   uint64_t rng_counter = 0;

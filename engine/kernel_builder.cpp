@@ -31,6 +31,12 @@ Origin origin(Node* n) {
   return {n->id, n->op};
 }
 
+// Slot and layout of an operand that is realized or reached through views of a written root.
+std::pair<int, Layout> operand(Planner& p, Node* x) {
+  Node* r = view_root(x);
+  return {p.slot_for_leaf(r), x->layout};
+}
+
 class Builder {
 public:
   Builder(Planner& p, int group, FusedKernel& k) : p_(p), group_(group), k_(k) {}
@@ -118,6 +124,18 @@ private:
   }
 
   int load(Node* n, int slot, Layout l, int t) {
+    int idx = input(n, slot, l, t);
+    if (retry) return 0;
+    TapeInst ld;
+    ld.op = OpCode::load;
+    ld.dtype = n->dtype;
+    ld.a = idx;
+    return emit(ld);
+  }
+
+  // The kernel input reading slot through layout l of value n, carried out to the iteration
+  // space through transform t (an existing input when one reads the same map).
+  int input(Node* n, int slot, Layout l, int t) {
     l = map_out(l, t);
     if (retry) return 0;
     if (l.shape != k_.shape) { // cannot happen: transforms end in the iteration space
@@ -140,11 +158,52 @@ private:
       k_.inputs.push_back(in);
       idx = static_cast<int>(k_.inputs.size()) - 1;
     }
-    TapeInst ld;
-    ld.op = OpCode::load;
-    ld.dtype = n->dtype;
-    ld.a = idx;
-    return emit(ld);
+    return idx;
+  }
+
+  // A small matmul n (Planner::small_matmul) read through transform t: one dot product per
+  // element. Its operands are in memory (marked as GEMM operands). Where element i's row of A
+  // and column of B start are index maps like a load's: A's layout with the stride of n's
+  // last dim (N) set to 0, B's with that of M set to 0, carried out through t.
+  int dot(Node* n, int t) {
+    if (k_.kind != FusedKernel::Kind::elementwise) { // the reduce layouts have no dots
+      retry = Retry{n, "small matmul read by a reduction"};
+      return 0;
+    }
+    Layout out = map_out(contiguous_layout(n->shape()), t);
+    if (retry) return 0;
+    for (int d = 0; d < k_.shape.size(); ++d)
+      if (k_.shape[d] > 1 && out.strides[d] == 0) {
+        retry = Retry{n, "small matmul read through a broadcast (its dot products would be "
+                         "computed again for each copy)"};
+        return 0;
+      }
+    const int r = n->shape().size();
+    auto [sa, la] = operand(p_, n->inputs[0]);
+    auto [sb, lb] = operand(p_, n->inputs[1]);
+    Shape as = la.strides, bs = lb.strides;
+    as[r - 1] = 0; // A[..., m, :] does not move with n
+    bs[r - 2] = 0; // B[..., :, n] does not move with m
+    KernelDot d;
+    d.a = input(n->inputs[0], sa, Layout{n->shape(), as, la.offset}, t);
+    d.b = input(n->inputs[1], sb, Layout{n->shape(), bs, lb.offset}, t);
+    if (retry) return 0;
+    d.K = la.shape[r - 1];
+    d.a_k = la.strides[r - 1];
+    d.b_k = lb.strides[r - 2];
+    d.same_k = static_cast<int>(k_.dots.size());
+    for (size_t j = 0; j < k_.dots.size(); ++j)
+      if (k_.dots[j].K == d.K) {
+        d.same_k = static_cast<int>(j);
+        break;
+      }
+    k_.dots.push_back(d);
+    if (!p_.info(n)->materialize) fused.push_back(n);
+    TapeInst inst;
+    inst.op = OpCode::matmul;
+    inst.dtype = n->dtype;
+    inst.a = static_cast<int>(k_.dots.size()) - 1;
+    return emit(inst);
   }
 
   int compute(Node* n, int t) {
@@ -165,6 +224,7 @@ private:
       retry = Retry{n, "read through a view by the kernel that writes it"};
       return 0;
     }
+    if (op_kind(n->op) == OpKind::Gemm) return dot(n, t); // a small matmul
     if (!in->materialize && !in->counted) fused.push_back(n);
     in->counted = in->recompute;
     TapeInst inst;
@@ -236,12 +296,6 @@ int Planner::slot_for_leaf(Node* n) {
 }
 
 namespace {
-
-// Slot and layout of an operand that is realized or reached through views of a written root.
-std::pair<int, Layout> operand(Planner& p, Node* x) {
-  Node* r = view_root(x);
-  return {p.slot_for_leaf(r), x->layout};
-}
 
 // Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
 void note_input(Planner& p, Step& st, int slot, Origin what) {

@@ -37,7 +37,11 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
     std::string what;
     if (t.op == OpCode::load)
       what = fmt::format("load in{}", t.a);
-    else if (t.op == OpCode::constant)
+    else if (t.op == OpCode::matmul) {
+      const KernelDot& d = k.dots[t.a];
+      what =
+          fmt::format("dot in{} . in{} over K = {} (strides {}, {})", d.a, d.b, d.K, d.a_k, d.b_k);
+    } else if (t.op == OpCode::constant)
       what = fmt::format("constant {}", t.imm);
     else if (is_reduction(t.op))
       what = fmt::format("{} of v{} over its row (pass {})", op_name(t.op), t.a, rp.level[t.a]);

@@ -7,6 +7,8 @@
 // in-place reuse read.
 #include "engine/plan_key.h"
 
+#include "engine/graph.h"
+
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/Hashing.h>
 
@@ -61,6 +63,7 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
   for (size_t i = 0; i < w.nodes.size(); ++i) w.nodes[i]->walk_index = static_cast<uint32_t>(i);
 
   std::vector<uint64_t>& k = w.key;
+  k.push_back(static_cast<uint64_t>(engine().small_matmul)); // changes how matmuls are planned
   // First node holding each buffer, and its offset.
   llvm::DenseMap<const Buffer*, std::pair<uint32_t, int64_t>> buffers;
   for (Node* n : w.nodes) {

@@ -17,10 +17,30 @@
 #include "engine/planner_impl.h"
 
 #include "engine/errors.h"
+#include "engine/graph.h"
 
 #include <algorithm>
 
 namespace kiln::detail {
+
+// Small matmuls: a floating matmul with at most kDotRows output rows (batch x M: a matrix
+// times a vector, an RNN cell at batch 1) and K <= kDotMaxK is not a BLAS call but a value
+// of the kernel that reads it, each element one dot product (FusedKernel::dots). Such a
+// GEMM is too small to fill the GPU either way, and as a separate cuBLAS call it costs a launch
+// (a graph node), a written result, and a staged operand whenever its input moves; fused,
+// `x @ wx + h @ wh + b` and the gates that follow are one kernel. More rows would read B once
+// per row; a longer K would leave each element's dot product to one block.
+constexpr int64_t kDotRows = 4;
+constexpr int64_t kDotMaxK = 8192;
+
+bool Planner::small_matmul(const Node* n) {
+  if (n->op != OpCode::matmul || !is_floating(n->dtype)) return false;
+  const int mode = engine().small_matmul;
+  if (mode == 0 || (mode == 1 && !n->device.is_cuda())) return false;
+  const Shape& s = n->shape();
+  const int64_t N = s[s.size() - 1], K = n->inputs[0]->shape()[s.size() - 1];
+  return N > 0 && s.numel() / N <= kDotRows && K <= kDotMaxK;
+}
 
 Info* Planner::info(Node* n) {
   auto it = index_.find(n);
@@ -61,7 +81,7 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
     if (n->uses > in.consumers.size()) mark(n, "also used by pending work outside this evaluation");
     switch (op_kind(n->op)) {
     case OpKind::Gemm:
-      mark(n, "GEMM result");
+      if (!small_matmul(n)) mark(n, "GEMM result");
       for (Node* x : n->inputs) mark(x, "GEMM operand");
       break;
     case OpKind::Concat:
@@ -115,11 +135,11 @@ void Planner::consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& th
 int Planner::new_group(Node* root) {
   Group g;
   OpKind k = op_kind(root->op);
-  g.kind = k == OpKind::Reduce     ? Group::Kind::reduce
-           : k == OpKind::Gemm     ? Group::Kind::gemm
-           : k == OpKind::Concat   ? Group::Kind::concat
-           : k == OpKind::Transfer ? Group::Kind::transfer
-                                   : Group::Kind::elementwise;
+  g.kind = k == OpKind::Reduce                        ? Group::Kind::reduce
+           : k == OpKind::Gemm && !small_matmul(root) ? Group::Kind::gemm
+           : k == OpKind::Concat                      ? Group::Kind::concat
+           : k == OpKind::Transfer                    ? Group::Kind::transfer
+                                                      : Group::Kind::elementwise;
   g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();
   if (g.kind == Group::Kind::reduce) g.axes = root->axes;
   g.roots.push_back(root);
@@ -160,7 +180,7 @@ void Planner::group_all() {
     Info& in = *it;
     Node* n = in.n;
     if (n->op == OpCode::view) continue; // views are index maps, never computed
-    bool elementwise = is_elementwise(op_kind(n->op)) || n->op == OpCode::copy;
+    bool elementwise = is_elementwise(op_kind(n->op)) || n->op == OpCode::copy || small_matmul(n);
     llvm::SmallVector<int, 4> cg;
     bool through_view = false;
     if (elementwise) consumer_groups(n, cg, through_view);

@@ -56,6 +56,8 @@ public:
   /// The schedule built by the last successful build_all (steps in dependency order).
   Schedule take();
   Info* info(Node* n);
+  /// A matmul computed as dot products inside the elementwise kernel that reads it.
+  static bool small_matmul(const Node* n);
   size_t size() const { return infos_.size(); }
 
   // Used by the kernel builder.

@@ -1,5 +1,7 @@
 // kiln matmul against cuBLAS called directly, square and skinny shapes, f32 (no TF32), bf16.
-// Both are timed the same way: N calls queued, one device sync, median over batches.
+// Both are timed the same way: N calls queued, one device sync, median over batches. Small
+// matmuls (at most 4 rows: kiln computes them as dot products in a generated kernel) are also
+// timed with set_small_matmul(blas), kiln's cuBLAS path, side by side.
 #include "bench_util.h"
 
 #include <kiln/kiln.h>
@@ -10,6 +12,7 @@
 
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace kiln;
@@ -71,23 +74,35 @@ int main(int argc, char** argv) {
   bench::print_header("kiln matmul vs cuBLAS", argc, argv);
   cublasHandle_t h;
   cublasCreate(&h);
-  std::printf("\n| dtype | M x K x N | cuBLAS us | kiln us | kiln / cuBLAS | kiln TFLOP/s |\n");
-  std::printf("|---|---|---:|---:|---:|---:|\n");
+  std::printf("\n| dtype | M x K x N | cuBLAS us | kiln us | kiln / cuBLAS | kiln TFLOP/s | kiln "
+              "cuBLAS path us | kiln GB/s |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
   struct Case {
     int64_t m, k, n;
   };
   for (DType t : {DType::f32, DType::bf16})
     for (Case c :
          {Case{4096, 4096, 4096}, Case{8192, 8192, 8192}, Case{64, 64, 64}, Case{256, 256, 256},
-          Case{16384, 4096, 64}, Case{64, 4096, 16384}, Case{1, 8192, 8192}}) {
+          Case{16384, 4096, 64}, Case{64, 4096, 16384}, Case{1, 8192, 8192}, Case{1, 256, 1024},
+          Case{1, 1024, 4096}, Case{1, 4096, 4096}, Case{4, 4096, 4096}, Case{2, 512, 512},
+          Case{1, 4096, 256}}) {
       Tensor a = randn({c.m, c.k}, t, Device::cuda(0)), b = randn({c.k, c.n}, t, Device::cuda(0));
       eval(a, b);
       Tensor o;
       double k_us = bench::time_us([&] { eval(o = matmul(a, b)); }, kiln_sync);
       double c_us = cublas_us(h, t, c.m, c.n, c.k);
-      std::printf("| %s | %lld x %lld x %lld | %.1f | %.1f | %.2f | %.1f |\n", dtype_name(t),
-                  (long long)c.m, (long long)c.k, (long long)c.n, c_us, k_us, k_us / c_us,
-                  2.0 * c.m * c.n * c.k / (k_us * 1e6));
+      std::string blas = "-";
+      if (c.m <= 4) {
+        set_small_matmul(SmallMatmul::blas);
+        blas = std::to_string(bench::time_us([&] { eval(o = matmul(a, b)); }, kiln_sync));
+        blas.resize(blas.find('.') + 2);
+        set_small_matmul(SmallMatmul::on_gpu);
+      }
+      const double bytes = double(c.m * c.k + c.k * c.n + c.m * c.n) * itemsize(t);
+      std::printf("| %s | %lld x %lld x %lld | %.1f | %.1f | %.2f | %.1f | %s | %.0f |\n",
+                  dtype_name(t), (long long)c.m, (long long)c.k, (long long)c.n, c_us, k_us,
+                  k_us / c_us, 2.0 * c.m * c.n * c.k / (k_us * 1e6), blas.c_str(),
+                  bytes / (k_us * 1e3));
     }
   return 0;
 }

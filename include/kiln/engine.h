@@ -42,6 +42,16 @@ void set_allow_tf32(bool on);
 /// used evicted first; env KILN_PLAN_CACHE; 0 plans every evaluation afresh).
 void set_graphs(bool on);
 bool graphs();
+
+/// Small matmuls — floating, at most 4 output rows (batch x M: a matrix times a vector, an RNN
+/// cell at batch 1) and K <= 8192 — are computed as dot products inside the kernel that reads
+/// them, instead of a BLAS call whose result goes through memory: `x @ wx + h @ wh + b` and an
+/// LSTM's gate math become one kernel. By default on CUDA devices only (the CPU backend's BLAS
+/// is faster there); `everywhere` also on the CPU (tests), `blas` never (A/B measurements; env
+/// KILN_SMALL_MATMUL=0, =all for everywhere). Results agree with BLAS to rounding.
+enum class SmallMatmul { blas, on_gpu, everywhere };
+void set_small_matmul(SmallMatmul mode);
+SmallMatmul small_matmul();
 void set_plan_cache_limit(int64_t max_plans);
 
 struct Stats {

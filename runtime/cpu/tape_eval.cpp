@@ -100,6 +100,57 @@ void gather_any(const BoundInput& in, const Shape& shape, int64_t start, int len
   }
 }
 
+// Element offsets of input `in` at flat indices [start, start+len) of `shape`.
+void offsets(const BoundInput& in, const Shape& shape, int64_t start, int len, int64_t* out) {
+  if (in.cls == IndexClass::contiguous) {
+    for (int e = 0; e < len; ++e) out[e] = start + e;
+    return;
+  }
+  const int rank = shape.size();
+  for (int e = 0; e < len; ++e) {
+    int64_t off = 0, rest = start + e;
+    for (int d = rank - 1; d >= 0 && in.cls == IndexClass::strided; --d) {
+      off += rest % shape[d] * in.strides[d];
+      rest /= shape[d];
+    }
+    out[e] = off;
+  }
+}
+
+// A small matmul's value per element (KernelDot): each element's row of A and column of B
+// start where the operands' index maps put them. Accumulated in double, in k order (the CPU
+// backend is the accuracy reference), then rounded to the compute type.
+template <class M>
+void dot_values(const KernelDot& d, const BoundInput& a, const BoundInput& b, const Shape& shape,
+                int64_t start, int len, typename Mem<M>::C* out) {
+  int64_t oa[kBlock], ob[kBlock];
+  double acc[kBlock] = {};
+  offsets(a, shape, start, len, oa);
+  offsets(b, shape, start, len, ob);
+  const M* pa = reinterpret_cast<const M*>(a.data);
+  const M* pb = reinterpret_cast<const M*>(b.data);
+  for (int64_t k = 0; k < d.K; ++k)
+    for (int e = 0; e < len; ++e)
+      acc[e] +=
+          double(Mem<M>::get(pa[oa[e] + k * d.a_k])) * double(Mem<M>::get(pb[ob[e] + k * d.b_k]));
+  for (int e = 0; e < len; ++e) out[e] = static_cast<typename Mem<M>::C>(acc[e]);
+}
+
+void dot_any(const KernelDot& d, DType t, llvm::ArrayRef<BoundInput> inputs, const Shape& shape,
+             int64_t start, int len, Slab& out) {
+  const BoundInput &a = inputs[d.a], &b = inputs[d.b];
+  switch (t) {
+  case DType::f64:
+    return dot_values<double>(d, a, b, shape, start, len, out.as<double>());
+  case DType::f16:
+    return dot_values<half>(d, a, b, shape, start, len, out.as<float>());
+  case DType::bf16:
+    return dot_values<bfloat16>(d, a, b, shape, start, len, out.as<float>());
+  default:
+    return dot_values<float>(d, a, b, shape, start, len, out.as<float>());
+  }
+}
+
 // Round float values to the precision of f16/bf16 (what storing and reloading would do).
 void round_to(DType t, float* v, int len) {
   if (t == DType::f16)
@@ -379,6 +430,9 @@ void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundIn
       continue;
     }
     switch (kind) {
+    case OpKind::Gemm: // a small matmul (FusedKernel::dots)
+      dot_any(k.dots[in.a], in.dtype, inputs, shape, start, len, out);
+      break;
     case OpKind::Source:
       with_ct(compute_type(in.dtype),
               [&](auto t) { source(in, start, len, out.as<decltype(t)>()); });

@@ -124,6 +124,13 @@ void float_ops(DType dt) {
   eval(sum(c, {0}), mean(exp(c) * w, {0}, true), max(c, {0}), min(c, {0}), argmax(c, 0),
        c - mean(c, {0}, true), softmax(c, 0), log_softmax(c, 0), sum(slice(c, 0, 1, 9), {0}),
        sum(c3, {1}), c3 - max(c3, {0, 1}, true));
+  // Small matmuls as dot products: a vector times a matrix with an epilogue, two rows times a
+  // transposed matrix.
+  set_small_matmul(SmallMatmul::everywhere);
+  Tensor v = randn({20}, dt), mw = randn({20, 12}, dt);
+  eval(v, mw);
+  eval(tanh(matmul(v, mw)) + 1, matmul(slice(x, 0, 0, 2), transpose(slice(y, 0, 0, 8), 0, 1)));
+  set_small_matmul(SmallMatmul::on_gpu);
 }
 
 void int_ops(DType dt) {
@@ -378,6 +385,17 @@ TEST_F(Codegen, GoldenSources) {
   Tensor w = randn({32}), b = randn({32});
   eval(w, b);
   FusedKernel ln = kernel_of([&] { return layer_norm(m, w, b); });
+  // An LSTM cell at batch 1: two matmuls, the bias and the gates through chunk views.
+  Tensor lx = randn({1, 32}), lh = randn({1, 8}), lc = randn({1, 8});
+  Tensor lwx = randn({32, 32}), lwh = randn({8, 32}), lb = randn({32});
+  eval(lx, lh, lc, lwx, lwh, lb);
+  set_small_matmul(SmallMatmul::everywhere);
+  FusedKernel lstm = kernel_of([&] {
+    std::vector<Tensor> gt = chunk(matmul(lx, lwx) + matmul(lh, lwh) + lb, 4, 1);
+    return sigmoid(gt[3]) * tanh(sigmoid(gt[1]) * lc + sigmoid(gt[0]) * tanh(gt[2]));
+  });
+  set_small_matmul(SmallMatmul::on_gpu);
+  EXPECT_EQ(lstm.dots.size(), 8u);
   EXPECT_EQ(chain9.compute_ops(), 9);
   EXPECT_EQ(bcast.inputs.size(), 2u);
   EXPECT_EQ(rowsum.kind, FusedKernel::Kind::reduce);
@@ -405,7 +423,8 @@ TEST_F(Codegen, GoldenSources) {
       {"log_softmax_rows_bf16_cached", hlogsoft_rows, {true, true, 1, -1, 0, 4}},
       {"layer_norm_rows_bf16_cached", hln, {true, true, 1, -1, 0, 4}},
       {"layer_norm_rows_bf16_smem", hln, {true, true, 1, -1, 0, 0, true, 0b110u}},
-      {"broadcast_row_col_f32_vec", rowcol, {true, true, 1, -1, 0, 0, false, 0b010u, 0b100u}}};
+      {"broadcast_row_col_f32_vec", rowcol, {true, true, 1, -1, 0, 0, false, 0b010u, 0b100u}},
+      {"lstm_cell_dots_f32", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);
@@ -422,7 +441,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
-  std::vector<CudaVariant> changed(9, base);
+  std::vector<CudaVariant> changed(10, base);
   changed[0].index32 = false;
   changed[1].vec = true;
   changed[2].rows_per_block = 32;
@@ -432,6 +451,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
   changed[6].smem_row = true;
   changed[7].vec_inputs = 1u << 17;
   changed[8].splat_inputs = 1u << 3;
+  changed[9].dot_bx = 8;
   for (const CudaVariant& v : changed) EXPECT_NE(key(v), key(base));
 }
 

@@ -1,0 +1,125 @@
+// Source emission of elementwise kernels that compute small matmuls in place (Emitter, see
+// cuda_emit.cpp): each element's dot products (FusedKernel::dots) are split over a group of
+// threads, summed in shared memory, and the rest of the tape runs once per element.
+#include "codegen/cuda_codegen_internal.h"
+
+#include <fmt/format.h>
+
+namespace kiln::detail::cg {
+
+// Where element i's run of input j starts (its index map; the pointer is already offset).
+std::string Emitter::dot_base(int j) const {
+  switch (pl_.in[j].mode) {
+  case M::scalar:
+    return "0";
+  case M::contiguous:
+    return "i";
+  case M::strided:
+    return fmt::format("oi{}", j);
+  }
+  return "0";
+}
+
+// Dot layout (CudaVariant::dot_bx = bx): a block takes bx consecutive elements, one per
+// thread column tx; the by = kBlock / bx threads of a column split each of its element's dot
+// products along K (thread ty takes k = ty, ty + by, ...). Neighbouring elements of a small
+// matmul's output are neighbouring columns of B, so a warp's 8 columns x 4 rows of B are four
+// full 32-byte sectors. Each thread issues four rows' loads before it adds any (see
+// column_body on why ptxas does not do it for a plain loop), the partial sums meet in shared
+// memory, and thread ty = 0 runs the tape and stores. The sums use fma (the kernel is built
+// with --fmad=false, which would otherwise round every product), in float, double for f64:
+// cuBLAS's accumulation, not the CPU reference's double, so results agree to rounding.
+//
+// Why not cuBLAS: at batch 1 an LSTM step's two GEMVs were two graph nodes of ~3 us each plus
+// a written result and a kernel to read it; here the gates' eight dot products and the cell
+// update are one kernel (bench/results/2026-11-22-h100-small-matmul.md).
+void Emitter::dot_body() {
+  const int bx = v_.dot_bx > 0 ? v_.dot_bx : 8, by = kBlock / bx;
+  auto acc_type = [&](size_t j) {
+    return k_.inputs[k_.dots[j].a].dtype == DType::f64 ? "double" : "float";
+  };
+  for (size_t j = 0; j < k_.dots.size(); ++j)
+    line(1, fmt::format("__shared__ {} k_sd{}[{}];", acc_type(j), j, kBlock));
+  line(1, "const idx_t n = (idx_t)p.n;");
+  line(1, fmt::format("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};", bx));
+  scalars(1);
+  line(1, fmt::format("for (idx_t ib = (idx_t)blockIdx.x * {0}; ib < n; ib += (idx_t)gridDim.x * "
+                      "{0}) {{",
+                      bx));
+  line(2, "const idx_t i = ib + tx;");
+  line(2, "const bool valid = i < n;");
+  declare_offsets(2, "oi", nullptr, "oo");
+  if (pl_.shape_fields) {
+    line(2, "if (valid)");
+    unravel(2, "i", 0, pl_.rank, "oi", "oo");
+  }
+  // One loop over K per group of dots with the same K (KernelDot::same_k): every dot's four
+  // rows of loads are issued before any of their products is added.
+  for (size_t g = 0; g < k_.dots.size(); ++g) {
+    if (k_.dots[g].same_k != static_cast<int>(g)) continue;
+    std::vector<size_t> group;
+    for (size_t j = g; j < k_.dots.size(); ++j)
+      if (k_.dots[j].same_k == static_cast<int>(g)) group.push_back(j);
+    const std::string A = acc_type(g), fma = A == "double" ? "fma" : "fmaf";
+    auto term = [&](size_t j, const std::string& a, const std::string& b) {
+      const KernelDot& d = k_.dots[j];
+      return fmt::format("acc{} = {}(({}){}, ({}){}, acc{});", j, fma, A,
+                         cg::load_cvt(k_.inputs[d.a].dtype, a), A,
+                         cg::load_cvt(k_.inputs[d.b].dtype, b), j);
+    };
+    line(2, "{");
+    for (size_t j : group) line(3, fmt::format("{} acc{} = 0;", A, j));
+    line(3, "if (valid) {");
+    line(4, fmt::format("const idx_t K = (idx_t)p.d{}_K;", g));
+    for (size_t j : group) {
+      const KernelDot& d = k_.dots[j];
+      line(4, fmt::format("const {0}* a{1} = p.in{2} + {3}; const idx_t ak{1} = (idx_t)p.d{1}_ak;",
+                          cg::st_name(k_.inputs[d.a].dtype), j, d.a, dot_base(d.a)));
+      line(4, fmt::format("const {0}* b{1} = p.in{2} + {3}; const idx_t bk{1} = (idx_t)p.d{1}_bk;",
+                          cg::st_name(k_.inputs[d.b].dtype), j, d.b, dot_base(d.b)));
+    }
+    line(4, "idx_t k = ty;");
+    line(4, fmt::format("for (; k + {} < K; k += {}) {{", 3 * by, 4 * by));
+    for (int u = 0; u < 4; ++u) {
+      const std::string kk = u ? fmt::format("(k + {})", u * by) : "k";
+      for (size_t j : group) {
+        const KernelDot& d = k_.dots[j];
+        line(5, fmt::format("const {0} a{1}_{2} = a{1}[{3} * ak{1}]; const {4} b{1}_{2} = "
+                            "b{1}[{3} * bk{1}];",
+                            cg::st_name(k_.inputs[d.a].dtype), j, u, kk,
+                            cg::st_name(k_.inputs[d.b].dtype)));
+      }
+    }
+    for (int u = 0; u < 4; ++u)
+      for (size_t j : group)
+        line(5, term(j, fmt::format("a{}_{}", j, u), fmt::format("b{}_{}", j, u)));
+    line(4, "}");
+    line(4, fmt::format("for (; k < K; k += {}) {{", by));
+    for (size_t j : group)
+      line(5, term(j, fmt::format("a{0}[k * ak{0}]", j), fmt::format("b{0}[k * bk{0}]", j)));
+    line(4, "}");
+    line(3, "}");
+    for (size_t j : group) line(3, fmt::format("k_sd{0}[threadIdx.x] = acc{0};", j));
+    line(2, "}");
+  }
+  line(2, "__syncthreads();");
+  line(2, fmt::format("for (int s = {} / 2; s > 0; s >>= 1) {{", by));
+  line(3, "if (ty < s) {");
+  for (size_t j = 0; j < k_.dots.size(); ++j)
+    line(4, fmt::format("k_sd{0}[threadIdx.x] += k_sd{0}[threadIdx.x + s * {1}];", j, bx));
+  line(3, "}");
+  line(3, "__syncthreads();");
+  line(2, "}");
+  line(2, "if (ty == 0 && valid) {");
+  for (size_t j = 0; j < k_.dots.size(); ++j)
+    line(3, fmt::format("const {0} k_dot{1} = k_sd{1}[tx];", acc_type(j), j));
+  tape(3, [&](int j) { return element_load(j); });
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    line(3, fmt::format("p.out{}[{}] = {};", j,
+                        pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
+  line(2, "}");
+  line(2, "__syncthreads(); // k_sd is written again for the next elements");
+  line(1, "}");
+}
+
+} // namespace kiln::detail::cg

@@ -1,0 +1,228 @@
+// Small matmuls as dot products inside the kernel that reads them (set_small_matmul): every
+// case is computed with `everywhere` on the test device (the CPU interpreter in CI, generated
+// CUDA kernels with KILN_TEST_DEVICE=cuda) and checked against BLAS on the CPU backend, on
+// fresh random inputs; the Stats show that no GEMM ran and how many kernels did.
+#include "../test_device.h"
+
+#include <kiln/kiln.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+struct SmallMatmul_ : ::testing::Test {
+  void SetUp() override {
+    KILN_USE_TEST_DEVICE();
+    set_eager(false);
+    set_small_matmul(SmallMatmul::everywhere);
+    manual_seed(1234);
+  }
+  void TearDown() override { set_small_matmul(SmallMatmul::on_gpu); }
+};
+using SmallMatmulTest = SmallMatmul_;
+
+// Random values on the CPU (the same numbers for every device), then copied to `dev`.
+Tensor rnd(const Shape& s, DType dt, Device dev, uint64_t seed, float scale = 1.0f) {
+  manual_seed(seed);
+  Tensor t = (randn(s, DType::f32, Device::cpu()) * scale).astype(dt).to(dev);
+  eval(t);
+  return t;
+}
+
+double tolerance(DType dt) {
+  return dt == DType::f64 ? 1e-12 : dt == DType::f32 ? 2e-5 : dt == DType::f16 ? 2e-2 : 3e-2;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double tol, const char* what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  std::vector<double> g = got.astype(DType::f64).to_vector<double>();
+  std::vector<double> w = want.astype(DType::f64).to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_FALSE(std::isnan(g[i])) << what << " at " << i;
+    worst = std::max(worst, std::fabs(g[i] - w[i]) / std::max(1.0, std::fabs(w[i])));
+  }
+  EXPECT_LE(worst, tol) << what;
+}
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// Runs f on random inputs of the given shapes: on the test device with small matmuls fused and
+// on the CPU with BLAS. Returns the Stats of the fused run (inputs made before it).
+Stats check(const std::vector<Shape>& shapes, DType dt, const Fn& f, double tol, const char* what) {
+  auto inputs = [&](Device d) {
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      in.push_back(rnd(shapes[i], dt, d, 100 + i, i == 0 ? 1.0f : 0.3f));
+    return in;
+  };
+  set_small_matmul(SmallMatmul::blas);
+  Tensor want = f(inputs(Device::cpu()));
+  eval(want);
+  set_small_matmul(SmallMatmul::everywhere);
+  std::vector<Tensor> in = inputs(default_device());
+  reset_stats();
+  Tensor got = f(in);
+  eval(got);
+  Stats s = stats();
+  expect_close(got, want, tol, what);
+  return s;
+}
+
+TEST_F(SmallMatmulTest, VectorTimesMatrixIsOneKernel) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    Stats s = check(
+        {{300}, {300, 77}}, dt,
+        [](const std::vector<Tensor>& t) { return tanh(matmul(t[0], t[1]) + 0.5f); }, tolerance(dt),
+        dtype_name(dt));
+    EXPECT_EQ(s.gemms_run, 0) << dtype_name(dt);
+    EXPECT_EQ(s.kernels_run, 1) << dtype_name(dt);
+  }
+}
+
+TEST_F(SmallMatmulTest, LayoutsOfTheOperands) {
+  // Transposed A and B, a slice at an offset, rows 1..4, batched, K not a multiple of 4 and
+  // shorter than the threads of an element.
+  struct Case {
+    const char* name;
+    std::vector<Shape> shapes;
+    Fn f;
+  };
+  const Case cases[] = {
+      {"B transposed",
+       {{2, 64}, {40, 64}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], transpose(t[1], 0, 1)); }},
+      {"A transposed",
+       {{33, 3}, {33, 50}},
+       [](const std::vector<Tensor>& t) { return matmul(transpose(t[0], 0, 1), t[1]); }},
+      {"A a slice at an offset",
+       {{10, 129}, {129, 31}},
+       [](const std::vector<Tensor>& t) { return matmul(slice(t[0], 0, 7, 8), t[1]) * 2.0f; }},
+      {"four rows",
+       {{4, 5}, {5, 300}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }},
+      {"batched 2 x 2 rows",
+       {{2, 2, 70}, {2, 70, 9}},
+       [](const std::vector<Tensor>& t) { return sigmoid(matmul(t[0], t[1])); }},
+      {"batch broadcast",
+       {{3, 1, 16}, {16, 24}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }},
+      {"matrix times vector",
+       {{3, 500}, {500}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }},
+      {"dot of two vectors",
+       {{1000}, {1000}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }},
+      {"long K",
+       {{1, 8192}, {8192, 40}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }},
+  };
+  for (const Case& c : cases) {
+    Stats s = check(c.shapes, DType::f32, c.f, 2e-5, c.name);
+    EXPECT_EQ(s.gemms_run, 0) << c.name;
+    EXPECT_EQ(s.kernels_run, 1) << c.name;
+  }
+}
+
+// PyTorch's LSTMCell math, one step or several with the input a new slice each step: both
+// GEMVs, the bias and the gates read through chunk views are one kernel writing h and c.
+// Over the steps h and c are read and replaced: h's buffer must not be written in place while
+// other elements' dot products still read it.
+Tensor lstm(const std::vector<Tensor>& t, int steps) {
+  const Tensor &seq = t[0], &wx = t[1], &wh = t[2], &b = t[3];
+  Tensor h = t[4], c = t[5];
+  for (int i = 0; i < steps; ++i) {
+    Tensor x = slice(seq, 0, i, i + 1);
+    std::vector<Tensor> g = chunk(matmul(x, wx) + matmul(h, wh) + b, 4, 1);
+    c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
+    h = sigmoid(g[3]) * tanh(c);
+    g.clear();
+    eval(h, c);
+  }
+  return concat({h, c}, 1);
+}
+
+TEST_F(SmallMatmulTest, LstmCellStepIsOneKernel) {
+  const int64_t in = 48, hidden = 40;
+  const std::vector<Shape> shapes = {{12, in},     {in, 4 * hidden}, {hidden, 4 * hidden},
+                                     {4 * hidden}, {1, hidden},      {1, hidden}};
+  Stats one = check(
+      shapes, DType::f32, [](const std::vector<Tensor>& t) { return lstm(t, 1); }, 2e-5,
+      "one step");
+  EXPECT_EQ(one.gemms_run, 0);
+  EXPECT_EQ(one.kernels_run, 1); // the cell (concat runs copies)
+  Stats twelve = check(
+      shapes, DType::f32, [](const std::vector<Tensor>& t) { return lstm(t, 12); }, 1e-4,
+      "twelve steps");
+  EXPECT_EQ(twelve.gemms_run, 0);
+  EXPECT_EQ(twelve.kernels_run, 12);
+}
+
+TEST_F(SmallMatmulTest, ReadThroughABroadcastIsWrittenOnce) {
+  // (x @ w) broadcast over 5 rows: the dots would be redone per row, so the planner writes the
+  // matmul (a kernel of its own) and the sum reads it.
+  Stats s = check(
+      {{1, 64}, {64, 48}, {5, 48}}, DType::f32,
+      [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) + t[2]; }, 2e-5, "broadcast");
+  EXPECT_EQ(s.gemms_run, 0);
+  EXPECT_EQ(s.kernels_run, 2);
+}
+
+TEST_F(SmallMatmulTest, ReadByAReduction) {
+  // softmax(x @ w): the reduction kernel reads the matmul, written by a dot kernel of its own.
+  Stats s = check(
+      {{2, 80}, {80, 100}}, DType::f32,
+      [](const std::vector<Tensor>& t) { return softmax(matmul(t[0], t[1]), 1); }, 2e-5, "softmax");
+  EXPECT_EQ(s.gemms_run, 0);
+  EXPECT_EQ(s.kernels_run, 2);
+}
+
+TEST_F(SmallMatmulTest, ResultReadTwiceAndHeld) {
+  const Device dev = default_device();
+  set_small_matmul(SmallMatmul::blas);
+  Tensor xc = rnd({2, 100}, DType::f32, Device::cpu(), 40),
+         wc = rnd({100, 60}, DType::f32, Device::cpu(), 41);
+  Tensor yc = matmul(xc, wc), ac = exp(yc * 0.1f), bc = yc * yc;
+  eval(yc, ac, bc);
+  set_small_matmul(SmallMatmul::everywhere);
+  Tensor x = xc.to(dev), w = wc.to(dev);
+  Tensor y = matmul(x, w), a = exp(y * 0.1f), b = y * y;
+  eval(y, a, b);
+  expect_close(y, yc, 2e-5, "held");
+  expect_close(a, ac, 2e-5, "exp");
+  expect_close(b, bc, 2e-5, "square");
+}
+
+TEST_F(SmallMatmulTest, LargerMatmulsStayBlas) {
+  const Device dev = default_device();
+  Tensor a = rnd({5, 16}, DType::f32, dev, 50), w = rnd({16, 16}, DType::f32, dev, 51);
+  reset_stats();
+  eval(matmul(a, w) + 1.0f); // five rows
+  EXPECT_EQ(stats().gemms_run, 1);
+  Tensor x = rnd({1, 9000}, DType::f32, dev, 52), v = rnd({9000, 4}, DType::f32, dev, 53);
+  reset_stats();
+  eval(matmul(x, v)); // K over 8192
+  EXPECT_EQ(stats().gemms_run, 1);
+  // Integer matmuls keep their own reduction kernel.
+  reset_stats();
+  eval(matmul(reshape(arange(6, DType::i32, dev), {2, 3}),
+              reshape(arange(6, DType::i32, dev), {3, 2})));
+  EXPECT_EQ(stats().gemms_run, 0);
+}
+
+TEST_F(SmallMatmulTest, DefaultFusesOnlyOnTheGpu) {
+  set_small_matmul(SmallMatmul::on_gpu);
+  const Device dev = default_device();
+  Tensor x = rnd({1, 32}, DType::f32, dev, 60), w = rnd({32, 32}, DType::f32, dev, 61);
+  reset_stats();
+  eval(tanh(matmul(x, w)));
+  EXPECT_EQ(stats().gemms_run, dev.is_cuda() ? 0 : 1);
+}
+
+} // namespace
