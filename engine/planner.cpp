@@ -24,14 +24,18 @@
 namespace kiln::detail {
 
 // Small matmuls: a floating matmul with at most kDotRows output rows (batch x M: a matrix
-// times a vector, an RNN cell at batch 1) and K <= kDotMaxK is not a BLAS call but a value
-// of the kernel that reads it, each element one dot product (FusedKernel::dots). Such a
-// GEMM is too small to fill the GPU either way, and as a separate cuBLAS call it costs a launch
-// (a graph node), a written result, and a staged operand whenever its input moves; fused,
-// `x @ wx + h @ wh + b` and the gates that follow are one kernel. More rows would read B once
-// per row; a longer K would leave each element's dot product to one block.
+// times a vector, an RNN cell at batch 1), K <= kDotMaxK and at most kDotMaxMacs
+// multiply-adds is not a BLAS call but a value of the kernel that reads it, each element one
+// dot product (FusedKernel::dots). Such a GEMM is too small to fill the GPU either way, and as
+// a separate cuBLAS call it costs a launch (a graph node), a written result, and a staged
+// operand whenever its input moves; fused, `x @ wx + h @ wh + b` and the gates that follow are
+// one kernel. Past these bounds cuBLAS's GEMV is faster than the generated dot layout, which
+// reads B once per row and leaves each element's K to one block (bench/cuda/matmul_gpu on the
+// H100: 1 x 256 x 1024 f32 3.6 us fused vs 4.1 through cuBLAS; 1 x 1024 x 4096 8.7 vs 6.0;
+// 1 x 4096 x 256 bf16 10.0 vs 6.5; 4 x 4096 x 4096 bf16 55 vs 9.8).
 constexpr int64_t kDotRows = 4;
-constexpr int64_t kDotMaxK = 8192;
+constexpr int64_t kDotMaxK = 1024;
+constexpr int64_t kDotMaxMacs = int64_t(1) << 20;
 
 bool Planner::small_matmul(const Node* n) {
   if (n->op != OpCode::matmul || !is_floating(n->dtype)) return false;
@@ -39,7 +43,7 @@ bool Planner::small_matmul(const Node* n) {
   if (mode == 0 || (mode == 1 && !n->device.is_cuda())) return false;
   const Shape& s = n->shape();
   const int64_t N = s[s.size() - 1], K = n->inputs[0]->shape()[s.size() - 1];
-  return N > 0 && s.numel() / N <= kDotRows && K <= kDotMaxK;
+  return N > 0 && s.numel() / N <= kDotRows && K <= kDotMaxK && s.numel() * K <= kDotMaxMacs;
 }
 
 Info* Planner::info(Node* n) {

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
          {Case{4096, 4096, 4096}, Case{8192, 8192, 8192}, Case{64, 64, 64}, Case{256, 256, 256},
           Case{16384, 4096, 64}, Case{64, 4096, 16384}, Case{1, 8192, 8192}, Case{1, 256, 1024},
           Case{1, 1024, 4096}, Case{1, 4096, 4096}, Case{4, 4096, 4096}, Case{2, 512, 512},
-          Case{1, 4096, 256}}) {
+          Case{1, 4096, 256}, Case{1, 512, 2048}, Case{4, 256, 1024}}) {
       Tensor a = randn({c.m, c.k}, t, Device::cuda(0)), b = randn({c.k, c.n}, t, Device::cuda(0));
       eval(a, b);
       Tensor o;

@@ -44,7 +44,7 @@ void set_graphs(bool on);
 bool graphs();
 
 /// Small matmuls — floating, at most 4 output rows (batch x M: a matrix times a vector, an RNN
-/// cell at batch 1) and K <= 8192 — are computed as dot products inside the kernel that reads
+/// cell at batch 1), K <= 1024 and at most 2^20 multiply-adds — are computed as dot products inside the kernel that reads
 /// them, instead of a BLAS call whose result goes through memory: `x @ wx + h @ wh + b` and an
 /// LSTM's gate math become one kernel. By default on CUDA devices only (the CPU backend's BLAS
 /// is faster there); `everywhere` also on the CPU (tests), `blas` never (A/B measurements; env

@@ -119,8 +119,8 @@ TEST_F(SmallMatmulTest, LayoutsOfTheOperands) {
       {"dot of two vectors",
        {{1000}, {1000}},
        [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }},
-      {"long K",
-       {{1, 8192}, {8192, 40}},
+      {"the longest K",
+       {{1, 1024}, {1024, 40}},
        [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }},
   };
   for (const Case& c : cases) {
@@ -205,9 +205,13 @@ TEST_F(SmallMatmulTest, LargerMatmulsStayBlas) {
   reset_stats();
   eval(matmul(a, w) + 1.0f); // five rows
   EXPECT_EQ(stats().gemms_run, 1);
-  Tensor x = rnd({1, 9000}, DType::f32, dev, 52), v = rnd({9000, 4}, DType::f32, dev, 53);
+  Tensor x = rnd({1, 1025}, DType::f32, dev, 52), v = rnd({1025, 4}, DType::f32, dev, 53);
   reset_stats();
-  eval(matmul(x, v)); // K over 8192
+  eval(matmul(x, v)); // K over 1024
+  EXPECT_EQ(stats().gemms_run, 1);
+  Tensor y = rnd({2, 1024}, DType::f32, dev, 54), u = rnd({1024, 513}, DType::f32, dev, 55);
+  reset_stats();
+  eval(matmul(y, u)); // over 2^20 multiply-adds
   EXPECT_EQ(stats().gemms_run, 1);
   // Integer matmuls keep their own reduction kernel.
   reset_stats();
