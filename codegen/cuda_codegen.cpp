@@ -44,6 +44,7 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   if (v.splat_inputs) key += fmt::format(" sp{:x}", v.splat_inputs);
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
   if (v.dot_bx) key += fmt::format(" dot{}", v.dot_bx);
+  if (v.dot_cluster > 1) key += fmt::format(" cl{}", v.dot_cluster);
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
   return key;
 }
@@ -73,7 +74,9 @@ CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const C
   s += cg::preamble();
   if (rand) s += kPhiloxSource;
   s += params_decl(pl);
-  s += render_kernel(k, v, pl, src.name);
+  CudaVariant rv = v;
+  if (t.arch < 90) rv.dot_cluster = 1; // thread-block clusters are sm_90+
+  s += render_kernel(k, rv, pl, src.name);
   src.source = std::move(s);
   return src;
 }

@@ -63,6 +63,10 @@ struct CudaVariant {
   // the other kBlock / dot_bx threads of each element split its dot products' K (see
   // Emitter::dot_body). 0: no dots.
   int dot_bx = 0;
+  // Dot layout on sm_90+: blocks per thread-block cluster, splitting K between them as well;
+  // block 0 of each cluster adds the others' partial sums through distributed shared memory
+  // and runs the tape. 1: no cluster (and on older GPUs, whatever this says).
+  int dot_cluster = 1;
 };
 
 struct CudaKernelSource {

@@ -134,6 +134,7 @@ private:
   // Elementwise kernels with dot products (cuda_emit_dot.cpp).
   void dot_body();
   std::string dot_base(int j) const;
+  static const char* cluster_helpers();
 
   // Reductions and their row layout (cuda_emit_reduce.cpp).
   // A reduction of the tape as the reduce emitters fold it: accumulators are double (floats) or

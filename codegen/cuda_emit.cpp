@@ -12,9 +12,13 @@ namespace kiln::detail::cg {
 
 std::string Emitter::run(const std::string& name) {
   line(0, fmt::format("typedef {} idx_t;", v_.index32 ? "int" : "long long"));
-  line(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const "
+  const bool cluster = !k_.dots.empty() && v_.dot_cluster > 1;
+  if (cluster) s_ += cluster_helpers();
+  line(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} {}(const "
                       "__grid_constant__ Params p) {{",
-                      kBlock, name));
+                      kBlock,
+                      cluster ? fmt::format(" __cluster_dims__({}, 1, 1)", v_.dot_cluster) : "",
+                      name));
   if (pl_.reduce)
     reduce_body();
   else

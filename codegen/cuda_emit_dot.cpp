@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kiln::detail::cg {
 
 // Where element i's run of input j starts (its index map; the pointer is already offset).
@@ -20,21 +22,57 @@ std::string Emitter::dot_base(int j) const {
   return "0";
 }
 
+// Thread-block clusters (sm_90): a barrier over the cluster's blocks, and a load from block
+// `rank`'s shared memory at the address p has in this block's (distributed shared memory), in
+// PTX so that NVRTC needs no cooperative_groups header.
+const char* Emitter::cluster_helpers() {
+  return R"(__device__ __forceinline__ void k_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned k_cluster_rank() {
+  unsigned r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned k_cluster_addr(const void* p, unsigned rank) {
+  unsigned a, r;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float k_cluster_ld(const float* p, unsigned rank) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(k_cluster_addr(p, rank)) : "memory");
+  return v;
+}
+__device__ __forceinline__ double k_cluster_ld(const double* p, unsigned rank) {
+  double v;
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(k_cluster_addr(p, rank)) : "memory");
+  return v;
+}
+)";
+}
+
 // Dot layout (CudaVariant::dot_bx = bx): a block takes bx consecutive elements, one per
 // thread column tx; the by = kBlock / bx threads of a column split each of its element's dot
 // products along K (thread ty takes k = ty, ty + by, ...). Neighbouring elements of a small
 // matmul's output are neighbouring columns of B, so a warp's 8 columns x 4 rows of B are four
 // full 32-byte sectors. Each thread issues four rows' loads before it adds any (see
 // column_body on why ptxas does not do it for a plain loop), the partial sums meet in shared
-// memory, and thread ty = 0 runs the tape and stores. The sums use fma (the kernel is built
-// with --fmad=false, which would otherwise round every product), in float, double for f64:
-// cuBLAS's accumulation, not the CPU reference's double, so results agree to rounding.
+// memory, and thread ty = 0 runs the tape and stores. With dot_cluster = C > 1 (sm_90) the C
+// blocks of a cluster take the same elements and split K once more (block r: k = r * by + ty,
+// step C * by); after each block's own tree, block 0 adds the others' sums through distributed
+// shared memory. So an LSTM's 32 groups of 8 units run on 256 blocks rather than 32. The sums use
+// fma (the kernel is built with --fmad=false, which would otherwise round every product), in float,
+// double for f64: cuBLAS's accumulation, not the CPU reference's double, so results agree to
+// rounding.
 //
 // Why not cuBLAS: at batch 1 an LSTM step's two GEMVs were two graph nodes of ~3 us each plus
 // a written result and a kernel to read it; here the gates' eight dot products and the cell
 // update are one kernel (bench/results/2026-11-22-h100-small-matmul.md).
 void Emitter::dot_body() {
   const int bx = v_.dot_bx > 0 ? v_.dot_bx : 8, by = kBlock / bx;
+  const int C = std::max(1, v_.dot_cluster), S = C * by; // S: the k step of a thread
   auto acc_type = [&](size_t j) {
     return k_.inputs[k_.dots[j].a].dtype == DType::f64 ? "double" : "float";
   };
@@ -42,10 +80,13 @@ void Emitter::dot_body() {
     line(1, fmt::format("__shared__ {} k_sd{}[{}];", acc_type(j), j, kBlock));
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, fmt::format("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};", bx));
+  if (C > 1) line(1, "const unsigned k_rank = k_cluster_rank();");
   scalars(1);
-  line(1, fmt::format("for (idx_t ib = (idx_t)blockIdx.x * {0}; ib < n; ib += (idx_t)gridDim.x * "
-                      "{0}) {{",
-                      bx));
+  // Every block of a cluster walks the same elements (the cluster barriers must match).
+  const std::string cluster_idx = C > 1 ? fmt::format("(blockIdx.x / {})", C) : "blockIdx.x";
+  const std::string clusters = C > 1 ? fmt::format("(gridDim.x / {})", C) : "gridDim.x";
+  line(1, fmt::format("for (idx_t ib = (idx_t){1} * {0}; ib < n; ib += (idx_t){2} * {0}) {{", bx,
+                      cluster_idx, clusters));
   line(2, "const idx_t i = ib + tx;");
   line(2, "const bool valid = i < n;");
   declare_offsets(2, "oi", nullptr, "oo");
@@ -78,10 +119,10 @@ void Emitter::dot_body() {
       line(4, fmt::format("const {0}* b{1} = p.in{2} + {3}; const idx_t bk{1} = (idx_t)p.d{1}_bk;",
                           cg::st_name(k_.inputs[d.b].dtype), j, d.b, dot_base(d.b)));
     }
-    line(4, "idx_t k = ty;");
-    line(4, fmt::format("for (; k + {} < K; k += {}) {{", 3 * by, 4 * by));
+    line(4, C > 1 ? fmt::format("idx_t k = (idx_t)k_rank * {} + ty;", by) : "idx_t k = ty;");
+    line(4, fmt::format("for (; k + {} < K; k += {}) {{", 3 * S, 4 * S));
     for (int u = 0; u < 4; ++u) {
-      const std::string kk = u ? fmt::format("(k + {})", u * by) : "k";
+      const std::string kk = u ? fmt::format("(k + {})", u * S) : "k";
       for (size_t j : group) {
         const KernelDot& d = k_.dots[j];
         line(5, fmt::format("const {0} a{1}_{2} = a{1}[{3} * ak{1}]; const {4} b{1}_{2} = "
@@ -94,7 +135,7 @@ void Emitter::dot_body() {
       for (size_t j : group)
         line(5, term(j, fmt::format("a{}_{}", j, u), fmt::format("b{}_{}", j, u)));
     line(4, "}");
-    line(4, fmt::format("for (; k < K; k += {}) {{", by));
+    line(4, fmt::format("for (; k < K; k += {}) {{", S));
     for (size_t j : group)
       line(5, term(j, fmt::format("a{0}[k * ak{0}]", j), fmt::format("b{0}[k * bk{0}]", j)));
     line(4, "}");
@@ -110,15 +151,23 @@ void Emitter::dot_body() {
   line(3, "}");
   line(3, "__syncthreads();");
   line(2, "}");
-  line(2, "if (ty == 0 && valid) {");
-  for (size_t j = 0; j < k_.dots.size(); ++j)
-    line(3, fmt::format("const {0} k_dot{1} = k_sd{1}[tx];", acc_type(j), j));
+  if (C > 1) line(2, "k_cluster_sync(); // every block's sums are in its shared memory");
+  line(2, C > 1 ? "if (k_rank == 0 && ty == 0 && valid) {" : "if (ty == 0 && valid) {");
+  for (size_t j = 0; j < k_.dots.size(); ++j) {
+    line(3, fmt::format("{2}{0} k_dot{1} = k_sd{1}[tx];", acc_type(j), j, C > 1 ? "" : "const "));
+    if (C > 1)
+      line(3,
+           fmt::format("for (unsigned r = 1; r < {0}; ++r) k_dot{1} += k_cluster_ld(&k_sd{1}[tx], "
+                       "r);",
+                       C, j));
+  }
   tape(3, [&](int j) { return element_load(j); });
   for (size_t j = 0; j < pl_.out.size(); ++j)
     line(3, fmt::format("p.out{}[{}] = {};", j,
                         pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
   line(2, "}");
-  line(2, "__syncthreads(); // k_sd is written again for the next elements");
+  line(2, C > 1 ? "k_cluster_sync(); // block 0 has read the others' k_sd: free to reuse"
+                : "__syncthreads(); // k_sd is written again for the next elements");
   line(1, "}");
 }
 

@@ -183,6 +183,7 @@ void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.vec_inputs >> (8 * i)));
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.splat_inputs >> (8 * i)));
   out.push_back(static_cast<char>(v.dot_bx));
+  out.push_back(static_cast<char>(v.dot_cluster));
 }
 
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
@@ -206,6 +207,18 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
     // give every SM blocks anyway.
     v.dot_bx = 8;
     while (v.dot_bx < 32 && n >= int64_t(v.dot_bx) * 2 * 264) v.dot_bx *= 2;
+    // Few element groups (an LSTM's 256 hidden units are 32 of them): their blocks would each
+    // stream a large share of B through one SM, whose loads in flight are capped, while most
+    // SMs idle (the LSTM cell took 14.5 us in 32 blocks under ncu). A cluster of up to 8
+    // blocks per group splits K further, up to ~two blocks per H100 SM, while every thread
+    // keeps at least one k.
+    const int64_t groups = (n + v.dot_bx - 1) / v.dot_bx;
+    int64_t max_k = 0;
+    for (const KernelDot& d : k.dots) max_k = std::max(max_k, d.K);
+    const int by = kBlock / v.dot_bx;
+    while (v.dot_cluster < 8 && groups * v.dot_cluster * 2 <= 264 &&
+           int64_t(by) * v.dot_cluster * 2 <= max_k)
+      v.dot_cluster *= 2;
     return v;
   }
   // A reduction over outer axes (the innermost dim is kept) takes the column layout:
@@ -314,10 +327,11 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     return l;
   }
   int64_t n = k.shape.numel();
-  if (v.dot_bx > 0) {
+  if (v.dot_bx > 0) { // whole clusters (dot_cluster blocks each, on sm_90+)
+    const int c = t.arch >= 90 ? v.dot_cluster : 1;
     l.block = kBlock;
     l.grid = static_cast<uint32_t>(
-        std::min<int64_t>((n + v.dot_bx - 1) / v.dot_bx, int64_t(sms) * (2048 / kBlock)));
+        std::min<int64_t>((n + v.dot_bx - 1) / v.dot_bx, int64_t(sms) * (2048 / kBlock) / c) * c);
     return l;
   }
   if (v.tile_dim >= 0 && n > 0) {

@@ -254,6 +254,10 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
     std::vector<std::pair<CudaVariant, int>> todo = {{{true, vec_possible(k)}, 90}};
     if (n % 8 == 0) todo.push_back({{false, false}, 90});
     if (n % 20 == 0) todo.push_back({{true, false}, 80}), ++sm80;
+    if (!k.dots.empty()) { // the dot layout as launches choose it (clusters on sm_90)
+      todo.push_back({choose_variant(k, aligned_bases), 90});
+      todo.push_back({choose_variant(k, aligned_bases), 80}), ++sm80;
+    }
     if (k.kind == FusedKernel::Kind::reduce) {
       CudaVariant chosen = choose_variant(k, aligned_bases);
       todo.push_back({chosen, 90});
@@ -424,7 +428,8 @@ TEST_F(Codegen, GoldenSources) {
       {"layer_norm_rows_bf16_cached", hln, {true, true, 1, -1, 0, 4}},
       {"layer_norm_rows_bf16_smem", hln, {true, true, 1, -1, 0, 0, true, 0b110u}},
       {"broadcast_row_col_f32_vec", rowcol, {true, true, 1, -1, 0, 0, false, 0b010u, 0b100u}},
-      {"lstm_cell_dots_f32", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8}}};
+      {"lstm_cell_dots_f32", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8}},
+      {"lstm_cell_dots_f32_cluster4", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8, 4}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);
@@ -441,7 +446,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
-  std::vector<CudaVariant> changed(10, base);
+  std::vector<CudaVariant> changed(11, base);
   changed[0].index32 = false;
   changed[1].vec = true;
   changed[2].rows_per_block = 32;
@@ -452,6 +457,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
   changed[7].vec_inputs = 1u << 17;
   changed[8].splat_inputs = 1u << 3;
   changed[9].dot_bx = 8;
+  changed[10].dot_cluster = 4;
   for (const CudaVariant& v : changed) EXPECT_NE(key(v), key(base));
 }
 
