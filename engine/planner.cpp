@@ -30,9 +30,10 @@ namespace kiln::detail {
 // a separate cuBLAS call it costs a launch (a graph node), a written result, and a staged
 // operand whenever its input moves; fused, `x @ wx + h @ wh + b` and the gates that follow are
 // one kernel. Past these bounds cuBLAS's GEMV is faster than the generated dot layout, which
-// reads B once per row and leaves each element's K to one block (bench/cuda/matmul_gpu on the
-// H100: 1 x 256 x 1024 f32 3.6 us fused vs 4.1 through cuBLAS; 1 x 1024 x 4096 8.7 vs 6.0;
-// 1 x 4096 x 256 bf16 10.0 vs 6.5; 4 x 4096 x 4096 bf16 55 vs 9.8).
+// reads B once per row and leaves each element's K to one block, or one cluster of at most 8
+// on sm_90 (bench/cuda/matmul_gpu on the H100, before clusters: 1 x 256 x 1024 f32 3.6 us
+// fused vs 4.1 through cuBLAS; 1 x 1024 x 4096 8.7 vs 6.0; 1 x 4096 x 256 bf16 10.0 vs 6.5;
+// 4 x 4096 x 4096 bf16 55 vs 9.8; bench/results/2026-11-22-h100-small-matmul.md).
 constexpr int64_t kDotRows = 4;
 constexpr int64_t kDotMaxK = 1024;
 constexpr int64_t kDotMaxMacs = int64_t(1) << 20;
