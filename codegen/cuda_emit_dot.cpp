@@ -67,9 +67,9 @@ __device__ __forceinline__ double k_cluster_ld(const double* p, unsigned rank) {
 // double for f64: cuBLAS's accumulation, not the CPU reference's double, so results agree to
 // rounding.
 //
-// Why not cuBLAS: at batch 1 an LSTM step's two GEMVs were two graph nodes of ~3 us each plus
-// a written result and a kernel to read it; here the gates' eight dot products and the cell
-// update are one kernel (bench/results/2026-11-22-h100-small-matmul.md).
+// Why not cuBLAS: at batch 1 an LSTM step's two GEMVs were two graph nodes, a written result
+// and a kernel to read it, ~10 us of GPU time per replay; here the gates' eight dot products and
+// the cell update are one kernel (bench/results/2026-11-22-h100-small-matmul.md).
 void Emitter::dot_body() {
   const int bx = v_.dot_bx > 0 ? v_.dot_bx : 8, by = kBlock / bx;
   const int C = std::max(1, v_.dot_cluster), S = C * by; // S: the k step of a thread
@@ -101,15 +101,16 @@ void Emitter::dot_body() {
     std::vector<size_t> group;
     for (size_t j = g; j < k_.dots.size(); ++j)
       if (k_.dots[j].same_k == static_cast<int>(g)) group.push_back(j);
-    const std::string A = acc_type(g), fma = A == "double" ? "fma" : "fmaf";
+    // Each dot in its own accumulator type (a group may mix f64 with other dtypes).
     auto term = [&](size_t j, const std::string& a, const std::string& b) {
       const KernelDot& d = k_.dots[j];
-      return fmt::format("acc{} = {}(({}){}, ({}){}, acc{});", j, fma, A,
+      const std::string A = acc_type(j);
+      return fmt::format("acc{} = {}(({}){}, ({}){}, acc{});", j, A == "double" ? "fma" : "fmaf", A,
                          cg::load_cvt(k_.inputs[d.a].dtype, a), A,
                          cg::load_cvt(k_.inputs[d.b].dtype, b), j);
     };
     line(2, "{");
-    for (size_t j : group) line(3, fmt::format("{} acc{} = 0;", A, j));
+    for (size_t j : group) line(3, fmt::format("{} acc{} = 0;", acc_type(j), j));
     line(3, "if (valid) {");
     line(4, fmt::format("const idx_t K = (idx_t)p.d{}_K;", g));
     for (size_t j : group) {
