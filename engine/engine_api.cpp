@@ -43,6 +43,17 @@ void set_pending_limits(int64_t max_nodes, int64_t max_bytes) {
   detail::engine().max_bytes = max_bytes;
 }
 
+void set_idle_flush(int64_t nodes) {
+  if (nodes < 0)
+    throw Error(fmt::format("[set_idle_flush] the interval must be >= 0 nodes, got {}", nodes));
+  detail::EngineState& e = detail::engine();
+  e.idle_flush_nodes = nodes;
+  e.next_idle_check = e.pending_nodes + nodes;
+}
+int64_t idle_flush() {
+  return detail::engine().idle_flush_nodes;
+}
+
 void set_graphs(bool on) {
   detail::engine().graphs = on;
 }
@@ -84,14 +95,16 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
   return os << fmt::format(
              "ops recorded {} ({} merged with identical ones), dropped unseen {}, fused in "
              "registers {}, buffers written {} ({} in place), kernels {} ({:.1f} ops/kernel, max "
-             "{}), gemms {}, copies {}, flushes {} ({} automatic), plans reused {} (planned {}, "
+             "{}), gemms {}, copies {}, flushes {} ({} at the limits, {} early while the device "
+             "was idle; {} checks found it busy), plans reused {} (planned {}, "
              "evicted {}), graphs built {}, replayed {} ({} patched), GPU batches launched "
              "directly {}, bytes allocated {}, in use {}, peak {}",
              s.ops_recorded, s.ops_merged, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
              s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
-             s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.plan_hits, s.plan_misses,
-             s.plan_evictions, s.graph_instantiations, s.graph_replays, s.graph_updates,
-             s.graph_misses, s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);
+             s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.idle_flushes, s.busy_checks,
+             s.plan_hits, s.plan_misses, s.plan_evictions, s.graph_instantiations, s.graph_replays,
+             s.graph_updates, s.graph_misses, s.bytes_allocated, s.bytes_in_use,
+             s.peak_bytes_in_use);
 }
 
 std::string last_plan() {

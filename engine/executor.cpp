@@ -3,6 +3,7 @@
 // consecutive small GPU steps go to the backend as one batch (prepared once per cached plan:
 // see plan_cache.h), which may replay them as a CUDA graph. A failure leaves every node either
 // realized (its step ran) or pending as before, so the engine stays usable.
+#include "engine/adaptive_flush.h"
 #include "engine/errors.h"
 #include "engine/graph.h"
 #include "engine/kernel_observer.h"
@@ -279,6 +280,7 @@ void realize(llvm::ArrayRef<Node*> targets) {
     Node* root = view_root(t);
     if (!t->realized() && root->realized()) mark_realized(t, root->buffer);
   }
+  note_flushed();
 }
 
 } // namespace kiln::detail

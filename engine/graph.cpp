@@ -1,5 +1,6 @@
 #include "engine/graph.h"
 
+#include "engine/adaptive_flush.h"
 #include "engine/cse.h"
 #include "engine/errors.h"
 
@@ -33,6 +34,11 @@ EngineState make_engine() {
   e.graphs = !(graphs && std::strcmp(graphs, "0") == 0);
   if (const char* v = std::getenv("KILN_SMALL_MATMUL"); v && *v)
     e.small_matmul = std::strcmp(v, "0") == 0 ? 0 : std::strcmp(v, "all") == 0 ? 2 : 1;
+  if (const char* v = std::getenv("KILN_IDLE_FLUSH"); v && *v) {
+    char* end = nullptr;
+    long long x = std::strtoll(v, &end, 10);
+    if (end && *end == 0 && x >= 0) e.idle_flush_nodes = e.next_idle_check = x;
+  }
   if (const char* v = std::getenv("KILN_PLAN_CACHE"); v && *v) {
     char* end = nullptr;
     long long x = std::strtoll(v, &end, 10);
@@ -131,7 +137,7 @@ void add_input(Node* n, Node* input) {
 namespace {
 
 // What publishing a user's value does: realize it in eager mode, or flush the pending graph
-// when it is over its limits.
+// when it is over its limits, or early while its device is idle (adaptive_flush.cpp).
 void flush_if_needed(Node* n) {
   EngineState& e = engine();
   if (e.flushing) return;
@@ -140,6 +146,8 @@ void flush_if_needed(Node* n) {
   } else if (e.pending_nodes > e.max_nodes || e.pending_bytes > e.max_bytes) {
     e.stats.auto_flushes++;
     flush_all();
+  } else {
+    maybe_flush_early(n);
   }
 }
 

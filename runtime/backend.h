@@ -81,6 +81,12 @@ public:
   }
   /// Wait until all work issued so far is done.
   virtual void synchronize() = 0;
+  /// Whether work issued to this backend runs while the host goes on (a GPU stream), rather
+  /// than before the call that issued it returns (the CPU). Only such devices gain from
+  /// flushing the pending graph early (engine/adaptive_flush.cpp).
+  virtual bool asynchronous() const { return false; }
+  /// Whether everything issued so far has finished. Never waits.
+  virtual bool idle() { return true; }
 
 protected:
   /// Wrap memory this backend allocated in a Buffer (released through release()) and count it

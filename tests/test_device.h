@@ -17,10 +17,13 @@ inline kiln::Device test_device() {
 
 } // namespace kt
 
-/// In a fixture's SetUp: run on the test device, or skip when it is not available.
-#define KILN_USE_TEST_DEVICE()                                                                   \
-  do {                                                                                           \
-    kiln::Device kt_dev = ::kt::test_device();                                                   \
-    if (!kiln::is_available(kt_dev)) GTEST_SKIP() << kt_dev.str() << " is not available";      \
-    kiln::set_default_device(kt_dev);                                                            \
+/// In a fixture's SetUp: run on the test device, or skip when it is not available. Early
+/// flushes while the GPU is idle (kiln::set_idle_flush) are off: where they cut depends on
+/// timing, and many tests count kernels. tests/engine/adaptive_flush_test.cpp turns them on.
+#define KILN_USE_TEST_DEVICE()                                                                     \
+  do {                                                                                             \
+    kiln::Device kt_dev = ::kt::test_device();                                                     \
+    if (!kiln::is_available(kt_dev)) GTEST_SKIP() << kt_dev.str() << " is not available";          \
+    kiln::set_default_device(kt_dev);                                                              \
+    kiln::set_idle_flush(0);                                                                       \
   } while (0)

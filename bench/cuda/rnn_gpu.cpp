@@ -75,8 +75,9 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 struct Timing {
   double us_per_step = 0;
   // One more loop, its sync timed apart: host time per step to enqueue, and how long the GPU
-  // still had to run at the end. A drain near zero means the host is the bound.
-  double host_us_per_step = 0, drain_us = 0;
+  // still had to run at the end. A drain near zero means the host is the bound. That loop also
+  // times the two halves of each step: recording its op calls and `kiln::eval`.
+  double host_us_per_step = 0, drain_us = 0, record_us = 0, eval_us = 0;
   int steps = 0;          // steps per timed loop
   Stats st;               // over all timed steps
   int64_t stat_steps = 0; // steps the counters cover
@@ -96,9 +97,19 @@ template <class Cell> Timing time_mode(Cell cell, int steps, int reps) {
   r.st = stats();
   r.stat_steps = int64_t(r.steps) * reps + 1; // time_us warms up with one more step
   kiln::sync();
+  double record_ns = 0, eval_ns = 0;
   const double h0 = bench::now_ns();
-  for (int i = 0; i < r.steps; ++i) cell.step();
+  for (int i = 0; i < r.steps; ++i) {
+    const double a = bench::now_ns();
+    cell.record();
+    const double b = bench::now_ns();
+    kiln::eval(cell.state());
+    record_ns += b - a;
+    eval_ns += bench::now_ns() - b;
+  }
   const double h1 = bench::now_ns();
+  r.record_us = record_ns / 1e3 / r.steps;
+  r.eval_us = eval_ns / 1e3 / r.steps;
   kiln::sync();
   r.host_us_per_step = (h1 - h0) / 1e3 / r.steps;
   r.drain_us = (bench::now_ns() - h1) / 1e3;
@@ -149,10 +160,11 @@ std::vector<Row> run_case(const char* name, const Cell& cpu_base, int steps, int
     char line[512];
     Row row;
     row.us_per_step = t.us_per_step;
-    std::snprintf(line, sizeof line, "| %s | %s | %d | %.2f | %.3f | %.1f | %.2fx | %.2f | %.0f |",
-                  name, m.name, t.steps, t.us_per_step, t.us_per_step / Cell::kOpCalls,
+    std::snprintf(line, sizeof line,
+                  "| %s | %s | %d | %.2f | %.3f | %.1f | %.2fx | %.2f | %.2f | %.2f | %.0f |", name,
+                  m.name, t.steps, t.us_per_step, t.us_per_step / Cell::kOpCalls,
                   double(s.ops_recorded) / n, cpu_us / t.us_per_step, t.host_us_per_step,
-                  t.drain_us);
+                  t.record_us, t.eval_us, t.drain_us);
     row.text = line;
     std::snprintf(line, sizeof line,
                   "| %s | %s | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | "
@@ -206,11 +218,13 @@ int main(int argc, char** argv) try {
               "included)\n\n");
 
   std::printf("- `host us/step`: one more loop of the same steps timed without its final sync "
-              "(the host's time to record and enqueue a step); `drain us`: that sync alone (the "
-              "GPU work still queued at the end; near 0 means the host is the bound)\n\n");
+              "(the host's time to record and enqueue a step), split into `record` (the op "
+              "calls) and `eval` (plan lookup, binding, allocation, launch); `drain us`: that "
+              "sync alone (the GPU work still queued at the end; near 0 means the host is the "
+              "bound)\n\n");
   std::printf("| case | mode | steps timed | us/step | us/op call | ops recorded/step | speed "
-              "vs CPU backend | host us/step | drain us |\n");
-  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+              "vs CPU backend | host us/step | record | eval | drain us |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::vector<std::string> checks;
   std::vector<Row> rows;
   bool ok = true;

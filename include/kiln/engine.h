@@ -29,6 +29,18 @@ bool eager();
 /// env KILN_MAX_PENDING_NODES / KILN_MAX_PENDING_BYTES.
 void set_pending_limits(int64_t max_nodes, int64_t max_bytes);
 
+/// Adaptive batching on the GPU. Besides eval, reads and the limits above, the pending graph
+/// is flushed early when the GPU it runs on has nothing to do, so that the GPU starts on a
+/// loop's work while the host records the rest; while the GPU is busy, work piles up into
+/// larger batches (up to the limits). Checked once every `nodes` recorded nodes (default 64;
+/// env KILN_IDLE_FLUSH; 0 turns it off): a check flushes when the device of the op just
+/// recorded has finished all its work and the values the flush would write (the pending results
+/// that tensors hold) total at most 1 MiB, so that a cut costs no more memory traffic than a
+/// launch. The CPU backend runs work as it is issued and is never flushed early. Results are
+/// the same either way; only where kernels are cut differs. eval() always flushes at once.
+void set_idle_flush(int64_t nodes);
+int64_t idle_flush();
+
 /// Let f32 matmuls on CUDA use TF32 tensor cores (about 10 bits of mantissa in the products).
 /// Off by default; env KILN_ALLOW_TF32=1.
 void set_allow_tf32(bool on);
@@ -44,11 +56,12 @@ void set_graphs(bool on);
 bool graphs();
 
 /// Small matmuls — floating, at most 4 output rows (batch x M: a matrix times a vector, an RNN
-/// cell at batch 1), K <= 1024 and at most 2^20 multiply-adds — are computed as dot products inside the kernel that reads
-/// them, instead of a BLAS call whose result goes through memory: `x @ wx + h @ wh + b` and an
-/// LSTM's gate math become one kernel. By default on CUDA devices only (the CPU backend's BLAS
-/// is faster there); `everywhere` also on the CPU (tests), `blas` never (A/B measurements; env
-/// KILN_SMALL_MATMUL=0, =all for everywhere). Results agree with BLAS to rounding.
+/// cell at batch 1), K <= 1024 and at most 2^20 multiply-adds — are computed as dot products inside
+/// the kernel that reads them, instead of a BLAS call whose result goes through memory: `x @ wx + h
+/// @ wh + b` and an LSTM's gate math become one kernel. By default on CUDA devices only (the CPU
+/// backend's BLAS is faster there); `everywhere` also on the CPU (tests), `blas` never (A/B
+/// measurements; env KILN_SMALL_MATMUL=0, =all for everywhere). Results agree with BLAS to
+/// rounding.
 enum class SmallMatmul { blas, on_gpu, everywhere };
 void set_small_matmul(SmallMatmul mode);
 SmallMatmul small_matmul();
@@ -68,6 +81,8 @@ struct Stats {
   int64_t max_fused_ops = 0;        // most compute ops in one kernel
   int64_t flushes = 0;              // evaluations of the pending graph
   int64_t auto_flushes = 0;         // of those, forced by the pending-graph limits
+  int64_t idle_flushes = 0;         // of those, started early because the GPU was idle
+  int64_t busy_checks = 0;          // early-flush checks that found the GPU busy (work piled up)
   int64_t plan_hits = 0;            // evaluations that reused a cached plan
   int64_t plan_misses = 0;          // evaluations planned afresh
   int64_t plan_evictions = 0;       // cached plans dropped to stay within the limit

@@ -164,6 +164,12 @@ public:
     cuda_check(cudaStreamSynchronize(stream_), "sync", "cudaStreamSynchronize");
   }
 
+  bool asynchronous() const override { return true; }
+
+  // An error of earlier work also ends the wait: it reads as idle, and the next operation that
+  // checks errors reports it.
+  bool idle() override { return cudaStreamQuery(stream_) != cudaErrorNotReady; }
+
 private:
   static constexpr size_t kStagingBytes = size_t(16) << 20;
 

@@ -1,0 +1,32 @@
+#pragma once
+// Adaptive batching: flushing the pending graph before anyone asks for a value. While the GPU
+// has nothing to do, a loop that records many steps before it reads anything would leave it
+// idle until the read (or the pending limits); flushing early lets the GPU start while the host
+// records the rest. While the GPU is busy, flushing gains nothing, so work accumulates into
+// larger batches (up to the pending limits). See docs/architecture.md "Adaptive batching".
+#include "engine/node.h"
+
+#include <functional>
+
+namespace kiln::detail {
+
+/// What the policy needs to know about the device an op runs on.
+enum class DeviceState {
+  synchronous, // runs work as it is issued (the CPU): never flushed early
+  idle,        // asynchronous, and everything issued so far has finished
+  busy,        // asynchronous, still running earlier work
+};
+
+/// How the state is read: from the device's backend by default. Tests substitute their own
+/// (the CPU backend is synchronous, so CI could not exercise the policy otherwise). An empty
+/// function restores the default; returns the previous probe.
+using DeviceProbe = std::function<DeviceState(Device)>;
+DeviceProbe set_device_probe(DeviceProbe probe);
+
+/// After the user's op `n` was published (and the hard pending limits did not flush): flush the
+/// pending graph when a check is due, n's device is idle and the flush would write little.
+void maybe_flush_early(Node* n);
+/// After every evaluation: the next check comes `idle_flush_nodes` pending nodes later.
+void note_flushed();
+
+} // namespace kiln::detail
