@@ -37,6 +37,10 @@ std::pair<int, Layout> operand(Planner& p, Node* x) {
   return {p.slot_for_leaf(r), x->layout};
 }
 
+// The Params fields one kernel may have: 8 KB, a quarter of CUDA's 32 KB parameter limit; a
+// graph node's parameters are copied at every update, and large kernels compile slowly.
+constexpr int64_t kMaxParamFields = 1024;
+
 class Builder {
 public:
   Builder(Planner& p, int group, FusedKernel& k) : p_(p), group_(group), k_(k) {}
@@ -157,9 +161,32 @@ private:
       in.origin = origin(n);
       k_.inputs.push_back(in);
       idx = static_cast<int>(k_.inputs.size()) - 1;
+      spend(1 + l.shape.size()); // its pointer and at most one stride per dim
     }
     return idx;
   }
+
+  // Params fields (8 bytes each: codegen/cuda_params.cpp) counted as they are added. Past the
+  // budget the kernel is split: the innermost value of this kernel being computed, not yet an
+  // output, is materialized (a retry) and becomes a kernel of its own. A loop recorded without
+  // evaluation can otherwise chain thousands of ops and inputs into one kernel, past the 32 KB
+  // CUDA allows for kernel parameters (and the time NVRTC takes grows with it).
+  void spend(int64_t fields) {
+    fields_ += fields;
+    if (fields_ <= kMaxParamFields || retry) return;
+    for (auto it = computing_.rbegin(); it != computing_.rend(); ++it)
+      if (!p_.info(*it)->materialize) {
+        retry = Retry{*it, "kernel parameters over budget (split)"};
+        return;
+      }
+  }
+
+  // The group nodes whose compute() is running, outermost first.
+  struct Computing {
+    llvm::SmallVectorImpl<Node*>& stack;
+    Computing(llvm::SmallVectorImpl<Node*>& s, Node* n) : stack(s) { stack.push_back(n); }
+    ~Computing() { stack.pop_back(); }
+  };
 
   // A small matmul n (Planner::small_matmul) read through transform t: one dot product per
   // element. Its operands are in memory (marked as GEMM operands). Where element i's row of A
@@ -176,6 +203,13 @@ private:
       if (k_.shape[d] > 1 && out.strides[d] == 0) {
         retry = Retry{n, "small matmul read through a broadcast (its dot products would be "
                          "computed again for each copy)"};
+        return 0;
+      }
+    // An operand is read at other elements' indices, so it must be in memory before the kernel
+    // starts: never an output of the same kernel (a multi-output root of this group).
+    for (Node* x : n->inputs)
+      if (Info* xi = p_.info(view_root(x)); xi && xi->group == group_ && !xi->recompute) {
+        retry = Retry{view_root(x), "read by a dot product in the kernel that writes it"};
         return 0;
       }
     const int r = n->shape().size();
@@ -198,6 +232,7 @@ private:
         break;
       }
     k_.dots.push_back(d);
+    spend(3); // K and the two strides
     if (!p_.info(n)->materialize) fused.push_back(n);
     TapeInst inst;
     inst.op = OpCode::matmul;
@@ -213,6 +248,7 @@ private:
     Info* in = p_.info(n);
     if (in->group != group_ && !in->recompute)
       return load(n, p_.slot_for_leaf(n), contiguous_layout(n->shape()), t);
+    Computing on_stack(computing_, n);
     if (op_kind(n->op) == OpKind::Reduce) {
       if (!reads_own_row(n, t)) {
         if (!retry) retry = Retry{n, "reduction read other than broadcast over its own rows"};
@@ -232,6 +268,7 @@ private:
     inst.dtype = n->dtype;
     switch (op_kind(n->op)) {
     case OpKind::Source:
+      spend(2); // its constant, or an iota's start and step, or rand's key and counter
       if (n->op != OpCode::constant && (t != -1 || k_.kind != FusedKernel::Kind::elementwise)) {
         retry = Retry{n, "random/arange values read through a view, broadcast or reduction"};
         return 0;
@@ -269,6 +306,8 @@ private:
   std::vector<Transform> transforms_;
   llvm::DenseMap<std::pair<Node*, int>, int> memo_; // (node, transform) -> tape value
   llvm::DenseMap<Node*, int> reduced_;              // reduction -> its tape value
+  llvm::SmallVector<Node*, 32> computing_;
+  int64_t fields_ = 0;
 };
 
 } // namespace

@@ -236,6 +236,43 @@ TEST_F(FusionPatterns, MergedNodesKeepLivenessExact) {
   for (size_t i = 0; i < us.size(); ++i) ASSERT_EQ(us[i], xs[i] * ys[i]);
 }
 
+TEST_F(FusionPatterns, ChainsPastTheParameterBudgetAreSplit) {
+  // Recorded without evaluation, 2,000 steps of `acc * 0.5 + x` would be one kernel with 2,000
+  // constants (each a parameter) and 4,000 ops: the planner splits it into kernels within the
+  // parameter budget, and the values are those of one kernel (every op rounds to f32 either way).
+  Tensor x = realized_randn({64});
+  reset_stats();
+  Tensor acc = x;
+  for (int i = 0; i < 2000; ++i) acc = acc * 0.5f + x;
+  eval(acc);
+  const Stats s = stats();
+  EXPECT_EQ(s.auto_flushes, 0);
+  EXPECT_GT(s.kernels_run, 1);
+  EXPECT_LE(s.kernels_run, 16);
+  std::vector<float> xs = x.to_vector<float>(), got = acc.to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    float want = xs[i];
+    for (int k = 0; k < 2000; ++k) want = want * 0.5f + xs[i];
+    ASSERT_EQ(got[i], want) << i;
+  }
+}
+
+TEST_F(FusionPatterns, SumOfManyTensorsIsSplitWithinTheParameterBudget) {
+  std::vector<Tensor> ts;
+  for (int i = 0; i < 700; ++i) ts.push_back(realized_randn({32}));
+  reset_stats();
+  Tensor acc = ts[0];
+  for (size_t i = 1; i < ts.size(); ++i) acc = acc + ts[i]; // one input per op
+  eval(acc);
+  EXPECT_GT(stats().kernels_run, 1);
+  std::vector<float> want = ts[0].to_vector<float>();
+  for (size_t i = 1; i < ts.size(); ++i) {
+    std::vector<float> v = ts[i].to_vector<float>();
+    for (size_t j = 0; j < want.size(); ++j) want[j] += v[j];
+  }
+  expect_bits_equal(acc.to_vector<float>(), want);
+}
+
 TEST_F(FusionPatterns, MergedResultCountsOnceTowardsThePendingByteLimit) {
   Tensor x = realized_randn({4096}), y = realized_randn({4096}); // 16 KiB per result
   set_pending_limits(10000, 24 * 1024);

@@ -164,6 +164,20 @@ TEST_F(SmallMatmulTest, LstmCellStepIsOneKernel) {
   EXPECT_EQ(twelve.kernels_run, 12);
 }
 
+TEST_F(SmallMatmulTest, RecurrenceRecordedWithoutEvalReadsEachStepFromMemory) {
+  // h = tanh(h @ w + b) with h and the matmul of one shape, ten steps pending at once: step t's
+  // h is the operand of step t+1's dots, read at other elements' indices, so it must be written
+  // by a kernel before the next one starts, never an extra output of the kernel that reads it.
+  auto steps = [](const std::vector<Tensor>& t) {
+    Tensor h = t[0];
+    for (int i = 0; i < 10; ++i) h = tanh(matmul(h, t[1]) + t[2]);
+    return h;
+  };
+  Stats s = check({{4, 16}, {16, 16}, {16}}, DType::f32, steps, 1e-5, "recurrence");
+  EXPECT_EQ(s.gemms_run, 0);
+  EXPECT_EQ(s.kernels_run, 10);
+}
+
 TEST_F(SmallMatmulTest, ReadThroughABroadcastIsWrittenOnce) {
   // (x @ w) broadcast over 5 rows: the dots would be redone per row, so the planner writes the
   // matmul (a kernel of its own) and the sum reads it.
