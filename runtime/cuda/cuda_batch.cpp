@@ -11,9 +11,6 @@ namespace kiln::detail {
 
 namespace {
 
-// The largest span of a moving kernel input that instances stage (copy each replay).
-constexpr int64_t kMaxStagedSlotBytes = int64_t(1) << 20;
-
 bool empty_gemm(const GemmStep& g) {
   const int rank = g.out_shape.size();
   return g.out_shape[rank - 2] == 0 || g.out_shape[rank - 1] == 0;
@@ -79,10 +76,7 @@ void CudaBatch::destroy(Instance& in) {
   for (auto& per_launch : in.staging)
     for (Instance::Staging& st : per_launch)
       if (st.buffer) cudaFree(st.buffer); // waits for the device: a replay may still read it
-  for (Instance::Staging& st : in.slot_staging)
-    if (st.buffer) cudaFree(st.buffer);
   in.staging.clear();
-  in.slot_staging.clear();
   in.exec = nullptr;
   in.graph = nullptr;
 }
@@ -109,8 +103,6 @@ void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
     if (used[i]) used_slots_.push_back(static_cast<int>(i));
   for (int slot : used_slots_)
     align_.push_back(static_cast<uint8_t>(reinterpret_cast<uintptr_t>(base[slot]) % 16));
-  slot_moves_.assign(used_slots_.size(), 0);
-  staged_used_.assign(used_slots_.size(), false);
   prepared_ = true;
 }
 
@@ -149,12 +141,9 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
   in.nodes.resize(launches_.size());
   in.args.resize(launches_.size());
   in.staging.resize(launches_.size());
-  in.slot_staging.resize(staged_slots_.size());
   cuda_check(cudaGraphCreate(&in.graph, 0), "eval", "cudaGraphCreate");
   try {
     cudaGraphNode_t prev = nullptr;
-    for (size_t s = 0; s < staged_slots_.size(); ++s) add_slot_copy(in, s, base, prev);
-    const llvm::SmallVector<void*, 16> kb = kernel_base(in, base);
     for (size_t i = 0; i < launches_.size(); ++i) {
       Launch& l = launches_[i];
       cudaGraphNode_t node = nullptr;
@@ -177,7 +166,7 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
         cuda_check(e, "eval", "cudaGraphAddChildGraphNode");
       } else {
         if (!l.fn) continue;
-        repoint(l.params.bytes, l.params.pointers, kb);
+        repoint(l.params.bytes, l.params.pointers, base);
         in.args[i] = l.params.bytes;
         void* args[] = {in.args[i].data()};
         cudaKernelNodeParams p = node_params(l.shape, l.fn, args);
@@ -198,10 +187,6 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
 bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base) {
   bool changed = false;
   const bool tf32 = allow_tf32();
-  for (size_t j = 0; j < used_slots_.size(); ++j)
-    if (!staged_used_[j] && in.addresses[j] != base[used_slots_[j]]) ++slot_moves_[j];
-  changed |= repoint_staged(in, base);
-  const llvm::SmallVector<void*, 16> kb = kernel_base(in, base);
   for (size_t i = 0; i < launches_.size(); ++i) {
     const Launch& l = launches_[i];
     if (!in.nodes[i]) continue;
@@ -235,7 +220,7 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base) {
       changed = true;
       continue;
     }
-    if (!repoint(in.args[i], l.params.pointers, kb)) continue;
+    if (!repoint(in.args[i], l.params.pointers, base)) continue;
     void* args[] = {in.args[i].data()};
     cudaKernelNodeParams kp = node_params(l.shape, l.fn, args);
     cuda_check(cudaGraphExecKernelNodeSetParams(in.exec, in.nodes[i], &kp), "eval",
@@ -256,7 +241,7 @@ bool CudaBatch::stage_moving_operands() {
     for (int o = 0; o < 2; ++o) {
       if (l.staged_bytes[o] || l.moved[o] < 2) continue;
       l.staged_bytes[o] = operand_span(o == 0 ? g->a : g->b, g->dtype);
-      if (l.staged_bytes[o]) l.copy[o] = copy_kernel(g->dtype, l.staged_bytes[o]);
+      if (l.staged_bytes[o]) prepare_copy(l, o);
       any |= l.staged_bytes[o] > 0;
       l.moved[o] = l.staged_bytes[o] ? 0 : INT32_MIN; // unstageable: stop counting
     }
@@ -264,79 +249,13 @@ bool CudaBatch::stage_moving_operands() {
   return any;
 }
 
-// Kernel input slots that moved in two updates, read-only and small, are staged from now on.
-bool CudaBatch::stage_moving_slots() {
-  bool any = false;
-  for (size_t j = 0; j < used_slots_.size(); ++j) {
-    if (staged_used_[j] || slot_moves_[j] < 2) continue;
-    slot_moves_[j] = INT32_MIN; // decided: stop counting
-    int64_t lo = 0, hi = 0;
-    DType t = DType::f32;
-    if (!slot_span(used_slots_[j], lo, hi, t) || hi <= lo || hi - lo > kMaxStagedSlotBytes)
-      continue;
-    StagedSlot ss;
-    ss.slot = used_slots_[j];
-    ss.used = j;
-    ss.lo = lo;
-    ss.bytes = static_cast<size_t>(hi - lo);
-    ss.shift = static_cast<size_t>(((align_[j] + lo) % 16 + 16) % 16);
-    ss.copy = copy_kernel(t, ss.bytes);
-    staged_slots_.push_back(std::move(ss));
-    staged_used_[j] = true;
-    any = true;
-  }
-  return any;
-}
-
-bool CudaBatch::slot_span(int slot, int64_t& lo, int64_t& hi, DType& t) const {
-  bool found = false;
-  lo = INT64_MAX;
-  hi = INT64_MIN;
-  for (const Launch& l : launches_) {
-    if (const GemmStep* g = l.item.gemm) {
-      if (g->a_slot == slot || g->b_slot == slot || g->out_slot == slot) return false;
-      continue;
-    }
-    const FusedKernel& k = *l.item.kernel;
-    for (const KernelOutput& o : k.outputs)
-      if (o.slot == slot) return false;
-    if (k.shape.numel() == 0) continue;
-    for (size_t j = 0; j < k.inputs.size(); ++j) {
-      const KernelInput& in = k.inputs[j];
-      if (in.slot != slot) continue;
-      int64_t first = in.offset, last = in.offset; // elements read, from the slot's base
-      auto extend = [&](int64_t by) { (by < 0 ? first : last) += by; };
-      for (int d = 0; d < k.shape.size(); ++d) extend((k.shape[d] - 1) * in.strides[d]);
-      for (const KernelDot& dot : k.dots) { // a dot also walks its operand along K
-        if (dot.K > 0 && dot.a == static_cast<int>(j)) extend((dot.K - 1) * dot.a_k);
-        if (dot.K > 0 && dot.b == static_cast<int>(j)) extend((dot.K - 1) * dot.b_k);
-      }
-      const int64_t size = itemsize(in.dtype);
-      lo = std::min(lo, first * size);
-      hi = std::max(hi, (last + 1) * size);
-      t = in.dtype;
-      found = true;
-    }
-  }
-  return found;
-}
-
-llvm::SmallVector<void*, 16> CudaBatch::kernel_base(const Instance& in,
-                                                    llvm::ArrayRef<void*> base) const {
-  llvm::SmallVector<void*, 16> kb(base.begin(), base.end());
-  for (size_t s = 0; s < staged_slots_.size() && s < in.slot_staging.size(); ++s) {
-    const StagedSlot& ss = staged_slots_[s];
-    kb[ss.slot] = static_cast<char*>(in.slot_staging[s].buffer) + ss.shift - ss.lo;
-  }
-  return kb;
-}
-
-// The copy of a staged span: a generated elementwise kernel over its elements, as same-sized
-// integers for 4- and 8-byte types (bit for bit) and as the type itself otherwise. Element by
-// element (no vectors): the source's address, and so its alignment, changes every step.
-CudaBatch::Launch::Copy CudaBatch::copy_kernel(DType t, size_t bytes) {
+// The copy of a staged operand's span: a generated elementwise kernel over its elements, as
+// same-sized integers for f32/f64 (bit for bit) and as the type itself for f16/bf16. Element by
+// element (no vectors): the operand's address, and so its alignment, changes every step.
+void CudaBatch::prepare_copy(Launch& l, int which) {
+  const DType t = l.item.gemm->dtype;
   const DType ct = itemsize(t) == 4 ? DType::i32 : itemsize(t) == 8 ? DType::i64 : t;
-  const int64_t n = static_cast<int64_t>(bytes / itemsize(ct));
+  const int64_t n = static_cast<int64_t>(l.staged_bytes[which] / itemsize(ct));
   FusedKernel k;
   k.shape = Shape{n};
   KernelInput in;
@@ -358,11 +277,10 @@ CudaBatch::Launch::Copy CudaBatch::copy_kernel(DType t, size_t bytes) {
   k.outputs.push_back(out);
   CudaVariant v;
   v.index32 = n < (int64_t(1) << 30);
-  Launch::Copy c;
+  Launch::Copy& c = l.copy[which];
   c.shape = launch_for(k, v, kernels_.target());
   c.fn = kernels_.get(k, v);
   c.params = param_template(k, v);
-  return c;
 }
 
 void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
@@ -393,51 +311,13 @@ bool CudaBatch::repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<v
   return true;
 }
 
-void CudaBatch::add_slot_copy(Instance& in, size_t s, llvm::ArrayRef<void*> base,
-                              cudaGraphNode_t& prev) {
-  const StagedSlot& ss = staged_slots_[s];
-  Instance::Staging& st = in.slot_staging[s];
-  cuda_check(cudaMalloc(&st.buffer, ss.bytes + 16), "eval", "cudaMalloc (input staging)");
-  void* ends[2] = {static_cast<char*>(base[ss.slot]) + ss.lo,
-                   static_cast<char*>(st.buffer) + ss.shift};
-  st.args = ss.copy.params.bytes;
-  repoint(st.args, ss.copy.params.pointers, ends);
-  void* args[] = {st.args.data()};
-  cudaKernelNodeParams p = node_params(ss.copy.shape, ss.copy.fn, args);
-  cuda_check(cudaGraphAddKernelNode(&st.copy, in.graph, &prev, prev ? 1 : 0, &p), "eval",
-             "cudaGraphAddKernelNode (input staging)");
-  prev = st.copy;
-}
-
-bool CudaBatch::repoint_slot_copy(Instance& in, size_t s, llvm::ArrayRef<void*> base) {
-  const StagedSlot& ss = staged_slots_[s];
-  Instance::Staging& st = in.slot_staging[s];
-  void* ends[2] = {static_cast<char*>(base[ss.slot]) + ss.lo,
-                   static_cast<char*>(st.buffer) + ss.shift};
-  if (!repoint(st.args, ss.copy.params.pointers, ends)) return false;
-  void* args[] = {st.args.data()};
-  cudaKernelNodeParams p = node_params(ss.copy.shape, ss.copy.fn, args);
-  cuda_check(cudaGraphExecKernelNodeSetParams(in.exec, st.copy, &p), "eval",
-             "cudaGraphExecKernelNodeSetParams (input staging)");
-  return true;
-}
-
-bool CudaBatch::repoint_staged(Instance& in, llvm::ArrayRef<void*> base) {
-  bool changed = false;
-  for (size_t s = 0; s < staged_slots_.size(); ++s) {
-    changed |= repoint_slot_copy(in, s, base);
-    in.addresses[staged_slots_[s].used] = base[staged_slots_[s].slot];
-  }
-  return changed;
-}
-
 CudaBatch::Instance* CudaBatch::matching(llvm::ArrayRef<void*> base) {
   const bool tf32 = allow_tf32();
   for (Instance& in : instances_) {
     if (in.tf32 != tf32) continue;
     bool same = true;
     for (size_t j = 0; same && j < used_slots_.size(); ++j)
-      same = staged_used_[j] || in.addresses[j] == base[used_slots_[j]];
+      same = in.addresses[j] == base[used_slots_[j]];
     if (same) return &in;
   }
   return nullptr;
@@ -466,7 +346,6 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
   Instance* in = nullptr;
   try {
     in = matching(base);
-    if (in && repoint_staged(*in, base)) stats.graph_updates++; // only its copies moved
     if (!in && instances_.size() < kMaxInstances) {
       instances_.push_back(build(base));
       in = &instances_.back();
@@ -476,8 +355,7 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
       for (Instance& x : instances_)
         if (x.last_used < in->last_used) in = &x;
       if (update(*in, base)) stats.graph_updates++;
-      const bool staged_operands = stage_moving_operands();
-      if (stage_moving_slots() || staged_operands) { // rebuilt with the copies
+      if (stage_moving_operands()) { // rebuilt from the next run on, with the copies
         for (Instance& x : instances_) destroy(x);
         instances_.clear();
         instances_.push_back(build(base));

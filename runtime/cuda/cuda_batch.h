@@ -18,13 +18,6 @@
 // instance, the GEMM reads that buffer, and an update only points the copy elsewhere. The copy
 // is a generated kernel node, not a memcpy node: repointing a kernel node costs the host almost
 // nothing, a memcpy node ~1.4 us per step (tools/graph-costs, measured on the H100).
-//
-// Kernel inputs that move are staged the same way, per slot: a read-only slot whose address
-// changed in two updates (the LSTM's x[t]) is copied, the span the batch's kernels read of it,
-// into a buffer of each instance by a copy node at the start of the graph, and the kernels read
-// that buffer. Updating a large kernel node costs the host more than a small one (1-2 us for
-// the LSTM cell's node with its clusters and 300-byte Params, tools/graph-costs), so a moving
-// input then repoints only the copy.
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"
@@ -77,20 +70,8 @@ private:
       std::vector<std::byte> args; // the copy kernel's Params as in the node
     };
     std::vector<std::array<Staging, 2>> staging; // per launch, per GEMM operand
-    std::vector<Staging> slot_staging;           // per staged slot
     bool tf32 = false;                           // GEMMs recorded with TF32 allowed
     uint64_t last_used = 0;
-  };
-
-  // A kernel input slot staged by instances (see above): the bytes the kernels read of it start
-  // `lo` bytes from its base; the copy puts them `shift` bytes into the instance's buffer, so
-  // that the kernels' pointers keep the alignment their variants were chosen for.
-  struct StagedSlot {
-    int slot = 0;
-    size_t used = 0; // index in used_slots_
-    int64_t lo = 0;
-    size_t bytes = 0, shift = 0;
-    Launch::Copy copy;
   };
 
   void prepare(llvm::ArrayRef<void*> base);
@@ -100,23 +81,11 @@ private:
   bool update(Instance& in, llvm::ArrayRef<void*> base); // true if anything changed
   Instance* matching(llvm::ArrayRef<void*> base);
   bool stage_moving_operands();
-  bool stage_moving_slots();
-  Launch::Copy copy_kernel(DType t, size_t bytes);
+  void prepare_copy(Launch& l, int which);
   // The copy kernel node of a staged operand: add it to the graph after `prev`, or repoint it.
   void add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
                 cudaGraphNode_t& prev);
   bool repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base);
-  // The same for a staged slot s.
-  void add_slot_copy(Instance& in, size_t s, llvm::ArrayRef<void*> base, cudaGraphNode_t& prev);
-  bool repoint_slot_copy(Instance& in, size_t s, llvm::ArrayRef<void*> base);
-  // Every staged slot's copy pointed at this run's source; true if any moved.
-  bool repoint_staged(Instance& in, llvm::ArrayRef<void*> base);
-  // `base` with each staged slot pointing into the instance's staging buffer: what its kernels
-  // read.
-  llvm::SmallVector<void*, 16> kernel_base(const Instance& in, llvm::ArrayRef<void*> base) const;
-  // Bytes [lo, hi) of `slot` that the batch's kernels read, and its type; false if a GEMM reads
-  // it or a launch writes it (not stageable).
-  bool slot_span(int slot, int64_t& lo, int64_t& hi, DType& t) const;
   static void destroy(Instance& in);
   static const void* operand_start(const GemmStep& g, int which, llvm::ArrayRef<void*> base);
 
@@ -126,9 +95,6 @@ private:
   std::vector<Launch> launches_;
   std::vector<uint8_t> align_;  // per used slot: address mod 16 when the variants were chosen
   std::vector<int> used_slots_; // slots any launch reads or writes
-  std::vector<int> slot_moves_; // per used slot: updates that found its address changed
-  std::vector<StagedSlot> staged_slots_;
-  std::vector<bool> staged_used_; // per used slot: staged (instances match regardless)
   bool prepared_ = false;
   int runs_ = 0;
   uint64_t clock_ = 0;

@@ -136,6 +136,36 @@ TEST_F(PlanCache, GemmOperandsChangeEveryStep) {
   }
 }
 
+// A kernel input at a new address every step (x[t] of a sequence, read by an elementwise op and
+// by dot products): each replay patches the kernel node's pointers. Values must match planning
+// afresh, bit for bit.
+TEST_F(PlanCache, MovingKernelInputIsFollowedEveryStep) {
+  const int64_t d = 32;
+  Tensor seq = realized_randn({40, d}), w = realized_randn({d, d}, 0.2f),
+         u = realized_randn({1, d});
+  auto loop = [&] {
+    Tensor h = u * 0.0f, c = u + 0.0f;
+    eval(h, c);
+    std::vector<std::vector<float>> out;
+    for (int i = 0; i < 36; ++i) {
+      Tensor x = slice(seq, 0, i, i + 1);
+      h = tanh(matmul(x, w) + x * u + h * 0.5f); // a dot product on the GPU (1 row)
+      c = c * 0.9f + x;
+      eval(h, c);
+      out.push_back(h.to_vector<float>());
+    }
+    out.push_back(c.to_vector<float>());
+    return out;
+  };
+  set_plan_cache_limit(0);
+  auto fresh = loop();
+  set_plan_cache_limit(256);
+  reset_stats();
+  auto cached = loop();
+  EXPECT_EQ(fresh, cached);
+  if (on_gpu()) EXPECT_GE(stats().graph_replays, 25) << stats();
+}
+
 // PyTorch's CUDA-graph trees raise when a held output of step t is overwritten by step t+1;
 // kiln must keep it intact: every step writes a fresh buffer unless the old value is dead.
 TEST_F(PlanCache, HeldOutputsOfEarlierStepsStayIntact) {
