@@ -59,7 +59,9 @@ void maybe_flush_early(Node* n) {
       return;
     }
     e.stats.idle_flushes++;
-    flush_all(); // resets the next check (note_flushed)
+    // Set first: if the flush fails (out of memory), later ops are not each made to retry it.
+    e.next_idle_check = e.pending_nodes + e.idle_flush_nodes;
+    flush_all(); // on success, counts from what is left pending (note_flushed)
     return;
   }
   if (state == DeviceState::busy) e.stats.busy_checks++; // let work pile up; look again later
