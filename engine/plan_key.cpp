@@ -9,8 +9,8 @@
 
 #include "engine/graph.h"
 
-#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/Hashing.h>
+#include <llvm/ADT/SmallVector.h>
 
 #include <algorithm>
 #include <bit>
@@ -64,8 +64,14 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
 
   std::vector<uint64_t>& k = w.key;
   k.push_back(static_cast<uint64_t>(engine().small_matmul)); // changes how matmuls are planned
-  // First node holding each buffer, and its offset.
-  llvm::DenseMap<const Buffer*, std::pair<uint32_t, int64_t>> buffers;
+  // First node holding each buffer, and its offset. A step reads a handful of buffers, so a
+  // linear search beats a hash map (whose first insert allocates its buckets every walk).
+  struct Seen {
+    const Buffer* buffer;
+    uint32_t first;
+    int64_t offset;
+  };
+  llvm::SmallVector<Seen, 16> buffers;
   for (Node* n : w.nodes) {
     const bool realized = n->realized();
     k.push_back(static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
@@ -85,9 +91,12 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
       // offsets relative to the first of them (one base moves them all), and whether the
       // offset is 0 (in-place reuse needs a whole buffer read from its start).
       const Buffer* b = n->buffer.get();
-      auto [it, fresh] = buffers.try_emplace(b, std::make_pair(n->walk_index, n->layout.offset));
-      k.push_back(it->second.first);
-      k.push_back(static_cast<uint64_t>(n->layout.offset - it->second.second));
+      const Seen* seen = nullptr;
+      for (const Seen& x : buffers)
+        if (x.buffer == b) seen = &x;
+      if (!seen) seen = &buffers.emplace_back(Seen{b, n->walk_index, n->layout.offset});
+      k.push_back(seen->first);
+      k.push_back(static_cast<uint64_t>(n->layout.offset - seen->offset));
       k.push_back(n->layout.offset == 0);
       k.push_back(b->use_count());
       k.push_back(b->bytes);

@@ -99,6 +99,9 @@ Backend& backend_for(Device d, const char* op);
 /// KILN_POISON_ALLOCATIONS=1: fill every new buffer with 0xff bytes (NaN, -1, true) so tests
 /// catch kernels that leave outputs unwritten.
 bool poison_allocations();
+/// Whether CUDA graph replays are issued from a launch thread (kiln::set_launch_thread,
+/// KILN_LAUNCH_THREAD=0 turns it off; runtime/cuda/launch_thread.h).
+bool& launch_thread();
 /// Whether f32 GEMMs may use TF32 tensor cores (kiln::set_allow_tf32, KILN_ALLOW_TF32=1).
 bool& allow_tf32();
 /// Wait for every backend in use.

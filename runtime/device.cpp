@@ -102,6 +102,14 @@ Backend& backend_for(Device d, const char* op) {
 #endif
 }
 
+bool& launch_thread() {
+  static bool on = [] {
+    const char* v = std::getenv("KILN_LAUNCH_THREAD");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
 bool& allow_tf32() {
   static bool allow = [] {
     const char* v = std::getenv("KILN_ALLOW_TF32");

@@ -43,13 +43,15 @@ constexpr double kTolerance = 1e-4; // max abs difference from the CPU backend (
 struct Mode {
   const char* name;
   bool gpu, eager, graphs;
-  bool blas = false; // small matmuls as cuBLAS calls (set_small_matmul(blas)): the A/B
+  bool blas = false;          // small matmuls as cuBLAS calls (set_small_matmul(blas)): the A/B
+  bool inline_launch = false; // replays issued on the calling thread (set_launch_thread(false))
 };
 const Mode kModes[] = {
     {"kiln CPU backend", false, false, false},
     {"kiln GPU eager (one launch per op)", true, true, false},
     {"kiln GPU lazy, no graphs", true, false, false},
     {"kiln GPU lazy, CUDA graphs", true, false, true},
+    {"kiln GPU lazy, CUDA graphs, launch thread off", true, false, true, false, true},
     {"kiln GPU lazy, CUDA graphs, small matmuls on cuBLAS", true, false, true, true},
 };
 constexpr size_t kTargetMode = 3; // the issue's targets are for lazy with CUDA graphs
@@ -59,6 +61,7 @@ void enter(const Mode& m) {
   set_eager(m.eager);
   set_graphs(m.graphs);
   set_small_matmul(m.blas ? SmallMatmul::blas : SmallMatmul::on_gpu);
+  set_launch_thread(!m.inline_launch);
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
@@ -213,13 +216,16 @@ int main(int argc, char** argv) try {
       bench::Lstm::kOpCalls);
   std::printf("- small matmuls (at most 4 output rows: the LSTM at batch 1) are dot products in "
               "the kernel that reads them, except in the last mode (cuBLAS, as before)\n");
+  std::printf("- CUDA graph modes issue replays from kiln's launch thread "
+              "(kiln::set_launch_thread), except `launch thread off` (on the calling thread)\n");
   std::printf("- eager mode runs with graphs off (one launch per op); `ops recorded/step` is "
               "kiln's stats().ops_recorded (views and the op's own scalar constants "
               "included)\n\n");
 
   std::printf("- `host us/step`: one more loop of the same steps timed without its final sync "
               "(the host's time to record and enqueue a step), split into `record` (the op "
-              "calls) and `eval` (plan lookup, binding, allocation, launch); `drain us`: that "
+              "calls) and `eval` (plan lookup, binding, allocation, launch or queueing the "
+              "launch); `drain us`: that "
               "sync alone (the GPU work still queued at the end; near 0 means the host is the "
               "bound)\n\n");
   std::printf("| case | mode | steps timed | us/step | us/op call | ops recorded/step | speed "

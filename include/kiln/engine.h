@@ -55,6 +55,16 @@ void set_allow_tf32(bool on);
 void set_graphs(bool on);
 bool graphs();
 
+/// CUDA graph replays are issued from a launch thread of each GPU's backend: the driver's host
+/// work per launch (~2-3 us, with the pointer updates of a replay) then runs while the calling
+/// thread records the next step, instead of before it. Results are the same either way; an
+/// error of a queued launch is reported (as kiln::Error) by the next call that waits for the
+/// GPU or runs work on it, like any asynchronous GPU error. The thread starts at the first
+/// replay, spins briefly when idle and then sleeps. `set_launch_thread(false)` (or env
+/// KILN_LAUNCH_THREAD=0) issues launches on the calling thread.
+void set_launch_thread(bool on);
+bool launch_thread();
+
 /// Small matmuls — floating, at most 4 output rows (batch x M: a matrix times a vector, an RNN
 /// cell at batch 1), K <= 1024 and at most 2^20 multiply-adds — are computed as dot products inside
 /// the kernel that reads them, instead of a BLAS call whose result goes through memory: `x @ wx + h
@@ -90,6 +100,7 @@ struct Stats {
   int64_t graph_replays = 0;        // batches of GPU steps replayed as a CUDA graph
   int64_t graph_updates = 0;        // of those, replays that first patched changed pointers
   int64_t graph_misses = 0;         // batches of GPU steps launched one kernel at a time
+  int64_t launches_queued = 0;      // of the replays, those issued by the launch thread
   int64_t bytes_allocated = 0;      // total bytes of buffers allocated
   int64_t bytes_in_use = 0;         // bytes of live buffers now (not reset)
   int64_t peak_bytes_in_use = 0;

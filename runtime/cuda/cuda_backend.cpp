@@ -9,6 +9,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"
+#include "runtime/cuda/launch_thread.h"
 #include "runtime/memory_stats.h"
 
 #include <llvm/ADT/DenseMap.h>
@@ -77,6 +78,7 @@ public:
                "cudaEventCreate");
     kernels_ = std::make_unique<CudaKernelCache>(index);
     gemm_ = std::make_unique<CudaGemm>(stream_);
+    launcher_ = std::make_unique<LaunchThread>(index, stream_);
   }
 
   Device device() const override { return Device::cuda(index_); }
@@ -85,12 +87,16 @@ public:
     void* p = nullptr;
     size_t n = std::max<size_t>(bytes, 1);
     if (void* q = recycled_.take(n, hint)) {
-      if (poison_allocations()) cudaMemsetAsync(q, 0xff, n, stream_);
+      if (poison_allocations()) { // after queued replays that still use the block
+        launcher_->drain();
+        cudaMemsetAsync(q, 0xff, n, stream_);
+      }
       return adopt(q, bytes);
     }
     cudaError_t e = cudaMallocAsync(&p, n, stream_);
     if (e == cudaErrorMemoryAllocation) { // give cached blocks back, then try once more
       (void)cudaGetLastError();
+      launcher_->wait(); // cached blocks may be used by queued replays
       recycled_.release_all(stream_);
       cudaStreamSynchronize(stream_);
       cudaMemPoolTrimTo(pool_, 0);
@@ -110,7 +116,12 @@ public:
   void release(Buffer& b) override {
     // Stream-ordered either way: later work on this stream reuses the block after the work
     // that used it, without a sync.
-    if (!recycled_.keep(b.data, std::max<size_t>(b.bytes, 1))) cudaFreeAsync(b.data, stream_);
+    // Kept blocks are reused by later work, queued after the replays that used them; a block
+    // given back to the pool must be freed after those replays.
+    if (!recycled_.keep(b.data, std::max<size_t>(b.bytes, 1))) {
+      launcher_->wait();
+      cudaFreeAsync(b.data, stream_);
+    }
     memory_stats().on_free(static_cast<int64_t>(b.bytes));
     b.data = nullptr;
   }
@@ -119,6 +130,7 @@ public:
     // Host data may go away when we return, so it is staged in pinned memory; the copy itself
     // stays asynchronous unless the staging buffer is still busy with the previous one.
     const char* s = static_cast<const char*>(src);
+    launcher_->drain(); // dst may be a recycled block that queued replays still read
     for (size_t done = 0; done < bytes;) {
       size_t n = std::min(bytes - done, kStagingBytes);
       char* stage = staging(n);
@@ -134,6 +146,7 @@ public:
 
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
     char* d = static_cast<char*>(dst);
+    launcher_->drain();
     for (size_t done = 0; done < bytes;) {
       size_t n = std::min(bytes - done, kStagingBytes);
       char* stage = staging(n);
@@ -149,18 +162,21 @@ public:
   void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) override {
     llvm::SmallVector<void*, 16> base;
     for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
+    launcher_->drain();
     kernels_->launch(k, base, stream_);
   }
 
   void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) override {
+    launcher_->drain();
     gemm_->run(g, buffers[g.a_slot]->data, buffers[g.b_slot]->data, buffers[g.out_slot]->data);
   }
 
   std::unique_ptr<StepBatch> prepare_batch(llvm::ArrayRef<BatchItem> items) override {
-    return std::make_unique<CudaBatch>(*kernels_, *gemm_, stream_, items);
+    return std::make_unique<CudaBatch>(*kernels_, *gemm_, *launcher_, stream_, items);
   }
 
   void synchronize() override {
+    launcher_->drain();
     cuda_check(cudaStreamSynchronize(stream_), "sync", "cudaStreamSynchronize");
   }
 
@@ -168,7 +184,9 @@ public:
 
   // An error of earlier work also ends the wait: it reads as idle, and the next operation that
   // checks errors reports it.
-  bool idle() override { return cudaStreamQuery(stream_) != cudaErrorNotReady; }
+  bool idle() override {
+    return launcher_->empty() && cudaStreamQuery(stream_) != cudaErrorNotReady;
+  }
 
 private:
   static constexpr size_t kStagingBytes = size_t(16) << 20;
@@ -193,6 +211,7 @@ private:
   size_t staging_size_ = 0;
   std::unique_ptr<CudaKernelCache> kernels_;
   std::unique_ptr<CudaGemm> gemm_;
+  std::unique_ptr<LaunchThread> launcher_;
 };
 
 // Never destroyed: tensors in static storage may release buffers after main returns.

@@ -56,9 +56,9 @@ cudaKernelNodeParams node_params(const CudaLaunch& shape, cudaKernel_t fn, void*
 
 } // namespace
 
-CudaBatch::CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, cudaStream_t stream,
-                     llvm::ArrayRef<BatchItem> items)
-    : kernels_(kernels), gemm_(gemm), stream_(stream) {
+CudaBatch::CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, LaunchThread& launcher,
+                     cudaStream_t stream, llvm::ArrayRef<BatchItem> items)
+    : kernels_(kernels), gemm_(gemm), launcher_(launcher), stream_(stream) {
   for (const BatchItem& it : items) {
     Launch l;
     l.item = it;
@@ -71,6 +71,7 @@ CudaBatch::~CudaBatch() {
 }
 
 void CudaBatch::destroy(Instance& in) {
+  if (in.exec) launcher_.wait(); // queued replays may name it (an error stays for a drain)
   if (in.exec) cudaGraphExecDestroy(in.exec); // an exec still in flight is freed when done
   if (in.graph) cudaGraphDestroy(in.graph);
   for (auto& per_launch : in.staging)
@@ -113,6 +114,7 @@ bool CudaBatch::same_alignment(llvm::ArrayRef<void*> base) const {
 }
 
 void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
+  launcher_.drain(); // after the replays queued before
   for (Launch& l : launches_) {
     if (const GemmStep* g = l.item.gemm) {
       gemm_.run(*g, base[g->a_slot], base[g->b_slot], base[g->out_slot]);
@@ -134,7 +136,14 @@ const void* CudaBatch::operand_start(const GemmStep& g, int which, llvm::ArrayRe
   return p + l.offset * itemsize(g.dtype);
 }
 
+bool CudaBatch::has_gemms() const {
+  for (const Launch& l : launches_)
+    if (l.item.gemm) return true;
+  return false;
+}
+
 CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
+  if (has_gemms()) launcher_.drain(); // GEMMs are captured on the stream
   Instance in;
   in.tf32 = allow_tf32();
   for (int s : used_slots_) in.addresses.push_back(base[s]);
@@ -184,7 +193,16 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
   return in;
 }
 
-bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base) {
+void CudaBatch::set_node(Instance& in, cudaGraphNode_t node, cudaKernel_t fn,
+                         const CudaLaunch& shape, const std::vector<std::byte>& args,
+                         GraphLaunch* queued) {
+  if (queued)
+    launcher_.add_update(*queued, node, fn, shape, args);
+  else
+    set_kernel_node(in.exec, node, fn, shape, args.data(), "eval");
+}
+
+bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* queued) {
   bool changed = false;
   const bool tf32 = allow_tf32();
   for (size_t i = 0; i < launches_.size(); ++i) {
@@ -205,9 +223,11 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base) {
           ++launches_[i].moved[o];
           continue;
         }
-        changed |= repoint_copy(in, i, o, base);
+        changed |= repoint_copy(in, i, o, base, queued);
       }
       if (!record) continue;
+      // Captured on the stream, and swapped into an exec that queued launches may name.
+      launcher_.drain();
       const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
       for (int o = 0; o < 2; ++o)
         if (in.staging[i][o].buffer)
@@ -221,10 +241,7 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base) {
       continue;
     }
     if (!repoint(in.args[i], l.params.pointers, base)) continue;
-    void* args[] = {in.args[i].data()};
-    cudaKernelNodeParams kp = node_params(l.shape, l.fn, args);
-    cuda_check(cudaGraphExecKernelNodeSetParams(in.exec, in.nodes[i], &kp), "eval",
-               "cudaGraphExecKernelNodeSetParams");
+    set_node(in, in.nodes[i], l.fn, l.shape, in.args[i], queued);
     changed = true;
   }
   in.tf32 = tf32;
@@ -299,15 +316,13 @@ void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*
   prev = st.copy;
 }
 
-bool CudaBatch::repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base) {
+bool CudaBatch::repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
+                             GraphLaunch* queued) {
   const Launch& l = launches_[i];
   Instance::Staging& st = in.staging[i][which];
   void* ends[2] = {const_cast<void*>(operand_start(*l.item.gemm, which, base)), st.buffer};
   if (!repoint(st.args, l.copy[which].params.pointers, ends)) return false;
-  void* args[] = {st.args.data()};
-  cudaKernelNodeParams p = node_params(l.copy[which].shape, l.copy[which].fn, args);
-  cuda_check(cudaGraphExecKernelNodeSetParams(in.exec, st.copy, &p), "eval",
-             "cudaGraphExecKernelNodeSetParams (GEMM operand staging)");
+  set_node(in, st.copy, l.copy[which].fn, l.copy[which].shape, st.args, queued);
   return true;
 }
 
@@ -324,10 +339,14 @@ CudaBatch::Instance* CudaBatch::matching(llvm::ArrayRef<void*> base) {
 }
 
 void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) {
+  // A queued launch that failed is reported before this batch does anything, so that its
+  // nodes stay pending (the error is about an earlier evaluation).
+  launcher_.rethrow_error();
   llvm::SmallVector<void*, 16> base;
   for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
   if (!prepared_) prepare(base);
   if (!same_alignment(base)) { // another variant may be needed: the general path decides
+    launcher_.drain();
     for (const Launch& l : launches_) {
       if (const GemmStep* g = l.item.gemm)
         gemm_.run(*g, base[g->a_slot], base[g->b_slot], base[g->out_slot]);
@@ -343,6 +362,9 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     stats.graph_misses++;
     return;
   }
+  const bool queue = LaunchThread::enabled();
+  if (!queue) launcher_.drain(); // just turned off: updates below must not reach queued replays
+  GraphLaunch* item = queue ? &launcher_.begin() : nullptr;
   Instance* in = nullptr;
   try {
     in = matching(base);
@@ -354,13 +376,14 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
       in = &instances_[0];
       for (Instance& x : instances_)
         if (x.last_used < in->last_used) in = &x;
-      if (update(*in, base)) stats.graph_updates++;
+      if (update(*in, base, item)) stats.graph_updates++;
       if (stage_moving_operands()) { // rebuilt from the next run on, with the copies
         for (Instance& x : instances_) destroy(x);
         instances_.clear();
         instances_.push_back(build(base));
         in = &instances_.back();
         stats.graph_instantiations++;
+        if (item) item->n_updates = 0; // they named the instance just destroyed
       }
     }
   } catch (const Error& e) {
@@ -378,8 +401,13 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     return;
   }
   in->last_used = ++clock_;
-  cuda_check(cudaGraphLaunch(in->exec, stream_), "eval", "cudaGraphLaunch");
   stats.graph_replays++;
+  if (item) {
+    launcher_.push(*item, in->exec);
+    stats.launches_queued++;
+    return;
+  }
+  cuda_check(cudaGraphLaunch(in->exec, stream_), "eval", "cudaGraphLaunch");
 }
 
 } // namespace kiln::detail

@@ -18,9 +18,14 @@
 // instance, the GEMM reads that buffer, and an update only points the copy elsewhere. The copy
 // is a generated kernel node, not a memcpy node: repointing a kernel node costs the host almost
 // nothing, a memcpy node ~1.4 us per step (tools/graph-costs, measured on the H100).
+//
+// Replays, with the kernel node updates before them, are issued from the backend's launch thread
+// (runtime/cuda/launch_thread.h) unless it is off; anything else that touches the stream or
+// the instances first waits for the launches queued so far.
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"
+#include "runtime/cuda/launch_thread.h"
 
 #include <array>
 #include <vector>
@@ -29,7 +34,7 @@ namespace kiln::detail {
 
 class CudaBatch final : public StepBatch {
 public:
-  CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, cudaStream_t stream,
+  CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, LaunchThread& launcher, cudaStream_t stream,
             llvm::ArrayRef<BatchItem> items);
   ~CudaBatch() override;
   void run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) override;
@@ -78,19 +83,26 @@ private:
   bool same_alignment(llvm::ArrayRef<void*> base) const;
   void launch_direct(llvm::ArrayRef<void*> base);
   Instance build(llvm::ArrayRef<void*> base);
-  bool update(Instance& in, llvm::ArrayRef<void*> base); // true if anything changed
+  // Point `in` at this run's buffers; true if anything changed. Kernel node updates go into
+  // `queued` when the launch thread issues the replay (else they are made at once).
+  bool update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* queued);
+  void set_node(Instance& in, cudaGraphNode_t node, cudaKernel_t fn, const CudaLaunch& shape,
+                const std::vector<std::byte>& args, GraphLaunch* queued);
+  bool has_gemms() const;
   Instance* matching(llvm::ArrayRef<void*> base);
   bool stage_moving_operands();
   void prepare_copy(Launch& l, int which);
   // The copy kernel node of a staged operand: add it to the graph after `prev`, or repoint it.
   void add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
                 cudaGraphNode_t& prev);
-  bool repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base);
-  static void destroy(Instance& in);
+  bool repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
+                    GraphLaunch* queued);
+  void destroy(Instance& in); // waits for queued launches (they may name it)
   static const void* operand_start(const GemmStep& g, int which, llvm::ArrayRef<void*> base);
 
   CudaKernelCache& kernels_;
   CudaGemm& gemm_;
+  LaunchThread& launcher_;
   cudaStream_t stream_;
   std::vector<Launch> launches_;
   std::vector<uint8_t> align_;  // per used slot: address mod 16 when the variants were chosen

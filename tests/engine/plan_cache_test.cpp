@@ -29,6 +29,7 @@ struct PlanCache : ::testing::Test {
     set_eager(false);
     set_graphs(true);
     set_plan_cache_limit(256);
+    set_launch_thread(true);
   }
   static bool on_gpu() { return default_device().is_cuda(); }
 };
@@ -164,6 +165,71 @@ TEST_F(PlanCache, MovingKernelInputIsFollowedEveryStep) {
   auto cached = loop();
   EXPECT_EQ(fresh, cached);
   if (on_gpu()) EXPECT_GE(stats().graph_replays, 25) << stats();
+}
+
+// Replays issued by the launch thread (kiln::set_launch_thread): a loop that never reads until
+// the end, so the queue runs ahead of the GPU, with an input at a new address every step (a
+// kernel node update queued before each replay) and outputs of earlier steps held while later
+// replays are queued. Values must equal issuing on the calling thread, bit for bit.
+TEST_F(PlanCache, LaunchThreadGivesTheSameValuesAsLaunchingInline) {
+  const int64_t d = 32, steps = 300;
+  Tensor seq = realized_randn({steps, d}), w = realized_randn({d, d}, 0.2f),
+         u = realized_randn({1, d});
+  auto loop = [&] {
+    Tensor h = u * 0.0f, c = u + 0.0f;
+    eval(h, c);
+    std::vector<Tensor> held;
+    for (int64_t i = 0; i < steps; ++i) {
+      Tensor x = slice(seq, 0, i, i + 1);
+      h = tanh(matmul(x, w) + x * u + h * 0.5f);
+      c = c * 0.9f + x;
+      eval(h, c);
+      if (i % 50 == 0) held.push_back(h);
+    }
+    std::vector<std::vector<float>> out{h.to_vector<float>(), c.to_vector<float>()};
+    for (const Tensor& t : held) out.push_back(t.to_vector<float>());
+    return out;
+  };
+  set_launch_thread(false);
+  reset_stats();
+  auto inline_ = loop();
+  EXPECT_EQ(stats().launches_queued, 0) << stats();
+  set_launch_thread(true);
+  reset_stats();
+  auto queued = loop();
+  EXPECT_EQ(inline_, queued);
+  if (on_gpu()) {
+    Stats s = stats();
+    EXPECT_GE(s.launches_queued, steps - 10) << s;
+    EXPECT_EQ(s.launches_queued, s.graph_replays) << s;
+  }
+}
+
+// Switching the launch thread off and on inside a loop, and work that does not go through it
+// (a step too large to batch, a read, a copy to the device) between queued replays: each must
+// come after the replays queued before it.
+TEST_F(PlanCache, LaunchThreadSwitchedInALoopWithUnbatchedWork) {
+  const int64_t n = 256, big = int64_t(5) << 20; // 20 MiB of f32: above a batch's step limit
+  Tensor x = realized_randn({n}), g = realized_randn({n});
+  Tensor base = realized_randn({big});
+  std::vector<float> expect = x.to_vector<float>(), gv = g.to_vector<float>();
+  const std::vector<float> basev = base.to_vector<float>();
+  for (int i = 0; i < 40; ++i) {
+    set_launch_thread(i % 10 < 6);
+    eval(x = x * 0.5f + g); // batched, replayed from the third step on
+    for (int64_t j = 0; j < n; ++j) expect[j] = expect[j] * 0.5f + gv[j];
+    if (i % 8 == 3) { // an unbatched kernel reading this step's x, right after its replay
+      Tensor y = base + slice(x, 0, 0, 1).reshape({1});
+      eval(y);
+      std::vector<float> yv = y.to_vector<float>();
+      ASSERT_EQ(yv[12345], basev[12345] + expect[0]) << "step " << i;
+    }
+    if (i % 8 == 5) {           // new host data into a buffer that queued replays may have used
+      g = from_vector(gv, {n}); // copied from the host on the default device
+      eval(g);
+    }
+  }
+  EXPECT_EQ(x.to_vector<float>(), expect);
 }
 
 // PyTorch's CUDA-graph trees raise when a held output of step t is overwritten by step t+1;

@@ -1,0 +1,98 @@
+#include "runtime/cuda/launch_thread.h"
+
+#include "runtime/backend.h"
+#include "runtime/cuda/cuda_check.h"
+
+#include <cstdlib>
+#include <mutex>
+
+namespace kiln::detail {
+
+namespace {
+
+// Queued launches of every backend are issued before the process exits (a loop that never
+// syncs leaves some queued), while the CUDA runtime is still up: its teardown is registered
+// before ours, at its first call, so our handler runs first.
+std::vector<LaunchThread*>& all_threads() {
+  static auto* v = new std::vector<LaunchThread*>; // never destroyed, as the backends
+  return *v;
+}
+
+void drain_all_at_exit() {
+  for (LaunchThread* t : all_threads()) try {
+      t->drain();
+    } catch (...) { // nobody is left to report it to
+    }
+}
+
+// Ring slots: how far the worker may trail the recording thread. A slot is a few hundred bytes;
+// a loop outrunning the worker waits for a free slot (the GPU's own queue bounds it anyway).
+constexpr size_t kQueueSlots = 256;
+
+} // namespace
+
+void set_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node, cudaKernel_t fn,
+                     const CudaLaunch& shape, const void* args, const char* op) {
+  void* params[] = {const_cast<void*>(args)};
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(fn);
+  p.gridDim = dim3(shape.grid);
+  p.blockDim = dim3(shape.block);
+  p.sharedMemBytes = shape.shared_bytes;
+  p.kernelParams = params;
+  cuda_check(cudaGraphExecKernelNodeSetParams(exec, node, &p), op,
+             "cudaGraphExecKernelNodeSetParams");
+}
+
+LaunchThread::~LaunchThread() {
+  auto& v = all_threads();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] == this) v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+bool LaunchThread::enabled() {
+  return launch_thread();
+}
+
+GraphLaunch& LaunchThread::begin() {
+  if (!queue_) {
+    // The worker's runtime calls act on its current device, which starts as device 0.
+    queue_ = std::make_unique<IssueQueue<GraphLaunch>>(
+        kQueueSlots, [s = stream_, d = device_, set = false](GraphLaunch& item) mutable {
+          if (!set) cuda_check(cudaSetDevice(d), "eval (launch thread)", "cudaSetDevice");
+          set = true;
+          issue(item, s);
+        });
+    static std::once_flag registered;
+    std::call_once(registered, [] { std::atexit(drain_all_at_exit); });
+    all_threads().push_back(this);
+  }
+  GraphLaunch& item = queue_->next();
+  item.n_updates = 0;
+  return item;
+}
+
+void LaunchThread::add_update(GraphLaunch& item, cudaGraphNode_t node, cudaKernel_t fn,
+                              const CudaLaunch& shape, const std::vector<std::byte>& args) {
+  if (item.updates.size() <= item.n_updates) item.updates.emplace_back();
+  GraphLaunch::NodeUpdate& u = item.updates[item.n_updates++];
+  u.node = node;
+  u.fn = fn;
+  u.shape = shape;
+  u.args.assign(args.begin(), args.end()); // keeps its capacity from the slot's last use
+}
+
+void LaunchThread::push(GraphLaunch& item, cudaGraphExec_t exec) {
+  item.exec = exec;
+  queue_->push();
+}
+
+void LaunchThread::issue(GraphLaunch& item, cudaStream_t stream) {
+  for (size_t i = 0; i < item.n_updates; ++i) {
+    const GraphLaunch::NodeUpdate& u = item.updates[i];
+    set_kernel_node(item.exec, u.node, u.fn, u.shape, u.args.data(), "eval (launch thread)");
+  }
+  cuda_check(cudaGraphLaunch(item.exec, stream), "eval (launch thread)", "cudaGraphLaunch");
+}
+
+} // namespace kiln::detail

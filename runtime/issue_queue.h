@@ -1,0 +1,147 @@
+#pragma once
+// IssueQueue<Item>: hands work from the thread that calls kiln (one at a time: kiln's contract)
+// to one worker thread that issues it in order. The CUDA backend uses it for graph launches
+// (runtime/cuda/launch_thread.h): the driver spends ~2-3 us of host time per launch and node
+// update, which a loop of small steps would otherwise pay on the thread that records its ops.
+//
+// A bounded ring of reusable slots: a slot's buffers keep their capacity, so a steady loop
+// allocates nothing. The producer fills next(), then push() publishes it with one atomic store.
+// An idle worker spins for a while (so that a loop's next push costs no system call), then
+// sleeps until a push wakes it. drain() waits until everything pushed has been issued: callers
+// use it before any work that must come after the queued work and does not go through the
+// queue (stream operations, destroying what queued items name).
+//
+// An issue that throws does not stop the worker: the first error is kept and rethrown by the
+// next drain() or rethrow_error() (not by wait()), as CUDA reports asynchronous errors at the
+// next call that checks.
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
+
+namespace kiln::detail {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(_M_X64)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+template <class Item> class IssueQueue {
+public:
+  using Issue = std::function<void(Item&)>;
+  /// `spin`: how many empty polls an idle worker makes before it sleeps (~30 ns each).
+  IssueQueue(size_t capacity, Issue issue, int spin = 4096)
+      : ring_(capacity), issue_(std::move(issue)), spin_(spin), worker_([this] { loop(); }) {}
+  /// Issues what was pushed, then stops the worker.
+  ~IssueQueue() {
+    stop_.store(true);
+    wake();
+    worker_.join();
+  }
+  IssueQueue(const IssueQueue&) = delete;
+  IssueQueue& operator=(const IssueQueue&) = delete;
+
+  /// The slot that the next push() publishes, as it was left (its buffers keep their
+  /// capacity). Waits while the ring is full.
+  Item& next() {
+    const uint64_t t = tail_.load(std::memory_order_relaxed);
+    while (t - head_.load(std::memory_order_acquire) >= ring_.size()) cpu_relax();
+    return ring_[t % ring_.size()];
+  }
+  void push() {
+    tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    if (sleeping_.load(std::memory_order_seq_cst)) wake();
+  }
+  /// Whether everything pushed has been issued.
+  bool empty() const {
+    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
+  }
+  /// Wait until everything pushed has been issued.
+  void wait() {
+    for (int i = 0; !empty(); ++i)
+      if (i < 1 << 16)
+        cpu_relax();
+      else
+        std::this_thread::yield();
+  }
+  /// wait(), then rethrow the first error of an issue since the last one was rethrown.
+  void drain() {
+    wait();
+    rethrow_error();
+  }
+  void rethrow_error() {
+    if (!failed_.load(std::memory_order_acquire)) return;
+    std::exception_ptr e;
+    {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      std::swap(e, error_);
+      failed_.store(false, std::memory_order_release);
+    }
+    if (e) std::rethrow_exception(e);
+  }
+  /// Items pushed so far (tests).
+  uint64_t pushed() const { return tail_.load(std::memory_order_relaxed); }
+
+private:
+  void wake() {
+    wakeups_.fetch_add(1, std::memory_order_seq_cst);
+    wakeups_.notify_one();
+  }
+
+  void loop() {
+    int idle = 0;
+    for (;;) {
+      const uint64_t h = head_.load(std::memory_order_relaxed);
+      if (h != tail_.load(std::memory_order_acquire)) {
+        try {
+          issue_(ring_[h % ring_.size()]);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex_);
+          if (!error_) error_ = std::current_exception();
+          failed_.store(true, std::memory_order_release);
+        }
+        head_.store(h + 1, std::memory_order_release);
+        idle = 0;
+        continue;
+      }
+      if (stop_.load()) return;
+      if (++idle < spin_) {
+        cpu_relax();
+        continue;
+      }
+      // Sleep. The store to sleeping_ and the producer's store to tail_ are both seq_cst, so
+      // either the check below sees the new item or the producer sees sleeping_ and wakes us;
+      // the wait returns at once if a wake came between the load and the wait.
+      const uint32_t w = wakeups_.load(std::memory_order_seq_cst);
+      sleeping_.store(true, std::memory_order_seq_cst);
+      if (h == tail_.load(std::memory_order_seq_cst) && !stop_.load()) wakeups_.wait(w);
+      sleeping_.store(false, std::memory_order_relaxed);
+      idle = 0;
+    }
+  }
+
+  std::vector<Item> ring_;
+  Issue issue_;
+  const int spin_;
+  alignas(64) std::atomic<uint64_t> head_{0}; // next to issue; written by the worker
+  alignas(64) std::atomic<uint64_t> tail_{0}; // next to fill; written by the producer
+  alignas(64) std::atomic<bool> sleeping_{false};
+  std::atomic<uint32_t> wakeups_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> failed_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+  std::thread worker_; // last: starts after everything it reads is initialized
+};
+
+} // namespace kiln::detail
