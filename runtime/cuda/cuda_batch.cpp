@@ -403,8 +403,7 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
   in->last_used = ++clock_;
   stats.graph_replays++;
   if (item) {
-    launcher_.push(*item, in->exec);
-    stats.launches_queued++;
+    if (launcher_.push(*item, in->exec)) stats.launches_queued++;
     return;
   }
   cuda_check(cudaGraphLaunch(in->exec, stream_), "eval", "cudaGraphLaunch");

@@ -82,9 +82,9 @@ void LaunchThread::add_update(GraphLaunch& item, cudaGraphNode_t node, cudaKerne
   u.args.assign(args.begin(), args.end()); // keeps its capacity from the slot's last use
 }
 
-void LaunchThread::push(GraphLaunch& item, cudaGraphExec_t exec) {
+bool LaunchThread::push(GraphLaunch& item, cudaGraphExec_t exec) {
   item.exec = exec;
-  queue_->push();
+  return queue_->push();
 }
 
 void LaunchThread::issue(GraphLaunch& item, cudaStream_t stream) {

@@ -51,7 +51,8 @@ public:
   GraphLaunch& begin();
   void add_update(GraphLaunch& item, cudaGraphNode_t node, cudaKernel_t fn, const CudaLaunch& shape,
                   const std::vector<std::byte>& args);
-  void push(GraphLaunch& item, cudaGraphExec_t exec);
+  /// Queue the item; false if it was issued at once instead (the worker was asleep).
+  bool push(GraphLaunch& item, cudaGraphExec_t exec);
 
   /// Wait until every queued launch has been issued; throws kiln::Error if one failed.
   void drain() {

@@ -200,8 +200,11 @@ TEST_F(PlanCache, LaunchThreadGivesTheSameValuesAsLaunchingInline) {
   EXPECT_EQ(inline_, queued);
   if (on_gpu()) {
     Stats s = stats();
-    EXPECT_GE(s.launches_queued, steps - 10) << s;
-    EXPECT_EQ(s.launches_queued, s.graph_replays) << s;
+    // Most are queued; a replay that finds the thread asleep (a step slower than its ~0.1 ms
+    // of spinning, as under compute-sanitizer) is issued by the caller instead.
+    EXPECT_GT(s.launches_queued, 0) << s;
+    EXPECT_LE(s.launches_queued, s.graph_replays) << s;
+    EXPECT_GE(s.graph_replays, steps - 10) << s;
   }
 }
 
