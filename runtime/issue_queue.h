@@ -41,8 +41,10 @@ template <class Item> class IssueQueue {
 public:
   using Issue = std::function<void(Item&)>;
   /// `spin`: how many empty polls an idle worker makes before it sleeps (~30 ns each).
-  IssueQueue(size_t capacity, Issue issue, int spin = 4096)
-      : ring_(capacity), issue_(std::move(issue)), spin_(spin), worker_([this] { loop(); }) {}
+  /// `start`: run first on the worker thread (e.g. select the device its calls act on).
+  IssueQueue(size_t capacity, Issue issue, int spin = 4096, std::function<void()> start = {})
+      : ring_(capacity), issue_(std::move(issue)), spin_(spin), start_(std::move(start)),
+        worker_([this] { loop(); }) {}
   /// Issues what was pushed, then stops the worker.
   ~IssueQueue() {
     stop_.store(true);
@@ -101,14 +103,29 @@ public:
     }
     if (e) std::rethrow_exception(e);
   }
+  /// Issues that threw on the worker so far (never reset): a producer compares it with the
+  /// count it saw last to learn that queued work it counted on did not happen.
+  uint64_t failures() const { return failures_.load(std::memory_order_acquire); }
 
 private:
+  void record_error() {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!error_) error_ = std::current_exception();
+    failed_.store(true, std::memory_order_release);
+    failures_.fetch_add(1, std::memory_order_release);
+  }
+
   void wake() {
     wakeups_.fetch_add(1, std::memory_order_seq_cst);
     wakeups_.notify_one();
   }
 
   void loop() {
+    if (start_) try {
+        start_();
+      } catch (...) {
+        record_error();
+      }
     int idle = 0;
     for (;;) {
       const uint64_t h = head_.load(std::memory_order_relaxed);
@@ -116,9 +133,7 @@ private:
         try {
           issue_(ring_[h % ring_.size()]);
         } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mutex_);
-          if (!error_) error_ = std::current_exception();
-          failed_.store(true, std::memory_order_release);
+          record_error();
         }
         head_.store(h + 1, std::memory_order_release);
         idle = 0;
@@ -147,12 +162,14 @@ private:
   std::vector<Item> ring_;
   Issue issue_;
   const int spin_;
+  std::function<void()> start_;
   alignas(64) std::atomic<uint64_t> head_{0}; // next to issue; written by the worker
   alignas(64) std::atomic<uint64_t> tail_{0}; // next to fill; written by the producer
   alignas(64) std::atomic<bool> sleeping_{false};
   std::atomic<uint32_t> wakeups_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
+  std::atomic<uint64_t> failures_{0};
   std::mutex error_mutex_;
   std::exception_ptr error_;
   std::thread worker_; // last: starts after everything it reads is initialized

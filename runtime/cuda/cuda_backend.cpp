@@ -88,7 +88,7 @@ public:
     size_t n = std::max<size_t>(bytes, 1);
     if (void* q = recycled_.take(n, hint)) {
       if (poison_allocations()) { // after queued replays that still use the block
-        launcher_->drain();
+        launcher_->wait();
         cudaMemsetAsync(q, 0xff, n, stream_);
       }
       return adopt(q, bytes);

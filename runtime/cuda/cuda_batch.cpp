@@ -143,7 +143,9 @@ bool CudaBatch::has_gemms() const {
 }
 
 CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
-  if (has_gemms()) launcher_.drain(); // GEMMs are captured on the stream
+  // GEMMs are captured on the stream. wait(), not drain(): an error of an earlier launch is
+  // not this build's (run() reports it).
+  if (has_gemms()) launcher_.wait();
   Instance in;
   in.tf32 = allow_tf32();
   for (int s : used_slots_) in.addresses.push_back(base[s]);
@@ -227,7 +229,7 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* qu
       }
       if (!record) continue;
       // Captured on the stream, and swapped into an exec that queued launches may name.
-      launcher_.drain();
+      launcher_.wait();
       const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
       for (int o = 0; o < 2; ++o)
         if (in.staging[i][o].buffer)
@@ -338,9 +340,30 @@ CudaBatch::Instance* CudaBatch::matching(llvm::ArrayRef<void*> base) {
   return nullptr;
 }
 
+void CudaBatch::fall_back(const Error& e, llvm::ArrayRef<void*> base, Stats& stats) {
+  // A graph that cannot be built, updated or launched is no reason to fail the evaluation:
+  // this batch launches directly from now on (the error was cleared by cuda_check). Said once,
+  // as it costs speed and means something unexpected happened.
+  static bool said = false;
+  if (!said) std::fprintf(stderr, "kiln: CUDA graph disabled for a batch: %s\n", e.what());
+  said = true;
+  for (Instance& x : instances_) destroy(x);
+  instances_.clear();
+  graph_failed_ = true;
+  launch_direct(base);
+  stats.graph_misses++;
+}
+
 void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) {
-  // A queued launch that failed is reported before this batch does anything, so that its
-  // nodes stay pending (the error is about an earlier evaluation).
+  // A queued launch that failed (of any batch of this backend) may have left an instance
+  // without the updates this batch recorded in it: rebuild them. The error is reported before
+  // this batch does anything, so that its nodes stay pending (it is about an earlier
+  // evaluation).
+  if (launcher_.failures() != failures_seen_) {
+    failures_seen_ = launcher_.failures();
+    for (Instance& x : instances_) destroy(x);
+    instances_.clear();
+  }
   launcher_.rethrow_error();
   llvm::SmallVector<void*, 16> base;
   for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
@@ -386,27 +409,16 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
         if (item) item->n_updates = 0; // they named the instance just destroyed
       }
     }
+    in->last_used = ++clock_;
+    // Queued, or issued here when the launch thread is off or asleep (then a failure throws
+    // here, and this batch falls back as for a failed update).
+    const bool queued = item ? launcher_.push(*item, in->exec) : false;
+    if (!item) cuda_check(cudaGraphLaunch(in->exec, stream_), "eval", "cudaGraphLaunch");
+    stats.graph_replays++;
+    if (queued) stats.launches_queued++;
   } catch (const Error& e) {
-    // A graph that cannot be built or updated is no reason to fail the evaluation: this batch
-    // launches directly from now on (the error was cleared by cuda_check). Said once, as it
-    // costs speed and means something unexpected happened.
-    static bool said = false;
-    if (!said) std::fprintf(stderr, "kiln: CUDA graph disabled for a batch: %s\n", e.what());
-    said = true;
-    for (Instance& x : instances_) destroy(x);
-    instances_.clear();
-    graph_failed_ = true;
-    launch_direct(base);
-    stats.graph_misses++;
-    return;
+    fall_back(e, base, stats);
   }
-  in->last_used = ++clock_;
-  stats.graph_replays++;
-  if (item) {
-    if (launcher_.push(*item, in->exec)) stats.launches_queued++;
-    return;
-  }
-  cuda_check(cudaGraphLaunch(in->exec, stream_), "eval", "cudaGraphLaunch");
 }
 
 } // namespace kiln::detail

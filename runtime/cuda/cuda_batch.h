@@ -22,6 +22,7 @@
 // Replays, with the kernel node updates before them, are issued from the backend's launch thread
 // (runtime/cuda/launch_thread.h) unless it is off; anything else that touches the stream or
 // the instances first waits for the launches queued so far.
+#include "engine/errors.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"
@@ -98,6 +99,8 @@ private:
   bool repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
                     GraphLaunch* queued);
   void destroy(Instance& in); // waits for queued launches (they may name it)
+  // A graph could not be built, updated or launched: launch directly from now on.
+  void fall_back(const Error& e, llvm::ArrayRef<void*> base, Stats& stats);
   static const void* operand_start(const GemmStep& g, int which, llvm::ArrayRef<void*> base);
 
   CudaKernelCache& kernels_;
@@ -110,7 +113,8 @@ private:
   bool prepared_ = false;
   int runs_ = 0;
   uint64_t clock_ = 0;
-  bool graph_failed_ = false; // building or updating failed: launch directly from now on
+  bool graph_failed_ = false;  // building or updating failed: launch directly from now on
+  uint64_t failures_seen_ = 0; // launcher_.failures() when last looked
   std::vector<Instance> instances_;
 };
 

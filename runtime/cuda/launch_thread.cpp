@@ -28,6 +28,9 @@ void drain_all_at_exit() {
 // Ring slots: how far the worker may trail the recording thread. A slot is a few hundred bytes;
 // a loop outrunning the worker waits for a free slot (the GPU's own queue bounds it anyway).
 constexpr size_t kQueueSlots = 256;
+// Empty polls before an idle worker sleeps: ~0.1 ms, longer than a step of a loop of small
+// steps takes to record, so that such a loop finds the worker awake.
+constexpr int kSpin = 4096;
 
 } // namespace
 
@@ -57,12 +60,10 @@ bool LaunchThread::enabled() {
 GraphLaunch& LaunchThread::begin() {
   if (!queue_) {
     // The worker's runtime calls act on its current device, which starts as device 0.
+    const int device = device_;
     queue_ = std::make_unique<IssueQueue<GraphLaunch>>(
-        kQueueSlots, [s = stream_, d = device_, set = false](GraphLaunch& item) mutable {
-          if (!set) cuda_check(cudaSetDevice(d), "eval (launch thread)", "cudaSetDevice");
-          set = true;
-          issue(item, s);
-        });
+        kQueueSlots, [s = stream_](GraphLaunch& item) { issue(item, s); }, kSpin,
+        [device] { cuda_check(cudaSetDevice(device), "eval (launch thread)", "cudaSetDevice"); });
     static std::once_flag registered;
     std::call_once(registered, [] { std::atexit(drain_all_at_exit); });
     all_threads().push_back(this);

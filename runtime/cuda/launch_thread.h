@@ -66,6 +66,8 @@ public:
   void rethrow_error() {
     if (queue_) queue_->rethrow_error();
   }
+  /// Queued launches that failed so far (never reset).
+  uint64_t failures() const { return queue_ ? queue_->failures() : 0; }
   /// Whether nothing queued is still to be issued.
   bool empty() const { return !queue_ || queue_->empty(); }
 

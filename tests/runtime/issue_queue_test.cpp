@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -90,6 +91,7 @@ TEST(IssueQueue, AnErrorIsReportedOnceAndLaterItemsStillRun) {
   // Item 3 fails on the worker (reported by the next drain) or, if the worker was asleep, on
   // this thread (thrown by its push): either way once, and nothing else is lost.
   std::vector<std::string> errors;
+  uint64_t on_worker = 0;
   for (int i = 0; i < 6; ++i) {
     q.next().value = i;
     try {
@@ -102,14 +104,40 @@ TEST(IssueQueue, AnErrorIsReportedOnceAndLaterItemsStillRun) {
     q.drain();
   } catch (const std::runtime_error& e) {
     errors.push_back(e.what());
+    ++on_worker;
   }
   EXPECT_EQ(errors, std::vector<std::string>{"launch 3 failed"});
+  EXPECT_EQ(q.failures(), on_worker); // counts the worker's failures (the caller saw its own)
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 4, 5}));
   EXPECT_NO_THROW(q.drain()); // reported once
   q.next().value = 7;
   q.push();
   EXPECT_NO_THROW(q.drain());
   EXPECT_EQ(seen.back(), 7);
+}
+
+TEST(IssueQueue, StartHookRunsOnTheWorkerFirst) {
+  std::atomic<bool> started{false};
+  std::atomic<int> issued_before_start{0};
+  std::thread::id caller = std::this_thread::get_id(), worker;
+  IssueQueue<Item> q(
+      4,
+      [&](Item&) {
+        if (std::this_thread::get_id() != caller && !started) ++issued_before_start;
+      },
+      4096,
+      [&] {
+        worker = std::this_thread::get_id();
+        started = true;
+      });
+  for (int i = 0; i < 20; ++i) {
+    q.next().value = i;
+    q.push();
+  }
+  q.drain();
+  while (!started) std::this_thread::yield();
+  EXPECT_NE(worker, caller);
+  EXPECT_EQ(issued_before_start, 0);
 }
 
 TEST(IssueQueue, DestructorIssuesWhatWasPushed) {
