@@ -44,9 +44,10 @@ struct Run {
   const Schedule& s;
   llvm::ArrayRef<Node*> nodes;
   std::vector<const void*>& hints; // per slot: the address its output had last run
-  std::vector<BufferRef> buffers;
-  std::vector<Buffer> moved; // unowned views of realized inputs at other offsets
-  std::vector<int> moved_slot;
+  // Inline capacity: a small step allocates nothing here.
+  llvm::SmallVector<BufferRef, 16> buffers;
+  llvm::SmallVector<Buffer, 4> moved; // unowned views of realized inputs at other offsets
+  llvm::SmallVector<int, 4> moved_slot;
   llvm::SmallVector<Buffer*, 16> raw;
 
   Run(const Schedule& sched, llvm::ArrayRef<Node*> n, std::vector<const void*>& h)
