@@ -7,7 +7,9 @@
 // A bounded ring of reusable slots: a slot's buffers keep their capacity, so a steady loop
 // allocates nothing. The producer fills next(), then push() publishes it with one atomic store.
 // An idle worker spins for a while (so that a loop's next push costs no system call), then
-// sleeps; a push that finds it asleep issues its item itself and wakes it for the next ones.
+// sleeps. A push that finds it asleep issues its item itself, and wakes it only when pushes
+// come closer together than the spin time (a producer that pushes rarely gains nothing from
+// the worker and would pay a wake-up system call for every push).
 // drain() waits until everything pushed has been issued: callers use it before any work that must
 // come after the queued work and does not go through the queue (stream operations, destroying what
 // queued items name).
@@ -16,6 +18,8 @@
 // next drain() or rethrow_error() (not by wait()), as CUDA reports asynchronous errors at the
 // next call that checks.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -40,9 +44,13 @@ inline void cpu_relax() {
 template <class Item> class IssueQueue {
 public:
   using Issue = std::function<void(Item&)>;
-  /// `spin`: how many empty polls an idle worker makes before it sleeps (~30 ns each).
-  /// `start`: run first on the worker thread (e.g. select the device its calls act on).
-  IssueQueue(size_t capacity, Issue issue, int spin = 4096, std::function<void()> start = {})
+  using Clock = std::chrono::steady_clock;
+  /// `spin`: how long an idle worker polls before it sleeps (timed: the cost of a pause
+  /// instruction differs tenfold between CPUs). `start`: run first on the worker thread (e.g.
+  /// select the device its calls act on).
+  IssueQueue(size_t capacity, Issue issue,
+             std::chrono::nanoseconds spin = std::chrono::microseconds(200),
+             std::function<void()> start = {})
       : ring_(capacity), issue_(std::move(issue)), spin_(spin), start_(std::move(start)),
         worker_([this] { loop(); }) {}
   /// Issues what was pushed, then stops the worker.
@@ -62,13 +70,16 @@ public:
     return ring_[t % ring_.size()];
   }
   /// Publish next(), and return true. Except when the worker sleeps with nothing queued: then
-  /// issue it here, on the calling thread, wake the worker for what follows, and return false.
-  /// A producer that pushes rarely thus never waits for a sleeping worker to be scheduled
-  /// (tens of microseconds), and one that pushes often finds the worker spinning.
+  /// issue it here, on the calling thread, and return false; if the previous such push was
+  /// within the spin time, also wake the worker, as pushes now come often enough to keep it
+  /// spinning. A producer that pushes rarely thus never waits for a sleeping worker to be
+  /// scheduled (tens of microseconds) nor pays for waking it.
   bool push() {
     const uint64_t t = tail_.load(std::memory_order_relaxed);
     if (sleeping_.load(std::memory_order_seq_cst) && empty()) {
-      wake();
+      const Clock::time_point now = Clock::now();
+      if (now - last_inline_ < spin_) wake();
+      last_inline_ = now;
       issue_(ring_[t % ring_.size()]); // everything pushed before was issued: order holds
       return false;
     }
@@ -116,8 +127,11 @@ private:
   }
 
   void wake() {
-    wakeups_.fetch_add(1, std::memory_order_seq_cst);
-    wakeups_.notify_one();
+    {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+      wake_ = true;
+    }
+    wakeup_.notify_one();
   }
 
   void loop() {
@@ -126,7 +140,8 @@ private:
       } catch (...) {
         record_error();
       }
-    int idle = 0;
+    int polls = 0;
+    Clock::time_point last_work = Clock::now();
     for (;;) {
       const uint64_t h = head_.load(std::memory_order_relaxed);
       if (h != tail_.load(std::memory_order_acquire)) {
@@ -136,7 +151,8 @@ private:
           record_error();
         }
         head_.store(h + 1, std::memory_order_release);
-        idle = 0;
+        polls = 0;
+        last_work = Clock::now();
         continue;
       }
       // Stopping: the pushes came before stop_ was set, so once it is seen, tail_ shows them.
@@ -144,29 +160,45 @@ private:
         if (h == tail_.load(std::memory_order_acquire)) return;
         continue;
       }
-      if (++idle < spin_) {
+      // Spin, yielding the CPU every 64 polls (~2 us): woken by the producer, the scheduler
+      // tends to run this thread on the producer's CPU, and a spin that kept it would hold the
+      // producer off for the whole spin time, again at every wake-up (seen on a 2-core VM: the
+      // worker never got a single item while the producer pushed every 5 us).
+      if (++polls % 64 != 0) {
         cpu_relax();
         continue;
       }
+      if (Clock::now() - last_work < spin_) {
+        std::this_thread::yield();
+        continue;
+      }
       // Sleep. The store to sleeping_ and the producer's store to tail_ are both seq_cst, so
-      // either the check below sees the new item or the producer sees sleeping_ and wakes us;
-      // the wait returns at once if a wake came between the load and the wait.
-      const uint32_t w = wakeups_.load(std::memory_order_seq_cst);
-      sleeping_.store(true, std::memory_order_seq_cst);
-      if (h == tail_.load(std::memory_order_seq_cst) && !stop_.load()) wakeups_.wait(w);
-      sleeping_.store(false, std::memory_order_relaxed);
-      idle = 0;
+      // either the check below sees the new item or the producer sees sleeping_ and wakes us
+      // (wake_ is set under the mutex, so a wake between the check and the wait is kept).
+      {
+        std::unique_lock<std::mutex> lock(sleep_mutex_);
+        sleeping_.store(true, std::memory_order_seq_cst);
+        if (h == tail_.load(std::memory_order_seq_cst) && !stop_.load())
+          wakeup_.wait(lock, [this] { return wake_; });
+        wake_ = false;
+        sleeping_.store(false, std::memory_order_relaxed);
+      }
+      polls = 0;
+      last_work = Clock::now();
     }
   }
 
   std::vector<Item> ring_;
   Issue issue_;
-  const int spin_;
+  const std::chrono::nanoseconds spin_;
+  Clock::time_point last_inline_{}; // producer's: its last push issued inline
   std::function<void()> start_;
   alignas(64) std::atomic<uint64_t> head_{0}; // next to issue; written by the worker
   alignas(64) std::atomic<uint64_t> tail_{0}; // next to fill; written by the producer
   alignas(64) std::atomic<bool> sleeping_{false};
-  std::atomic<uint32_t> wakeups_{0};
+  std::mutex sleep_mutex_;
+  std::condition_variable wakeup_;
+  bool wake_ = false; // guarded by sleep_mutex_
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> failures_{0};

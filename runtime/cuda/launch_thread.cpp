@@ -28,9 +28,10 @@ void drain_all_at_exit() {
 // Ring slots: how far the worker may trail the recording thread. A slot is a few hundred bytes;
 // a loop outrunning the worker waits for a free slot (the GPU's own queue bounds it anyway).
 constexpr size_t kQueueSlots = 256;
-// Empty polls before an idle worker sleeps: ~0.1 ms, longer than a step of a loop of small
-// steps takes to record, so that such a loop finds the worker awake.
-constexpr int kSpin = 4096;
+// How long an idle worker polls before it sleeps: longer than a loop of small steps takes to
+// record a step, so that such a loop finds it awake; a loop slower than this issues its
+// launches itself (IssueQueue::push).
+constexpr std::chrono::microseconds kSpin(200);
 
 } // namespace
 
