@@ -60,9 +60,10 @@ bool graphs();
 /// thread records the next step, instead of before it. Results are the same either way; an
 /// error of a queued launch is reported (as kiln::Error) by the next call that waits for the
 /// GPU or runs work on it, like any asynchronous GPU error. The thread starts at the first
-/// replay and spins while replays keep coming; idle for ~0.1 ms, it sleeps, and the next replay
-/// is issued on the calling thread (no wake-up delay) while it wakes. `set_launch_thread(false)`
-/// (or env KILN_LAUNCH_THREAD=0) issues every launch on the calling thread.
+/// replay and polls while replays keep coming; idle for 0.2 ms, it sleeps, and replays are
+/// issued on the calling thread until they come often enough again to wake it.
+/// `set_launch_thread(false)` (or env KILN_LAUNCH_THREAD=0) issues every launch on the calling
+/// thread.
 void set_launch_thread(bool on);
 bool launch_thread();
 
