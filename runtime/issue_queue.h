@@ -9,10 +9,10 @@
 // An idle worker spins for a while (so that a loop's next push costs no system call), then
 // sleeps. A push that finds it asleep issues its item itself, and wakes it only when pushes
 // come closer together than the spin time (a producer that pushes rarely gains nothing from
-// the worker and would pay a wake-up system call for every push).
-// drain() waits until everything pushed has been issued: callers use it before any work that must
-// come after the queued work and does not go through the queue (stream operations, destroying what
-// queued items name).
+// the worker and would pay a wake-up system call for every push). drain() waits until
+// everything pushed has been issued: callers use it before any work that must come after the
+// queued work and does not go through the queue (stream operations, destroying what queued
+// items name).
 //
 // An issue that throws does not stop the worker: the first error is kept and rethrown by the
 // next drain() or rethrow_error() (not by wait()), as CUDA reports asynchronous errors at the
