@@ -102,6 +102,9 @@ bool poison_allocations();
 /// Whether CUDA graph replays are issued from a launch thread (kiln::set_launch_thread,
 /// KILN_LAUNCH_THREAD=0 turns it off; runtime/cuda/launch_thread.h).
 bool& launch_thread();
+/// Tests: make the n-th CUDA graph launch issued from now on by a launch thread (or by the
+/// caller, when the thread sleeps) fail with kiln::Error, once; 0 cancels.
+void fail_queued_launch_for_tests(int nth);
 /// Whether f32 GEMMs may use TF32 tensor cores (kiln::set_allow_tf32, KILN_ALLOW_TF32=1).
 bool& allow_tf32();
 /// Wait for every backend in use.

@@ -89,7 +89,19 @@ bool LaunchThread::push(GraphLaunch& item, cudaGraphExec_t exec) {
   return queue_->push();
 }
 
+std::atomic<int>& queued_launch_failure_countdown() {
+  static std::atomic<int> n{0};
+  return n;
+}
+
+void fail_queued_launch_for_tests(int nth) {
+  queued_launch_failure_countdown().store(nth);
+}
+
 void LaunchThread::issue(GraphLaunch& item, cudaStream_t stream) {
+  std::atomic<int>& countdown = queued_launch_failure_countdown();
+  if (countdown.load(std::memory_order_relaxed) > 0 && countdown.fetch_sub(1) == 1)
+    fail("eval (launch thread)", "cudaGraphLaunch failed: injected by a test");
   for (size_t i = 0; i < item.n_updates; ++i) {
     const GraphLaunch::NodeUpdate& u = item.updates[i];
     set_kernel_node(item.exec, u.node, u.fn, u.shape, u.args.data(), "eval (launch thread)");

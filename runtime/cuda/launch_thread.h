@@ -21,6 +21,8 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -77,6 +79,9 @@ private:
   cudaStream_t stream_;
   std::unique_ptr<IssueQueue<GraphLaunch>> queue_;
 };
+
+/// The countdown behind fail_queued_launch_for_tests (runtime/backend.h).
+std::atomic<int>& queued_launch_failure_countdown();
 
 /// Apply a kernel node update now (the path without the launch thread, and the worker's).
 void set_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node, cudaKernel_t fn,

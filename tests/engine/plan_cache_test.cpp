@@ -4,6 +4,7 @@
 // liveness, other shapes) gives the right values. Runs on the CPU in CI and again on CUDA
 // (KILN_TEST_DEVICE=cuda), where the same loops go through CUDA graphs.
 #include "../test_device.h"
+#include "runtime/backend.h"
 
 #include <kiln/kiln.h>
 
@@ -239,6 +240,43 @@ TEST_F(PlanCache, LaunchThreadSwitchedInALoopWithUnbatchedWork) {
   }
   EXPECT_EQ(x.to_vector<float>(), expect);
 }
+
+#ifdef KILN_HAVE_CUDA
+// A queued launch that fails (injected): the error reaches the user at the next call that waits
+// for the GPU, once; or, if the launch was issued by the caller (the thread asleep), the batch
+// falls back to direct launches and no error is seen. Either way the engine goes on, and a
+// loop started afresh from known values gives the right results.
+TEST_F(PlanCache, AFailedQueuedLaunchIsReportedAndTheLoopGoesOn) {
+  if (!on_gpu()) GTEST_SKIP() << "launches are queued on CUDA devices only";
+  const int64_t n = 256;
+  Tensor x = realized_randn({n}), g = realized_randn({n});
+  for (int i = 0; i < 20; ++i) eval(x = x * 0.5f + g); // replayed, queued
+  const Stats before = stats();
+  detail::fail_queued_launch_for_tests(1);
+  eval(x = x * 0.5f + g); // this replay fails
+  bool reported = false;
+  try {
+    kiln::sync();
+  } catch (const Error& e) {
+    reported = true;
+    EXPECT_NE(std::string(e.what()).find("injected by a test"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(kiln::sync()); // reported once
+  detail::fail_queued_launch_for_tests(0);
+  if (!reported) EXPECT_GT(stats().graph_misses, before.graph_misses) << stats();
+
+  std::vector<float> expect = realized_randn({n}).to_vector<float>(), gv = g.to_vector<float>();
+  Tensor y = from_vector(expect, {n});
+  const int64_t built = stats().graph_instantiations;
+  for (int i = 0; i < 20; ++i) {
+    eval(y = y * 0.5f + g);
+    for (int64_t j = 0; j < n; ++j) expect[j] = expect[j] * 0.5f + gv[j];
+  }
+  EXPECT_EQ(y.to_vector<float>(), expect);
+  // Instances recorded pointers that the failed launch never applied: they were rebuilt.
+  if (reported) EXPECT_GT(stats().graph_instantiations, built) << stats();
+}
+#endif
 
 // PyTorch's CUDA-graph trees raise when a held output of step t is overwritten by step t+1;
 // kiln must keep it intact: every step writes a fresh buffer unless the old value is dead.
