@@ -44,16 +44,6 @@ size_t operand_span(const Layout& l, DType t) {
   return static_cast<size_t>(last + 1) * itemsize(t);
 }
 
-cudaKernelNodeParams node_params(const CudaLaunch& shape, cudaKernel_t fn, void** args) {
-  cudaKernelNodeParams p{};
-  p.func = reinterpret_cast<void*>(fn);
-  p.gridDim = dim3(shape.grid);
-  p.blockDim = dim3(shape.block);
-  p.sharedMemBytes = shape.shared_bytes;
-  p.kernelParams = args;
-  return p;
-}
-
 } // namespace
 
 CudaBatch::CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, LaunchThread& launcher,
@@ -180,7 +170,7 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
         repoint(l.params.bytes, l.params.pointers, base);
         in.args[i] = l.params.bytes;
         void* args[] = {in.args[i].data()};
-        cudaKernelNodeParams p = node_params(l.shape, l.fn, args);
+        cudaKernelNodeParams p = kernel_node_params(l.shape, l.fn, args);
         cuda_check(cudaGraphAddKernelNode(&node, in.graph, &prev, ndeps, &p), "eval",
                    "cudaGraphAddKernelNode");
       }
@@ -312,7 +302,7 @@ void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*
   st.args = l.copy[which].params.bytes;
   repoint(st.args, l.copy[which].params.pointers, ends);
   void* args[] = {st.args.data()};
-  cudaKernelNodeParams p = node_params(l.copy[which].shape, l.copy[which].fn, args);
+  cudaKernelNodeParams p = kernel_node_params(l.copy[which].shape, l.copy[which].fn, args);
   cuda_check(cudaGraphAddKernelNode(&st.copy, in.graph, &prev, prev ? 1 : 0, &p), "eval",
              "cudaGraphAddKernelNode (GEMM operand staging)");
   prev = st.copy;

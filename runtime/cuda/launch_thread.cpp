@@ -35,15 +35,20 @@ constexpr std::chrono::microseconds kSpin(200);
 
 } // namespace
 
-void set_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node, cudaKernel_t fn,
-                     const CudaLaunch& shape, const void* args, const char* op) {
-  void* params[] = {const_cast<void*>(args)};
+cudaKernelNodeParams kernel_node_params(const CudaLaunch& shape, cudaKernel_t fn, void** args) {
   cudaKernelNodeParams p{};
   p.func = reinterpret_cast<void*>(fn);
   p.gridDim = dim3(shape.grid);
   p.blockDim = dim3(shape.block);
   p.sharedMemBytes = shape.shared_bytes;
-  p.kernelParams = params;
+  p.kernelParams = args;
+  return p;
+}
+
+void set_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node, cudaKernel_t fn,
+                     const CudaLaunch& shape, const void* args, const char* op) {
+  void* params[] = {const_cast<void*>(args)};
+  cudaKernelNodeParams p = kernel_node_params(shape, fn, params);
   cuda_check(cudaGraphExecKernelNodeSetParams(exec, node, &p), op,
              "cudaGraphExecKernelNodeSetParams");
 }

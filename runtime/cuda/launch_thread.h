@@ -83,6 +83,9 @@ private:
 /// The countdown behind fail_queued_launch_for_tests (runtime/backend.h).
 std::atomic<int>& queued_launch_failure_countdown();
 
+/// A kernel node's parameters: `args` points at the kernel's one Params struct.
+cudaKernelNodeParams kernel_node_params(const CudaLaunch& shape, cudaKernel_t fn, void** args);
+
 /// Apply a kernel node update now (the path without the launch thread, and the worker's).
 void set_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node, cudaKernel_t fn,
                      const CudaLaunch& shape, const void* args, const char* op);
