@@ -45,6 +45,7 @@ std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
   if (v.dot_bx) key += fmt::format(" dot{}", v.dot_bx);
   if (v.dot_cluster > 1) key += fmt::format(" cl{}", v.dot_cluster);
+  if (v.gemm_tile > 0) key += fmt::format(" gemm{}", v.gemm_tile);
   key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
   return key;
 }

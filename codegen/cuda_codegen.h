@@ -19,10 +19,10 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 5; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 6; // 2: --fmad=false; 3: column layout, float max/min
                                           // accumulators, per-row constants; 4: f16/bf16 exp and
                                           // division approximated, row-vector weights; 5: f16/bf16
-                                          // exp flushes subnormal results
+                                          // exp flushes subnormal results; 6: GEMM-tile layout
 
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
@@ -67,6 +67,11 @@ struct CudaVariant {
   // block 0 of each cluster adds the others' partial sums through distributed shared memory
   // and runs the tape. 1: no cluster (and on older GPUs, whatever this says).
   int dot_cluster = 1;
+  // Elementwise with dot products over a matrix of outputs (more than a few rows, see
+  // Emitter::gemm_body): the edge of the square output tile a block computes (16, 32 or 64),
+  // its K taken in shared-memory chunks; dot_cluster blocks split K as in the dot layout.
+  // 0: not this layout.
+  int gemm_tile = 0;
 };
 
 struct CudaKernelSource {

@@ -9,6 +9,7 @@
 //   cuda_emit_reduce.cpp    Emitter: reductions, the row layout
 //   cuda_emit_column.cpp    Emitter: the column layout of reductions
 //   cuda_emit_dot.cpp       Emitter: elementwise kernels with dot products (small matmuls)
+//   cuda_emit_gemm.cpp      Emitter: the GEMM-tile layout of kernels with dot products
 //   cuda_codegen.cpp        the public entry points: source and key, packed parameters
 #include "codegen/cuda_codegen.h"
 
@@ -54,6 +55,14 @@ int column_rows_per_step(const FusedKernel& k, const CudaVariant& v);
 // still leave room for 7 blocks of 256 threads per H100 SM.
 inline constexpr int64_t kMaxSharedRowBytes = int64_t(48) << 10;
 int64_t shared_row_bytes(const FusedKernel& k);
+
+// GEMM-tile layout (CudaVariant::gemm_tile, see Emitter::gemm_body): whether its sums are
+// double (f64 dots; all of a kernel's dots take one accumulator type there), the K chunk a
+// block stages per step (T x BK elements of A and of B: 4 per thread, 2 for double), and the
+// shared array's length in accumulators (two chunk buffers, or every dot's parked sums).
+bool gemm_f64(const FusedKernel& k);
+int gemm_bk(const FusedKernel& k, const CudaVariant& v);
+int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v);
 
 // ---- the plan shared by renderer and packer (cuda_params.cpp) -------------------------------
 
@@ -135,6 +144,8 @@ private:
   void dot_body();
   std::string dot_base(int j) const;
   static const char* cluster_helpers();
+  // Elementwise kernels over a matrix of dot products (cuda_emit_gemm.cpp).
+  void gemm_body();
 
   // Reductions and their row layout (cuda_emit_reduce.cpp).
   // A reduction of the tape as the reduce emitters fold it: accumulators are double (floats) or

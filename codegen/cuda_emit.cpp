@@ -209,7 +209,7 @@ void Emitter::tiled_body() {
 }
 
 void Emitter::elementwise_body() {
-  if (!k_.dots.empty()) return dot_body();
+  if (!k_.dots.empty()) return v_.gemm_tile > 0 ? gemm_body() : dot_body();
   if (v_.tile_dim >= 0) return tiled_body();
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, "const idx_t tid = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");

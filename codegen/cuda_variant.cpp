@@ -45,6 +45,19 @@ int64_t shared_row_bytes(const FusedKernel& k) {
   return bytes;
 }
 
+bool gemm_f64(const FusedKernel& k) {
+  return !k.dots.empty() && k.inputs[k.dots[0].a].dtype == DType::f64;
+}
+
+int gemm_bk(const FusedKernel& k, const CudaVariant& v) {
+  return v.gemm_tile > 0 ? (gemm_f64(k) ? 512 : 1024) / v.gemm_tile : 0;
+}
+
+int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v) {
+  const int T = v.gemm_tile, TM = T / 16, BK = gemm_bk(k, v);
+  return std::max<int64_t>(int64_t(2) * BK * (T + TM + T), int64_t(k.dots.size()) * T * T);
+}
+
 } // namespace cg
 
 using namespace cg; // the internals of cuda_codegen_internal.h
@@ -171,6 +184,46 @@ void choose_tiling(const FusedKernel& k, CudaVariant& v) {
   }
 }
 
+// The GEMM-tile layout (Emitter::gemm_body) takes kernels over [batch..., M, N] with more
+// than kGemmMinRows rows per matrix (fewer: the dot layout, which splits each element's K over
+// a block) whose every dot reads row m of A and column n of B at element (m, n), through
+// strided index maps, all with one accumulator type. The tile: 64 when that still gives every
+// SM a block (fewest loads per multiply-add), else 32 when there are tiles enough to split K
+// over clusters, else 16; then clusters of up to 8 blocks split K while the grid stays within
+// ~two blocks per H100 SM and every block keeps two chunks of K. False when no tile's shared
+// memory fits the 48 KB a launch gets without opting in.
+constexpr int64_t kGemmMinRows = 4;
+constexpr int64_t kGemmMaxSharedBytes = int64_t(48) << 10;
+
+bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v) {
+  const int r = k.shape.size();
+  if (r < 2 || k.shape[r - 2] <= kGemmMinRows) return false;
+  const bool f64 = gemm_f64(k);
+  int64_t max_k = 0;
+  for (const KernelDot& d : k.dots) {
+    const KernelInput &a = k.inputs[d.a], &b = k.inputs[d.b];
+    if (a.cls != IndexClass::strided || b.cls != IndexClass::strided) return false;
+    if (a.strides[r - 1] != 0 || b.strides[r - 2] != 0) return false;
+    if ((a.dtype == DType::f64) != f64 || (b.dtype == DType::f64) != f64) return false;
+    max_k = std::max(max_k, d.K);
+  }
+  const int64_t M = k.shape[r - 2], N = k.shape[r - 1], batch = k.shape.numel() / (M * N);
+  auto tiles = [&](int T) { return batch * ((M + T - 1) / T) * ((N + T - 1) / T); };
+  auto fits = [&](int T) {
+    CudaVariant t;
+    t.gemm_tile = T;
+    return gemm_smem_elems(k, t) * (f64 ? 8 : 4) <= kGemmMaxSharedBytes;
+  };
+  const int T = tiles(64) >= 132 && fits(64) ? 64 : tiles(32) >= 16 && fits(32) ? 32 : 16;
+  if (!fits(T)) return false;
+  v.gemm_tile = T;
+  const int BK = gemm_bk(k, v);
+  while (v.dot_cluster < 8 && tiles(T) * v.dot_cluster * 2 <= 264 &&
+         max_k >= int64_t(v.dot_cluster) * 4 * BK)
+    v.dot_cluster *= 2;
+  return true;
+}
+
 } // namespace
 
 void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
@@ -184,6 +237,7 @@ void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.splat_inputs >> (8 * i)));
   out.push_back(static_cast<char>(v.dot_bx));
   out.push_back(static_cast<char>(v.dot_cluster));
+  out.push_back(static_cast<char>(v.gemm_tile));
 }
 
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
@@ -202,6 +256,7 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
               kMax32;
   v.index32 = fits;
   if (!k.dots.empty()) {
+    if (choose_gemm_tile(k, v)) return v;
     // Dot layout: dot_bx elements side by side (neighbouring columns of B: 8 x 4 bytes fill a
     // 32-byte sector), the rest of the block down K. Wider when there are elements enough to
     // give every SM blocks anyway.
@@ -327,6 +382,15 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     return l;
   }
   int64_t n = k.shape.numel();
+  if (v.gemm_tile > 0) { // one tile per cluster (dot_cluster blocks each, on sm_90+)
+    const int T = v.gemm_tile, r = k.shape.size(), c = t.arch >= 90 ? v.dot_cluster : 1;
+    const int64_t M = k.shape[r - 2], N = k.shape[r - 1];
+    const int64_t tiles = n == 0 ? 0 : n / (M * N) * ((M + T - 1) / T) * ((N + T - 1) / T);
+    l.block = kBlock;
+    l.grid =
+        static_cast<uint32_t>(std::min<int64_t>(tiles, int64_t(sms) * (2048 / kBlock) / c) * c);
+    return l;
+  }
   if (v.dot_bx > 0) { // whole clusters (dot_cluster blocks each, on sm_90+)
     const int c = t.arch >= 90 ? v.dot_cluster : 1;
     l.block = kBlock;

@@ -34,9 +34,16 @@ namespace kiln::detail {
 // on sm_90 (bench/cuda/matmul_gpu on the H100, before clusters: 1 x 256 x 1024 f32 3.6 us
 // fused vs 4.1 through cuBLAS; 1 x 1024 x 4096 8.7 vs 6.0; 1 x 4096 x 256 bf16 10.0 vs 6.5;
 // 4 x 4096 x 4096 bf16 55 vs 9.8; bench/results/2026-11-22-h100-small-matmul.md).
+//
+// More rows (tiled matmuls): with more than kDotRows columns too, K <= kDotMaxK and at most
+// kTileMaxMacs multiply-adds, a matmul is fused the same way, and the kernel
+// computes it tile by tile (the GEMM-tile layout, codegen/cuda_emit_gemm.cpp): the seed loop's
+// 256 x 256 x 256 step, an LSTM step at batch 32. Larger GEMMs fill the GPU, where cuBLAS's
+// kernels are faster than the generated tiles (bench/results/2026-11-22-h100-gemm-tile.md).
 constexpr int64_t kDotRows = 4;
 constexpr int64_t kDotMaxK = 1024;
 constexpr int64_t kDotMaxMacs = int64_t(1) << 20;
+constexpr int64_t kTileMaxMacs = int64_t(1) << 24;
 
 bool Planner::small_matmul(const Node* n) {
   if (n->op != OpCode::matmul || !is_floating(n->dtype)) return false;
@@ -44,7 +51,15 @@ bool Planner::small_matmul(const Node* n) {
   if (mode == 0 || (mode == 1 && !n->device.is_cuda())) return false;
   const Shape& s = n->shape();
   const int64_t N = s[s.size() - 1], K = n->inputs[0]->shape()[s.size() - 1];
-  return N > 0 && s.numel() / N <= kDotRows && K <= kDotMaxK && s.numel() * K <= kDotMaxMacs;
+  if (N <= 0 || K > kDotMaxK) return false;
+  if (!tiled_matmul(n)) return s.numel() * K <= kDotMaxMacs;
+  return N > kDotRows && s.numel() * K <= kTileMaxMacs; // a few columns: cuBLAS's GEMV
+}
+
+bool Planner::tiled_matmul(const Node* n) {
+  const Shape& s = n->shape();
+  const int64_t N = s.size() > 0 ? s[s.size() - 1] : 1;
+  return N > 0 && s.numel() / N > kDotRows;
 }
 
 Info* Planner::info(Node* n) {

@@ -58,6 +58,9 @@ public:
   Info* info(Node* n);
   /// A matmul computed as dot products inside the elementwise kernel that reads it.
   static bool small_matmul(const Node* n);
+  /// A small matmul with more rows than a dot per element suits: its kernel must read it at
+  /// its own (row, column), so that the GEMM-tile layout computes it tile by tile.
+  static bool tiled_matmul(const Node* n);
   size_t size() const { return infos_.size(); }
 
   // Used by the kernel builder.

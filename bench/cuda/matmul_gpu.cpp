@@ -1,7 +1,8 @@
 // kiln matmul against cuBLAS called directly, square and skinny shapes, f32 (no TF32), bf16.
 // Both are timed the same way: N calls queued, one device sync, median over batches. Small
-// matmuls (at most 4 rows: kiln computes them as dot products in a generated kernel) are also
-// timed with set_small_matmul(blas), kiln's cuBLAS path, side by side.
+// matmuls (at most 4 rows, or tiled ones up to 2^24 multiply-adds: kiln computes them in a
+// generated kernel) are also timed with set_small_matmul(blas), kiln's cuBLAS path, side by
+// side.
 #include "bench_util.h"
 
 #include <kiln/kiln.h>
@@ -82,17 +83,19 @@ int main(int argc, char** argv) {
   };
   for (DType t : {DType::f32, DType::bf16})
     for (Case c :
-         {Case{4096, 4096, 4096}, Case{8192, 8192, 8192}, Case{64, 64, 64}, Case{256, 256, 256},
-          Case{16384, 4096, 64}, Case{64, 4096, 16384}, Case{1, 8192, 8192}, Case{1, 256, 1024},
-          Case{1, 1024, 4096}, Case{1, 4096, 4096}, Case{4, 4096, 4096}, Case{2, 512, 512},
-          Case{1, 4096, 256}, Case{1, 512, 2048}, Case{4, 256, 1024}}) {
+         {Case{4096, 4096, 4096}, Case{8192, 8192, 8192}, Case{64, 64, 64},     Case{256, 256, 256},
+          Case{16384, 4096, 64},  Case{64, 4096, 16384},  Case{1, 8192, 8192},  Case{1, 256, 1024},
+          Case{1, 1024, 4096},    Case{1, 4096, 4096},    Case{4, 4096, 4096},  Case{2, 512, 512},
+          Case{1, 4096, 256},     Case{1, 512, 2048},     Case{4, 256, 1024},   Case{128, 128, 128},
+          Case{32, 256, 1024},    Case{512, 64, 512},     Case{1024, 16, 1024}, Case{256, 1024, 64},
+          Case{512, 128, 256}}) {
       Tensor a = randn({c.m, c.k}, t, Device::cuda(0)), b = randn({c.k, c.n}, t, Device::cuda(0));
       eval(a, b);
       Tensor o;
       double k_us = bench::time_us([&] { eval(o = matmul(a, b)); }, kiln_sync);
       double c_us = cublas_us(h, t, c.m, c.n, c.k);
       std::string blas = "-";
-      if (c.m <= 4) {
+      if (c.m * c.k * c.n <= (int64_t(1) << 24)) { // small or tiled: fused unless blas
         set_small_matmul(SmallMatmul::blas);
         blas = std::to_string(bench::time_us([&] { eval(o = matmul(a, b)); }, kiln_sync));
         blas.resize(blas.find('.') + 2);

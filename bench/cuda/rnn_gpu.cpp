@@ -215,7 +215,9 @@ int main(int argc, char** argv) try {
       "calls per step\n",
       bench::Lstm::kOpCalls);
   std::printf("- small matmuls (at most 4 output rows: the LSTM at batch 1) are dot products in "
-              "the kernel that reads them, except in the last mode (cuBLAS, as before)\n");
+              "the kernel that reads them, and tiled ones (more rows, up to 2^24 multiply-adds: "
+              "the seed loop, the LSTM at batch 32) are computed tile by tile by that kernel, "
+              "except in the last mode (cuBLAS, as before)\n");
   std::printf("- CUDA graph modes issue replays from kiln's launch thread "
               "(kiln::set_launch_thread), except `launch thread off` (on the calling thread)\n");
   std::printf("- eager mode runs with graphs off (one launch per op); `ops recorded/step` is "
@@ -275,6 +277,7 @@ int main(int argc, char** argv) try {
   };
   std::printf("\n");
   target("seed d=64 (1 us per op)", 6, seed_us);
+  target("seed d=256 (1 us per op)", 6, seed256[kTargetMode].us_per_step);
   target("LSTM batch 1", 8, lstm_us);
   target("LSTM batch 1, fixed x", 8, fixed_us);
   if (!ok) std::printf("ERROR: a GPU mode differs from the CPU backend beyond the tolerance\n");

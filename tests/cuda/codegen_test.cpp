@@ -130,6 +130,13 @@ void float_ops(DType dt) {
   Tensor v = randn({20}, dt), mw = randn({20, 12}, dt);
   eval(v, mw);
   eval(tanh(matmul(v, mw)) + 1, matmul(slice(x, 0, 0, 2), transpose(slice(y, 0, 0, 8), 0, 1)));
+  // Tiled matmuls (the GEMM-tile layout): the seed step's epilogue (it reads the matmul's own
+  // operand), a transposed B, a transposed A, batched with a broadcast B, two dots of one kernel.
+  Tensor sx = randn({24, 24}, dt), sw = randn({24, 24}, dt), sb = randn({24}, dt);
+  Tensor bx = randn({3, 9, 20}, dt);
+  eval(sx, sw, sb, bx);
+  eval(sigmoid(tanh(matmul(sx, sw) + sb) * 0.5 + sx) - 0.5, matmul(x, transpose(y, 0, 1)),
+       matmul(transpose(x, 0, 1), y) * 2, matmul(bx, mw), matmul(sx, sw) + matmul(sw, sx));
   set_small_matmul(SmallMatmul::on_gpu);
 }
 
@@ -398,8 +405,14 @@ TEST_F(Codegen, GoldenSources) {
     std::vector<Tensor> gt = chunk(matmul(lx, lwx) + matmul(lh, lwh) + lb, 4, 1);
     return sigmoid(gt[3]) * tanh(sigmoid(gt[1]) * lc + sigmoid(gt[0]) * tanh(gt[2]));
   });
+  // The seed loop's step (a tiled matmul and its epilogue, which reads the matmul's operand).
+  Tensor sx = randn({24, 24}), sw = randn({24, 24}), sb = randn({24});
+  eval(sx, sw, sb);
+  FusedKernel seed =
+      kernel_of([&] { return sigmoid(tanh(matmul(sx, sw) + sb) * 0.5f + sx) - 0.5f; });
   set_small_matmul(SmallMatmul::on_gpu);
   EXPECT_EQ(lstm.dots.size(), 8u);
+  EXPECT_EQ(seed.dots.size(), 1u);
   EXPECT_EQ(chain9.compute_ops(), 9);
   EXPECT_EQ(bcast.inputs.size(), 2u);
   EXPECT_EQ(rowsum.kind, FusedKernel::Kind::reduce);
@@ -429,7 +442,9 @@ TEST_F(Codegen, GoldenSources) {
       {"layer_norm_rows_bf16_smem", hln, {true, true, 1, -1, 0, 0, true, 0b110u}},
       {"broadcast_row_col_f32_vec", rowcol, {true, true, 1, -1, 0, 0, false, 0b010u, 0b100u}},
       {"lstm_cell_dots_f32", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8}},
-      {"lstm_cell_dots_f32_cluster4", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8, 4}}};
+      {"lstm_cell_dots_f32_cluster4", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8, 4}},
+      {"seed_step_gemm32_cluster4_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 4, 32}},
+      {"seed_step_gemm64_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 64}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);
@@ -446,7 +461,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
-  std::vector<CudaVariant> changed(11, base);
+  std::vector<CudaVariant> changed(12, base);
   changed[0].index32 = false;
   changed[1].vec = true;
   changed[2].rows_per_block = 32;
@@ -458,6 +473,7 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
   changed[8].splat_inputs = 1u << 3;
   changed[9].dot_bx = 8;
   changed[10].dot_cluster = 4;
+  changed[11].gemm_tile = 32;
   for (const CudaVariant& v : changed) EXPECT_NE(key(v), key(base));
 }
 

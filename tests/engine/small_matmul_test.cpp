@@ -213,11 +213,127 @@ TEST_F(SmallMatmulTest, ResultReadTwiceAndHeld) {
   expect_close(b, bc, 2e-5, "square");
 }
 
+// Tiled matmuls (more than four rows and columns, up to 2^24 multiply-adds): the kernel that
+// reads the matmul computes it tile by tile (on CUDA the GEMM-tile layout). The shapes pick
+// every tile edge (16, 32, 64), clusters splitting K (1, 2, 4), f64's shorter chunks, edges
+// that cut tiles and chunks, and the operands' layouts.
+TEST_F(SmallMatmulTest, TiledMatmulIsOneKernelWithItsEpilogue) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    Stats s = check(
+        {{40, 70}, {70, 50}, {50}}, dt,
+        [](const std::vector<Tensor>& t) { return tanh(matmul(t[0], t[1]) + t[2]); }, tolerance(dt),
+        dtype_name(dt));
+    EXPECT_EQ(s.gemms_run, 0) << dtype_name(dt);
+    EXPECT_EQ(s.kernels_run, 1) << dtype_name(dt);
+  }
+}
+
+TEST_F(SmallMatmulTest, TiledMatmulLayoutsAndSizes) {
+  struct Case {
+    const char* name;
+    std::vector<Shape> shapes;
+    Fn f;
+    DType dt = DType::f32;
+  };
+  auto mm = [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); };
+  const Case cases[] = {
+      {"edges cut tiles and chunks", {{33, 100}, {100, 47}}, mm},
+      {"the seed step, 256 (tile 32, clusters of 4)",
+       {{256, 256}, {256, 256}, {256}},
+       [](const std::vector<Tensor>& t) {
+         return sigmoid(tanh(matmul(t[0], t[1]) + t[2]) * 0.5f + t[0]) - 0.5f;
+       }},
+      {"tile 64, K 16", {{1024, 16}, {16, 1024}}, mm},
+      {"clusters of 4, K 512", {{64, 512}, {512, 96}}, mm},
+      {"f64, tile 32, clusters of 4", {{128, 128}, {128, 128}}, mm, DType::f64},
+      {"bf16, tile 32", {{96, 200}, {200, 160}}, mm, DType::bf16},
+      {"B transposed",
+       {{20, 64}, {40, 64}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], transpose(t[1], 0, 1)); }},
+      {"A transposed",
+       {{33, 30}, {33, 50}},
+       [](const std::vector<Tensor>& t) { return matmul(transpose(t[0], 0, 1), t[1]) * 2.0f; }},
+      {"A a slice at an offset",
+       {{40, 129}, {129, 31}},
+       [](const std::vector<Tensor>& t) { return matmul(slice(t[0], 0, 7, 30), t[1]) + 1.0f; }},
+      {"batched, B broadcast", {{3, 20, 30}, {30, 17}}, mm},
+      {"batched, both", {{2, 9, 40}, {2, 40, 12}}, mm},
+      {"K 1", {{50, 1}, {1, 60}}, mm},
+      {"the longest K", {{8, 1024}, {1024, 40}}, mm},
+  };
+  for (const Case& c : cases) {
+    Stats s = check(c.shapes, c.dt, c.f, c.dt == DType::f32 ? 2e-5 : tolerance(c.dt), c.name);
+    EXPECT_EQ(s.gemms_run, 0) << c.name;
+    EXPECT_EQ(s.kernels_run, 1) << c.name;
+  }
+}
+
+TEST_F(SmallMatmulTest, TiledMatmulReadTransposedOrReducedGetsItsOwnKernel) {
+  // Read at other than its own (row, column), the matmul is computed by a kernel of its own
+  // and the reader reads memory: two kernels, the same values.
+  Stats t = check(
+      {{30, 20}, {20, 30}, {30, 30}}, DType::f32,
+      [](const std::vector<Tensor>& x) { return transpose(matmul(x[0], x[1]), 0, 1) + x[2]; }, 2e-5,
+      "transposed");
+  EXPECT_EQ(t.gemms_run, 0);
+  EXPECT_EQ(t.kernels_run, 2);
+  Stats r = check(
+      {{30, 20}, {20, 30}}, DType::f32,
+      [](const std::vector<Tensor>& x) { return softmax(matmul(x[0], x[1]), 1); }, 2e-5, "softmax");
+  EXPECT_EQ(r.gemms_run, 0);
+  EXPECT_EQ(r.kernels_run, 2);
+}
+
+TEST_F(SmallMatmulTest, LstmStepAtBatch32IsOneKernel) {
+  // Eight dot products per element (four gates of two matmuls) over a 32 x hidden tile grid.
+  const int64_t in = 48, hidden = 40;
+  const std::vector<Shape> shapes = {{64, in},     {in, 4 * hidden}, {hidden, 4 * hidden},
+                                     {4 * hidden}, {32, hidden},     {32, hidden}};
+  auto step = [](const std::vector<Tensor>& t, int steps) {
+    const Tensor &seq = t[0], &wx = t[1], &wh = t[2], &b = t[3];
+    Tensor h = t[4], c = t[5];
+    for (int i = 0; i < steps; ++i) {
+      Tensor x = slice(seq, 0, 32 * i, 32 * i + 32);
+      std::vector<Tensor> g = chunk(matmul(x, wx) + matmul(h, wh) + b, 4, 1);
+      c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
+      h = sigmoid(g[3]) * tanh(c);
+      g.clear();
+      eval(h, c);
+    }
+    return concat({h, c}, 1);
+  };
+  Stats s = check(
+      shapes, DType::f32, [&](const std::vector<Tensor>& t) { return step(t, 2); }, 1e-4,
+      "two steps");
+  EXPECT_EQ(s.gemms_run, 0);
+  EXPECT_EQ(s.kernels_run, 2);
+}
+
+TEST_F(SmallMatmulTest, SeedLoopStepsMatchBlas) {
+  // The seed loop of issue 5 at d = 64 and 96, ten steps each evaluated: x is the operand of
+  // the next step's matmul and replaced every step (never written in place while other
+  // elements' tiles still read it).
+  for (int64_t d : {64, 96}) {
+    auto steps = [](const std::vector<Tensor>& t) {
+      Tensor x = t[0];
+      for (int i = 0; i < 10; ++i) {
+        Tensor y = tanh(matmul(x, t[1]) + t[2]) * 0.5f + x;
+        x = sigmoid(y) - 0.5f;
+        eval(x);
+      }
+      return x;
+    };
+    Stats s = check({{d, d}, {d, d}, {d}}, DType::f32, steps, 1e-5, "seed loop");
+    EXPECT_EQ(s.gemms_run, 0) << d;
+    EXPECT_EQ(s.kernels_run, 10) << d;
+  }
+}
+
 TEST_F(SmallMatmulTest, LargerMatmulsStayBlas) {
   const Device dev = default_device();
-  Tensor a = rnd({5, 16}, DType::f32, dev, 50), w = rnd({16, 16}, DType::f32, dev, 51);
+  Tensor a = rnd({5, 16}, DType::f32, dev, 50), w = rnd({16, 4}, DType::f32, dev, 51);
   reset_stats();
-  eval(matmul(a, w) + 1.0f); // five rows
+  eval(matmul(a, w) + 1.0f); // five rows, four columns: a GEMV's shape
   EXPECT_EQ(stats().gemms_run, 1);
   Tensor x = rnd({1, 1025}, DType::f32, dev, 52), v = rnd({1025, 4}, DType::f32, dev, 53);
   reset_stats();
@@ -225,7 +341,11 @@ TEST_F(SmallMatmulTest, LargerMatmulsStayBlas) {
   EXPECT_EQ(stats().gemms_run, 1);
   Tensor y = rnd({2, 1024}, DType::f32, dev, 54), u = rnd({1024, 513}, DType::f32, dev, 55);
   reset_stats();
-  eval(matmul(y, u)); // over 2^20 multiply-adds
+  eval(matmul(y, u)); // over 2^20 multiply-adds with four rows or fewer
+  EXPECT_EQ(stats().gemms_run, 1);
+  Tensor p = rnd({257, 256}, DType::f32, dev, 56), q = rnd({256, 256}, DType::f32, dev, 57);
+  reset_stats();
+  eval(matmul(p, q)); // tiled, over 2^24 multiply-adds
   EXPECT_EQ(stats().gemms_run, 1);
   // Integer matmuls keep their own reduction kernel.
   reset_stats();
