@@ -58,7 +58,7 @@ int64_t shared_row_bytes(const FusedKernel& k);
 
 // GEMM-tile layout (CudaVariant::gemm_tile, see Emitter::gemm_body): whether its sums are
 // double (f64 dots; all of a kernel's dots take one accumulator type there), the K chunk a
-// block stages per step (T x BK elements of A and of B: 4 per thread, 2 for double), and the
+// block stages per step (T x BK elements of A and of B: 8 per thread, 4 for double), and the
 // shared array's length in accumulators (two chunk buffers, or every dot's parked sums).
 bool gemm_f64(const FusedKernel& k);
 int gemm_bk(const FusedKernel& k, const CudaVariant& v);

@@ -29,6 +29,12 @@ const char* Emitter::cluster_helpers() {
   return R"(__device__ __forceinline__ void k_cluster_sync() {
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
+// A cluster barrier that orders no memory: for "every block is done reading the others'
+// shared memory" (those loads' values were used before the arrive), where the release of
+// k_cluster_sync would also wait for this block's global stores to complete.
+__device__ __forceinline__ void k_cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
 __device__ __forceinline__ unsigned k_cluster_rank() {
   unsigned r;
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -167,7 +173,7 @@ void Emitter::dot_body() {
     line(3, fmt::format("p.out{}[{}] = {};", j,
                         pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
   line(2, "}");
-  line(2, C > 1 ? "k_cluster_sync(); // block 0 has read the others' k_sd: free to reuse"
+  line(2, C > 1 ? "k_cluster_sync_relaxed(); // block 0 has read the others' k_sd: free to reuse"
                 : "__syncthreads(); // k_sd is written again for the next elements");
   line(1, "}");
 }

@@ -12,29 +12,41 @@ namespace kiln::detail::cg {
 // of its A and column n of its B at element (..., m, n) (choose_variant checks the index maps).
 // A block of 16 x 16 threads owns a T x T tile of the outputs; thread (ty, tx) accumulates the
 // TM x TM elements at rows ty * TM.., columns tx * TM.. (TM = T / 16) of every dot in
-// registers. K goes in chunks of BK: each chunk of A (T x BK, stored k-major with rows padded by
-// TM so that the transposed stores conflict less) and of B (BK x T) is loaded into registers
-// while the previous chunk is multiplied out of shared memory, one barrier per chunk (two
-// buffers). Loads run along k for A and along n for B: coalesced for row-major operands, strided
-// but correct for transposed ones. With dot_cluster = C > 1 (sm_90) the C blocks of a cluster
-// take the same tile and split K in BK-aligned ranges.
+// registers, reading them from shared memory as TM-wide vectors. K goes in chunks of BK: each
+// chunk of A (T x BK, stored k-major with rows padded by TM so that the transposed stores
+// conflict less) and of B (BK x T) is loaded into registers while the previous chunk is
+// multiplied out of shared memory, one barrier per chunk (two buffers); the last chunk of a
+// dot prefetches the first of the next dot. Loads run along k for A and along n for B:
+// coalesced for row-major operands, strided but correct for transposed ones. With
+// dot_cluster = C > 1 (sm_90) the C blocks of a cluster take the same tile and split K in
+// BK-aligned ranges; choose_variant sizes them so that a small GEMM's block has one chunk per
+// dot, so that a step waits for one load round trip rather than one per chunk.
 //
 // The epilogue goes through shared memory: each thread parks its sums there; after a (cluster)
 // barrier the tile's T * T elements are split between the cluster's blocks, consecutive
 // elements on consecutive threads, and each element adds every block's sum in rank order (the
-// same rounding whichever block adds), then runs the tape and stores, coalesced along n.
+// same rounding whichever block adds), then runs the tape and stores, coalesced along n. When a
+// thread has at most kPrefetchElems elements, the inputs its tape loads are read before the K
+// loop, so that their round trip overlaps the multiply-adds.
 //
 // Why not cuBLAS with a separate epilogue kernel: for the small GEMMs of a recurrent step (the
 // seed loop's 256 x 256 x 256, an LSTM step at batch 32) cuBLAS's kernel plus the epilogue
 // kernel are two graph nodes and a round trip of the result through memory, and either kernel
 // fills a fraction of the GPU; here the step is one kernel (bench/results: gemm-tile). Sums use
 // fma in float (double for f64) as in the dot layout: cuBLAS's accumulation, not TF32.
+namespace {
+constexpr int kPrefetchElems = 4;
+} // namespace
+
 void Emitter::gemm_body() {
   const int T = v_.gemm_tile, TM = T / 16, BK = gemm_bk(k_, v_), PA = T + TM;
   const int C = std::max(1, v_.dot_cluster), r = pl_.rank;
   const int LA = T * BK / kBlock; // chunk elements per thread, of A and of B each
-  const char* acc = gemm_f64(k_) ? "double" : "float";
+  const bool f64 = gemm_f64(k_);
+  const char* acc = f64 ? "double" : "float";
   const int nd = static_cast<int>(k_.dots.size());
+  const int share = T * T / C, E = (share + kBlock - 1) / kBlock; // epilogue elements per thread
+  const bool prefetch = E <= kPrefetchElems;
   line(1, fmt::format("__shared__ __align__(16) {} k_sm[{}];", acc, gemm_smem_elems(k_, v_)));
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, fmt::format("const idx_t M = (idx_t)p.sh{}, N = (idx_t)p.sh{};", r - 2, r - 1));
@@ -66,128 +78,213 @@ void Emitter::gemm_body() {
   auto in_base = [&](int j) {
     return pl_.in[j].mode == M::strided ? fmt::format("bi{}", j) : std::string("0");
   };
-  line(2, "int buf = 0; // the shared buffer the next chunk goes to (alternates across dots)");
+  // Element q of this thread's share of the tile: its position and flat index, and the
+  // offsets of the strided operands.
+  auto element = [&](int ind, int q) {
+    line(ind, fmt::format("const int e = (int)k_rank * {} + tid + {};", share, q * kBlock));
+    line(ind, fmt::format("const int mm = e / {0}, nn = e % {0};", T));
+    line(ind,
+         fmt::format("const bool valid = tid + {} < {} && mm < mr && nn < nr;", q * kBlock, share));
+    line(ind, "const idx_t m = m0 + mm, nc = n0 + nn;");
+    line(ind, "const idx_t i = base + m * N + nc;");
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (pl_.in[j].mode == M::strided)
+        line(ind, fmt::format("const idx_t oi{0} = bi{0} + m * {1} + nc * {2};", j,
+                              in_stride(static_cast<int>(j), r - 2),
+                              in_stride(static_cast<int>(j), r - 1)));
+    for (size_t j = 0; j < pl_.out.size(); ++j)
+      if (pl_.out[j].mode == M::strided)
+        line(ind, fmt::format("const idx_t oo{0} = bo{0} + m * {1} + nc * {2};", j,
+                              cast_idx(fmt::format("out{}_s{}", j, r - 2)),
+                              cast_idx(fmt::format("out{}_s{}", j, r - 1))));
+  };
+  // The inputs the tape loads (not scalars: those are hoisted already).
+  std::vector<bool> loaded(pl_.in.size(), false);
+  for (const TapeInst& in : k_.tape)
+    if (in.op == OpCode::load && pl_.in[in.a].mode != M::scalar) loaded[in.a] = true;
+  if (prefetch) {
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (loaded[j]) line(2, fmt::format("{} k_p{}[{}];", cg::st_name(k_.inputs[j].dtype), j, E));
+    for (int q = 0; q < E; ++q) {
+      line(2, "{");
+      element(3, q);
+      line(3, "if (valid) {");
+      for (size_t j = 0; j < pl_.in.size(); ++j)
+        if (loaded[j]) line(4, fmt::format("k_p{}[{}] = {};", j, q, element_load(j)));
+      line(3, "}");
+      line(2, "}");
+    }
+  }
+  // Every dot's operands and K range for this block (C ranges of whole chunks).
   for (int d = 0; d < nd; ++d) {
     const KernelDot& kd = k_.dots[d];
-    const char* ta = cg::st_name(k_.inputs[kd.a].dtype);
-    const char* tb = cg::st_name(k_.inputs[kd.b].dtype);
-    line(2, fmt::format("{} acc{}[{}][{}];", acc, d, TM, TM));
-    line(2, "{");
-    line(3, "#pragma unroll");
-    line(3, fmt::format("for (int i = 0; i < {0}; ++i) for (int j = 0; j < {0}; ++j) acc{1}[i][j] "
-                        "= 0;",
-                        TM, d));
-    line(3, fmt::format("const {0}* A = p.in{1} + {2} + m0 * {3};", ta, kd.a, in_base(kd.a),
+    line(2, fmt::format("const {0}* A{1} = p.in{2} + {3} + m0 * {4};",
+                        cg::st_name(k_.inputs[kd.a].dtype), d, kd.a, in_base(kd.a),
                         in_stride(kd.a, r - 2)));
-    line(3, fmt::format("const {0}* B = p.in{1} + {2} + n0 * {3};", tb, kd.b, in_base(kd.b),
+    line(2, fmt::format("const {0}* B{1} = p.in{2} + {3} + n0 * {4};",
+                        cg::st_name(k_.inputs[kd.b].dtype), d, kd.b, in_base(kd.b),
                         in_stride(kd.b, r - 1)));
-    line(3, fmt::format("const idx_t am = {}, bn = {};", in_stride(kd.a, r - 2),
-                        in_stride(kd.b, r - 1)));
-    line(3, fmt::format("const idx_t ak = (idx_t)p.d{0}_ak, bk = (idx_t)p.d{0}_bk, K = "
-                        "(idx_t)p.d{0}_K;",
-                        d));
-    // This block's K range: C ranges of whole chunks.
-    line(3, fmt::format("const idx_t kspan = (K + {0} - 1) / {0} * {1};", C * BK, BK));
-    line(3, "const idx_t kb = (idx_t)k_rank * kspan, ke = min(K, kb + kspan);");
-    line(3, fmt::format("{0} ra[{1}], rb[{1}];", acc, LA));
-    // Loads of the chunk at k0 into ra, rb (zero past the tile's edges and K).
-    auto load_chunk = [&](int ind) {
-      line(ind, "#pragma unroll");
-      line(ind, fmt::format("for (int q = 0; q < {}; ++q) {{", LA));
-      line(ind + 1, fmt::format("const int e = tid + q * {};", kBlock));
-      line(ind + 1, fmt::format("const int ka = e % {0}, ma = e / {0};", BK));
-      line(ind + 1, fmt::format("const int nb = e % {0}, kq = e / {0};", T));
-      line(ind + 1,
-           fmt::format("ra[q] = ma < mr && k0 + ka < ke ? ({}){} : ({})0;", acc,
-                       cg::load_cvt(k_.inputs[kd.a].dtype, "A[ma * am + (k0 + ka) * ak]"), acc));
-      line(ind + 1,
-           fmt::format("rb[q] = nb < nr && k0 + kq < ke ? ({}){} : ({})0;", acc,
-                       cg::load_cvt(k_.inputs[kd.b].dtype, "B[(k0 + kq) * bk + nb * bn]"), acc));
+    line(2, fmt::format("const idx_t kspan{0} = ((idx_t)p.d{0}_K + {1}) / {2} * {3};", d,
+                        C * BK - 1, C * BK, BK));
+    line(2,
+         fmt::format("const idx_t kb{0} = (idx_t)k_rank * kspan{0}, ke{0} = min((idx_t)p.d{0}_K, "
+                     "kb{0} + kspan{0});",
+                     d));
+    line(2, fmt::format("{} acc{}[{}][{}] = {{}};", acc, d, TM, TM));
+  }
+  // Loads of dot d's chunk at k0 (an expression) into ra, rb (zero past the tile's edges and K).
+  auto load_chunk = [&](int ind, int d, const std::string& k0) {
+    const KernelDot& kd = k_.dots[d];
+    line(ind, "{");
+    line(ind + 1, fmt::format("const idx_t kc = {};", k0));
+    line(ind + 1, fmt::format("const idx_t am = {}, bn = {}, ak = (idx_t)p.d{}_ak, bk = "
+                              "(idx_t)p.d{}_bk;",
+                              in_stride(kd.a, r - 2), in_stride(kd.b, r - 1), d, d));
+    line(ind + 1, "#pragma unroll");
+    line(ind + 1, fmt::format("for (int q = 0; q < {}; ++q) {{", LA));
+    line(ind + 2, fmt::format("const int e = tid + q * {};", kBlock));
+    line(ind + 2, fmt::format("const int ka = e % {0}, ma = e / {0};", BK));
+    line(ind + 2, fmt::format("const int nb = e % {0}, kq = e / {0};", T));
+    line(ind + 2, fmt::format("ra[q] = ma < mr && kc + ka < ke{} ? ({}){} : ({})0;", d, acc,
+                              cg::load_cvt(k_.inputs[kd.a].dtype,
+                                           fmt::format("A{}[ma * am + (kc + ka) * ak]", d)),
+                              acc));
+    line(ind + 2, fmt::format("rb[q] = nb < nr && kc + kq < ke{} ? ({}){} : ({})0;", d, acc,
+                              cg::load_cvt(k_.inputs[kd.b].dtype,
+                                           fmt::format("B{}[(kc + kq) * bk + nb * bn]", d)),
+                              acc));
+    line(ind + 1, "}");
+    line(ind, "}");
+  };
+  // Vector loads of TM consecutive accumulators from shared memory.
+  auto vec_load = [&](const std::string& dst, const std::string& at) {
+    if (TM == 1) return fmt::format("{}[0] = {};", dst, at);
+    const int w = f64 ? 2 : std::min(TM, 4);
+    std::string s;
+    for (int h = 0; h < TM; h += w) {
+      const std::string vt = fmt::format("{}{}", acc, w);
+      s += fmt::format("{{ const {0} u = *reinterpret_cast<const {0}*>(&{1} + {2});", vt, at, h);
+      const char* lanes = "xyzw";
+      for (int l = 0; l < w; ++l) s += fmt::format(" {}[{}] = u.{};", dst, h + l, lanes[l]);
+      s += " }";
+    }
+    return s;
+  };
+  line(2, fmt::format("{0} ra[{1}], rb[{1}];", acc, LA));
+  line(2, "int buf = 0;     // the shared buffer the next chunk goes to (alternates across dots)");
+  line(2, "bool pre = false; // ra, rb hold the next dot's first chunk");
+  for (int d = 0; d < nd; ++d) {
+    line(2, fmt::format("if (!pre && kb{0} < ke{0})", d));
+    load_chunk(3, d, fmt::format("kb{}", d));
+    line(2, "pre = false;");
+    line(2, fmt::format("for (idx_t k0 = kb{0}; k0 < ke{0}; k0 += {1}) {{", d, BK));
+    line(3, fmt::format("{0}* As = k_sm + buf * {1}; {0}* Bs = As + {2};", acc, BK * (PA + T),
+                        BK * PA));
+    line(3, "#pragma unroll");
+    line(3, fmt::format("for (int q = 0; q < {}; ++q) {{", LA));
+    line(4, fmt::format("const int e = tid + q * {};", kBlock));
+    line(4, fmt::format("As[(e % {0}) * {1} + e / {0}] = ra[q];", BK, PA));
+    line(4, fmt::format("Bs[(e / {0}) * {0} + e % {0}] = rb[q];", T));
+    line(3, "}");
+    line(3, "__syncthreads();");
+    line(3, "// The next chunk's loads fly while this one is multiplied.");
+    line(3, fmt::format("if (k0 + {} < ke{})", BK, d));
+    load_chunk(4, d, fmt::format("k0 + {}", BK));
+    if (d + 1 < nd) {
+      line(3, fmt::format("else if (kb{0} < ke{0}) {{", d + 1));
+      load_chunk(4, d + 1, fmt::format("kb{}", d + 1));
+      line(4, "pre = true;");
+      line(3, "}");
+    }
+    // A whole chunk unrolled; the last one of a dot, shorter, in a loop (zeros past K would
+    // add nothing but time).
+    auto multiply = [&](int ind, const std::string& count, bool whole) {
+      line(ind, whole ? "#pragma unroll" : "#pragma unroll 4");
+      line(ind, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", count));
+      line(ind + 1, fmt::format("{} a[{}], b[{}];", acc, TM, TM));
+      line(ind + 1, vec_load("a", fmt::format("As[kk * {} + ty * {}]", PA, TM)));
+      line(ind + 1, vec_load("b", fmt::format("Bs[kk * {} + tx * {}]", T, TM)));
+      line(ind + 1, "#pragma unroll");
+      line(ind + 1, fmt::format("for (int i = 0; i < {0}; ++i)", TM));
+      line(ind + 2, "#pragma unroll");
+      line(ind + 2, fmt::format("for (int j = 0; j < {0}; ++j) acc{1}[i][j] = {2}(a[i], b[j], "
+                                "acc{1}[i][j]);",
+                                TM, d, f64 ? "fma" : "fmaf"));
       line(ind, "}");
     };
-    line(3, "if (kb < ke) {");
-    line(4, "const idx_t k0 = kb;");
-    load_chunk(4);
+    line(3, fmt::format("if (k0 + {} <= ke{}) {{", BK, d));
+    multiply(4, std::to_string(BK), true);
+    line(3, "} else {");
+    multiply(4, fmt::format("(int)(ke{} - k0)", d), false);
     line(3, "}");
-    line(3, fmt::format("for (idx_t k0 = kb; k0 < ke; k0 += {}) {{", BK));
-    line(4, fmt::format("{0}* As = k_sm + buf * {1}; {0}* Bs = As + {2};", acc, BK * (PA + T),
-                        BK * PA));
-    line(4, "#pragma unroll");
-    line(4, fmt::format("for (int q = 0; q < {}; ++q) {{", LA));
-    line(5, fmt::format("const int e = tid + q * {};", kBlock));
-    line(5, fmt::format("As[(e % {0}) * {1} + e / {0}] = ra[q];", BK, PA));
-    line(5, fmt::format("Bs[(e / {0}) * {0} + e % {0}] = rb[q];", T));
-    line(4, "}");
-    line(4, "__syncthreads();");
-    line(4, fmt::format("if (k0 + {} < ke) {{ // the next chunk's loads fly while this one is "
-                        "multiplied",
-                        BK));
-    line(5, fmt::format("const idx_t k0n = k0 + {};", BK));
-    line(5, "{");
-    line(6, "const idx_t k0 = k0n;");
-    load_chunk(6);
-    line(5, "}");
-    line(4, "}");
-    line(4, "#pragma unroll");
-    line(4, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", BK));
-    line(5, fmt::format("{} a[{}], b[{}];", acc, TM, TM));
-    line(5, "#pragma unroll");
-    line(5, fmt::format("for (int i = 0; i < {0}; ++i) {{ a[i] = As[kk * {1} + ty * {0} + i]; b[i] "
-                        "= Bs[kk * {2} + tx * {0} + i]; }}",
-                        TM, PA, T));
-    line(5, "#pragma unroll");
-    line(5, fmt::format("for (int i = 0; i < {0}; ++i) for (int j = 0; j < {0}; ++j) acc{1}[i][j] "
-                        "= {2}(a[i], b[j], acc{1}[i][j]);",
-                        TM, d, gemm_f64(k_) ? "fma" : "fmaf"));
-    line(4, "}");
-    line(4, "buf ^= 1;");
-    line(3, "}");
+    line(3, "buf ^= 1;");
     line(2, "}");
   }
   // Epilogue: park the sums (every thread is past its last read of the chunk buffers first).
   line(2, "__syncthreads();");
   line(2, "#pragma unroll");
-  line(2, fmt::format("for (int i = 0; i < {0}; ++i) for (int j = 0; j < {0}; ++j) {{", TM));
-  line(3, fmt::format("const int e = (ty * {0} + i) * {1} + tx * {0} + j;", TM, T));
-  for (int d = 0; d < nd; ++d) line(3, fmt::format("k_sm[{} + e] = acc{}[i][j];", d * T * T, d));
-  line(2, "}");
+  line(2, fmt::format("for (int i = 0; i < {0}; ++i)", TM));
+  line(3, "#pragma unroll");
+  line(3, fmt::format("for (int j = 0; j < {0}; ++j) {{", TM));
+  line(4, fmt::format("const int e = (ty * {0} + i) * {1} + tx * {0} + j;", TM, T));
+  for (int d = 0; d < nd; ++d) line(4, fmt::format("k_sm[{} + e] = acc{}[i][j];", d * T * T, d));
+  line(3, "}");
   line(2, C > 1 ? "k_cluster_sync(); // every block's sums are in its shared memory"
                 : "__syncthreads();");
-  const int share = T * T / C;
-  line(2,
-       fmt::format("for (int e = (int)k_rank * {0} + tid; e < ((int)k_rank + 1) * {0}; e += {1}) "
-                   "{{",
-                   share, kBlock));
-  line(3, fmt::format("const int mm = e / {0}, nn = e % {0};", T));
-  line(3, "if (mm >= mr || nn >= nr) continue;");
-  line(3, "const idx_t m = m0 + mm, nc = n0 + nn;");
-  line(3, "const idx_t i = base + m * N + nc;");
-  for (size_t j = 0; j < pl_.in.size(); ++j)
-    if (pl_.in[j].mode == M::strided)
-      line(3, fmt::format("const idx_t oi{0} = bi{0} + m * {1} + nc * {2};", j,
-                          in_stride(static_cast<int>(j), r - 2),
-                          in_stride(static_cast<int>(j), r - 1)));
-  for (size_t j = 0; j < pl_.out.size(); ++j)
-    if (pl_.out[j].mode == M::strided)
-      line(3, fmt::format("const idx_t oo{0} = bo{0} + m * {1} + nc * {2};", j,
-                          cast_idx(fmt::format("out{}_s{}", j, r - 2)),
-                          cast_idx(fmt::format("out{}_s{}", j, r - 1))));
-  for (int d = 0; d < nd; ++d) {
-    if (C > 1) {
-      line(3, fmt::format("{} k_dot{} = 0;", acc, d));
-      line(3, fmt::format("for (unsigned q = 0; q < {}; ++q) k_dot{} += k_cluster_ld(&k_sm[{} + "
-                          "e], q);",
-                          C, d, d * T * T));
-    } else {
-      line(3, fmt::format("const {} k_dot{} = k_sm[{} + e];", acc, d, d * T * T));
+  auto finish = [&](int ind, const Load& load) {
+    for (int d = 0; d < nd; ++d) {
+      if (C > 1) { // every block's sum first (C loads in flight), then added in rank order
+        line(ind, fmt::format("{} k_s{}[{}];", acc, d, C));
+        line(ind, "#pragma unroll");
+        line(ind,
+             fmt::format("for (unsigned q = 0; q < {}; ++q) k_s{}[q] = k_cluster_ld(&k_sm[{} + "
+                         "e], q);",
+                         C, d, d * T * T));
+        line(ind, fmt::format("{0} k_dot{1} = k_s{1}[0];", acc, d));
+        line(ind, "#pragma unroll");
+        line(ind, fmt::format("for (unsigned q = 1; q < {}; ++q) k_dot{} += k_s{}[q];", C, d, d));
+      } else {
+        line(ind, fmt::format("const {} k_dot{} = k_sm[{} + e];", acc, d, d * T * T));
+      }
     }
+    tape(ind, load);
+    for (size_t j = 0; j < pl_.out.size(); ++j)
+      line(ind,
+           fmt::format("p.out{}[{}] = {};", j,
+                       pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
+  };
+  if (prefetch) {
+    for (int q = 0; q < E; ++q) {
+      line(2, "{");
+      element(3, q);
+      line(3, "if (valid) {");
+      finish(4,
+             [&](int j) { return loaded[j] ? fmt::format("k_p{}[{}]", j, q) : element_load(j); });
+      line(3, "}");
+      line(2, "}");
+    }
+  } else {
+    line(2, fmt::format("for (int q = 0; q < {}; ++q) {{", E));
+    line(3, fmt::format("const int e = (int)k_rank * {} + tid + q * {};", share, kBlock));
+    line(3, fmt::format("const int mm = e / {0}, nn = e % {0};", T));
+    line(3, "if (mm >= mr || nn >= nr) continue;");
+    line(3, "const idx_t m = m0 + mm, nc = n0 + nn;");
+    line(3, "const idx_t i = base + m * N + nc;");
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (pl_.in[j].mode == M::strided)
+        line(3, fmt::format("const idx_t oi{0} = bi{0} + m * {1} + nc * {2};", j,
+                            in_stride(static_cast<int>(j), r - 2),
+                            in_stride(static_cast<int>(j), r - 1)));
+    for (size_t j = 0; j < pl_.out.size(); ++j)
+      if (pl_.out[j].mode == M::strided)
+        line(3, fmt::format("const idx_t oo{0} = bo{0} + m * {1} + nc * {2};", j,
+                            cast_idx(fmt::format("out{}_s{}", j, r - 2)),
+                            cast_idx(fmt::format("out{}_s{}", j, r - 1))));
+    finish(3, [&](int j) { return element_load(j); });
+    line(2, "}");
   }
-  tape(3, [&](int j) { return element_load(j); });
-  for (size_t j = 0; j < pl_.out.size(); ++j)
-    line(3, fmt::format("p.out{}[{}] = {};", j,
-                        pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
-  line(2, "}");
-  line(2, C > 1 ? "k_cluster_sync(); // the others have read this block's sums: free to reuse"
+  line(2, C > 1 ? "k_cluster_sync_relaxed(); // the others have read this block's sums: free to "
+                  "reuse"
                 : "__syncthreads(); // k_sm is written again for the next tile");
   line(1, "}");
 }

@@ -50,7 +50,7 @@ bool gemm_f64(const FusedKernel& k) {
 }
 
 int gemm_bk(const FusedKernel& k, const CudaVariant& v) {
-  return v.gemm_tile > 0 ? (gemm_f64(k) ? 512 : 1024) / v.gemm_tile : 0;
+  return v.gemm_tile > 0 ? (gemm_f64(k) ? 1024 : 2048) / v.gemm_tile : 0;
 }
 
 int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v) {
@@ -190,8 +190,11 @@ void choose_tiling(const FusedKernel& k, CudaVariant& v) {
 // strided index maps, all with one accumulator type. The tile: 64 when that still gives every
 // SM a block (fewest loads per multiply-add), else 32 when there are tiles enough to split K
 // over clusters, else 16; then clusters of up to 8 blocks split K while the grid stays within
-// ~two blocks per H100 SM and every block keeps two chunks of K. False when no tile's shared
-// memory fits the 48 KB a launch gets without opting in.
+// ~two blocks per H100 SM and every block keeps two chunks of K (the seed loop's
+// 256 x 256 x 256: tiles of 32, clusters of 2, 7.0 us under ncu, where clusters of 4 took 8.8
+// and 8 tiles of 64 in clusters of 8 7.5: the blocks' fixed costs, setup and epilogue, outweigh
+// a shorter K). False when no tile's shared memory fits the 48 KB a launch gets without
+// opting in.
 constexpr int64_t kGemmMinRows = 4;
 constexpr int64_t kGemmMaxSharedBytes = int64_t(48) << 10;
 

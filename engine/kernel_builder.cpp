@@ -222,11 +222,11 @@ private:
     d.a = input(n->inputs[0], sa, Layout{n->shape(), as, la.offset}, t);
     d.b = input(n->inputs[1], sb, Layout{n->shape(), bs, lb.offset}, t);
     if (retry) return 0;
-    // A tiled matmul (Planner::tiled_matmul) is read at its own (row, column) of the kernel's
-    // last two dims, or it gets a kernel of its own, whose iteration space is its shape.
+    // A tiled matmul (Planner::tiled_matmul) is read at its own (row, column), or it is a
+    // cuBLAS call (Planner::fused_matmul after the retry).
     const int kr = k_.shape.size();
-    if (Planner::tiled_matmul(n) &&
-        (kr < 2 || k_.inputs[d.a].strides[kr - 1] != 0 || k_.inputs[d.b].strides[kr - 2] != 0)) {
+    if (Planner::tiled_matmul(n) && (t != -1 || kr < 2 || k_.inputs[d.a].strides[kr - 1] != 0 ||
+                                     k_.inputs[d.b].strides[kr - 2] != 0)) {
       retry = Retry{n, "tiled matmul read other than at its own row and column"};
       return 0;
     }

@@ -36,10 +36,14 @@ namespace kiln::detail {
 // 4 x 4096 x 4096 bf16 55 vs 9.8; bench/results/2026-11-22-h100-small-matmul.md).
 //
 // More rows (tiled matmuls): with more than kDotRows columns too, K <= kDotMaxK and at most
-// kTileMaxMacs multiply-adds, a matmul is fused the same way, and the kernel
-// computes it tile by tile (the GEMM-tile layout, codegen/cuda_emit_gemm.cpp): the seed loop's
-// 256 x 256 x 256 step, an LSTM step at batch 32. Larger GEMMs fill the GPU, where cuBLAS's
-// kernels are faster than the generated tiles (bench/results/2026-11-22-h100-gemm-tile.md).
+// kTileMaxMacs multiply-adds, a matmul read at its own (row, column) by an elementwise kernel
+// is computed there, tile by tile (the GEMM-tile layout, codegen/cuda_emit_gemm.cpp): the seed
+// loop's 256 x 256 x 256 step is one kernel. Read any other way (through a view such as the
+// LSTM's chunk of its gates, by a reduction, transposed) it stays a cuBLAS call: the builder
+// asks for a retry and fused_matmul then says no. Measured on the H100, an LSTM step at batch
+// 32 as one kernel of eight tiled dots was slower than cuBLAS's two GEMMs and a kernel, and
+// larger GEMMs fill the GPU, where cuBLAS's kernels are faster than the generated tiles
+// (bench/results/2026-11-22-h100-gemm-tile.md).
 constexpr int64_t kDotRows = 4;
 constexpr int64_t kDotMaxK = 1024;
 constexpr int64_t kDotMaxMacs = int64_t(1) << 20;
@@ -60,6 +64,12 @@ bool Planner::tiled_matmul(const Node* n) {
   const Shape& s = n->shape();
   const int64_t N = s.size() > 0 ? s[s.size() - 1] : 1;
   return N > 0 && s.numel() / N > kDotRows;
+}
+
+bool Planner::fused_matmul(Node* n) {
+  if (!small_matmul(n)) return false;
+  const Info* in = info(n);
+  return !(tiled_matmul(n) && in && in->no_merge);
 }
 
 Info* Planner::info(Node* n) {
@@ -101,7 +111,7 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
     if (n->uses > in.consumers.size()) mark(n, "also used by pending work outside this evaluation");
     switch (op_kind(n->op)) {
     case OpKind::Gemm:
-      if (!small_matmul(n)) mark(n, "GEMM result");
+      if (!fused_matmul(n)) mark(n, "GEMM result");
       for (Node* x : n->inputs) mark(x, "GEMM operand");
       break;
     case OpKind::Concat:
@@ -156,7 +166,7 @@ int Planner::new_group(Node* root) {
   Group g;
   OpKind k = op_kind(root->op);
   g.kind = k == OpKind::Reduce                        ? Group::Kind::reduce
-           : k == OpKind::Gemm && !small_matmul(root) ? Group::Kind::gemm
+           : k == OpKind::Gemm && !fused_matmul(root) ? Group::Kind::gemm
            : k == OpKind::Concat                      ? Group::Kind::concat
            : k == OpKind::Transfer                    ? Group::Kind::transfer
                                                       : Group::Kind::elementwise;
@@ -200,7 +210,7 @@ void Planner::group_all() {
     Info& in = *it;
     Node* n = in.n;
     if (n->op == OpCode::view) continue; // views are index maps, never computed
-    bool elementwise = is_elementwise(op_kind(n->op)) || n->op == OpCode::copy || small_matmul(n);
+    bool elementwise = is_elementwise(op_kind(n->op)) || n->op == OpCode::copy || fused_matmul(n);
     llvm::SmallVector<int, 4> cg;
     bool through_view = false;
     if (elementwise) consumer_groups(n, cg, through_view);

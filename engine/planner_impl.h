@@ -61,6 +61,9 @@ public:
   /// A small matmul with more rows than a dot per element suits: its kernel must read it at
   /// its own (row, column), so that the GEMM-tile layout computes it tile by tile.
   static bool tiled_matmul(const Node* n);
+  /// A small matmul of this plan, computed in a kernel: a tiled one that a retry gave a kernel
+  /// of its own (read through a view, by a reduction, ...) is a cuBLAS call instead.
+  bool fused_matmul(Node* n);
   size_t size() const { return infos_.size(); }
 
   // Used by the kernel builder.

@@ -93,6 +93,12 @@ typedef int idx_t;
 __device__ __forceinline__ void k_cluster_sync() {
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
+// A cluster barrier that orders no memory: for "every block is done reading the others'
+// shared memory" (those loads' values were used before the arrive), where the release of
+// k_cluster_sync would also wait for this block's global stores to complete.
+__device__ __forceinline__ void k_cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
 __device__ __forceinline__ unsigned k_cluster_rank() {
   unsigned r;
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -115,7 +121,7 @@ __device__ __forceinline__ double k_cluster_ld(const double* p, unsigned rank) {
   return v;
 }
 extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln_matmul_add_tanh_mul_etc_f32_sm90_6a3ebe(const __grid_constant__ Params p) {
-  __shared__ __align__(16) float k_sm[4224];
+  __shared__ __align__(16) float k_sm[8448];
   const idx_t n = (idx_t)p.n;
   const idx_t M = (idx_t)p.sh0, N = (idx_t)p.sh1;
   const idx_t tm_n = (M + 31) / 32, tn_n = (N + 31) / 32;
@@ -130,93 +136,131 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
     const int mr = (int)min((idx_t)32, M - m0), nr = (int)min((idx_t)32, N - n0);
     const idx_t base = rest * M * N; // flat index of this matrix's element (0, 0)
     idx_t bi0 = 0, bi1 = 0, bi2 = 0;
-    int buf = 0; // the shared buffer the next chunk goes to (alternates across dots)
-    float acc0[2][2];
+    float k_p2[1];
+    float k_p3[1];
     {
-      #pragma unroll
-      for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) acc0[i][j] = 0;
-      const float* A = p.in0 + bi0 + m0 * (idx_t)p.in0_s0;
-      const float* B = p.in1 + bi1 + n0 * (idx_t)p.in1_s1;
-      const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1;
-      const idx_t ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk, K = (idx_t)p.d0_K;
-      const idx_t kspan = (K + 128 - 1) / 128 * 32;
-      const idx_t kb = (idx_t)k_rank * kspan, ke = min(K, kb + kspan);
-      float ra[4], rb[4];
-      if (kb < ke) {
-        const idx_t k0 = kb;
-        #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int e = tid + q * 256;
-          const int ka = e % 32, ma = e / 32;
-          const int nb = e % 32, kq = e / 32;
-          ra[q] = ma < mr && k0 + ka < ke ? (float)A[ma * am + (k0 + ka) * ak] : (float)0;
-          rb[q] = nb < nr && k0 + kq < ke ? (float)B[(k0 + kq) * bk + nb * bn] : (float)0;
-        }
-      }
-      for (idx_t k0 = kb; k0 < ke; k0 += 32) {
-        float* As = k_sm + buf * 2112; float* Bs = As + 1088;
-        #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int e = tid + q * 256;
-          As[(e % 32) * 34 + e / 32] = ra[q];
-          Bs[(e / 32) * 32 + e % 32] = rb[q];
-        }
-        __syncthreads();
-        if (k0 + 32 < ke) { // the next chunk's loads fly while this one is multiplied
-          const idx_t k0n = k0 + 32;
-          {
-            const idx_t k0 = k0n;
-            #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const int e = tid + q * 256;
-              const int ka = e % 32, ma = e / 32;
-              const int nb = e % 32, kq = e / 32;
-              ra[q] = ma < mr && k0 + ka < ke ? (float)A[ma * am + (k0 + ka) * ak] : (float)0;
-              rb[q] = nb < nr && k0 + kq < ke ? (float)B[(k0 + kq) * bk + nb * bn] : (float)0;
-            }
-          }
-        }
-        #pragma unroll
-        for (int kk = 0; kk < 32; ++kk) {
-          float a[2], b[2];
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) { a[i] = As[kk * 34 + ty * 2 + i]; b[i] = Bs[kk * 32 + tx * 2 + i]; }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) acc0[i][j] = fmaf(a[i], b[j], acc0[i][j]);
-        }
-        buf ^= 1;
-      }
-    }
-    __syncthreads();
-    #pragma unroll
-    for (int i = 0; i < 2; ++i) for (int j = 0; j < 2; ++j) {
-      const int e = (ty * 2 + i) * 32 + tx * 2 + j;
-      k_sm[0 + e] = acc0[i][j];
-    }
-    k_cluster_sync(); // every block's sums are in its shared memory
-    for (int e = (int)k_rank * 256 + tid; e < ((int)k_rank + 1) * 256; e += 256) {
+      const int e = (int)k_rank * 256 + tid + 0;
       const int mm = e / 32, nn = e % 32;
-      if (mm >= mr || nn >= nr) continue;
+      const bool valid = tid + 0 < 256 && mm < mr && nn < nr;
       const idx_t m = m0 + mm, nc = n0 + nn;
       const idx_t i = base + m * N + nc;
       const idx_t oi0 = bi0 + m * (idx_t)p.in0_s0 + nc * 0;
       const idx_t oi1 = bi1 + m * 0 + nc * (idx_t)p.in1_s1;
       const idx_t oi2 = bi2 + m * 0 + nc * (idx_t)p.in2_s1;
-      float k_dot0 = 0;
-      for (unsigned q = 0; q < 4; ++q) k_dot0 += k_cluster_ld(&k_sm[0 + e], q);
-      const float v0 = k_dot0;
-      const float v1 = p.in2[oi2];
-      const float v2 = v0 + v1;
-      const float v3 = tanhf(v2);
-      const float v4 = (float)p.c4;
-      const float v5 = v3 * v4;
-      const float v6 = p.in3[i];
-      const float v7 = v5 + v6;
-      const float v8 = 1.0f / (1.0f + expf(-v7));
-      const float v9 = (float)p.c9;
-      const float v10 = v8 - v9;
-      p.out0[i] = v10;
+      if (valid) {
+        k_p2[0] = p.in2[oi2];
+        k_p3[0] = p.in3[i];
+      }
     }
-    k_cluster_sync(); // the others have read this block's sums: free to reuse
+    const float* A0 = p.in0 + bi0 + m0 * (idx_t)p.in0_s0;
+    const float* B0 = p.in1 + bi1 + n0 * (idx_t)p.in1_s1;
+    const idx_t kspan0 = ((idx_t)p.d0_K + 255) / 256 * 64;
+    const idx_t kb0 = (idx_t)k_rank * kspan0, ke0 = min((idx_t)p.d0_K, kb0 + kspan0);
+    float acc0[2][2] = {};
+    float ra[8], rb[8];
+    int buf = 0;     // the shared buffer the next chunk goes to (alternates across dots)
+    bool pre = false; // ra, rb hold the next dot's first chunk
+    if (!pre && kb0 < ke0)
+      {
+        const idx_t kc = kb0;
+        const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
+        #pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          const int e = tid + q * 256;
+          const int ka = e % 64, ma = e / 64;
+          const int nb = e % 32, kq = e / 32;
+          ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
+          rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+        }
+      }
+    pre = false;
+    for (idx_t k0 = kb0; k0 < ke0; k0 += 64) {
+      float* As = k_sm + buf * 4224; float* Bs = As + 2176;
+      #pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        const int e = tid + q * 256;
+        As[(e % 64) * 34 + e / 64] = ra[q];
+        Bs[(e / 32) * 32 + e % 32] = rb[q];
+      }
+      __syncthreads();
+      // The next chunk's loads fly while this one is multiplied.
+      if (k0 + 64 < ke0)
+        {
+          const idx_t kc = k0 + 64;
+          const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
+          #pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            const int e = tid + q * 256;
+            const int ka = e % 64, ma = e / 64;
+            const int nb = e % 32, kq = e / 32;
+            ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
+            rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+          }
+        }
+      if (k0 + 64 <= ke0) {
+        #pragma unroll
+        for (int kk = 0; kk < 64; ++kk) {
+          float a[2], b[2];
+          { const float2 u = *reinterpret_cast<const float2*>(&As[kk * 34 + ty * 2] + 0); a[0] = u.x; a[1] = u.y; }
+          { const float2 u = *reinterpret_cast<const float2*>(&Bs[kk * 32 + tx * 2] + 0); b[0] = u.x; b[1] = u.y; }
+          #pragma unroll
+          for (int i = 0; i < 2; ++i)
+            #pragma unroll
+            for (int j = 0; j < 2; ++j) acc0[i][j] = fmaf(a[i], b[j], acc0[i][j]);
+        }
+      } else {
+        #pragma unroll 4
+        for (int kk = 0; kk < (int)(ke0 - k0); ++kk) {
+          float a[2], b[2];
+          { const float2 u = *reinterpret_cast<const float2*>(&As[kk * 34 + ty * 2] + 0); a[0] = u.x; a[1] = u.y; }
+          { const float2 u = *reinterpret_cast<const float2*>(&Bs[kk * 32 + tx * 2] + 0); b[0] = u.x; b[1] = u.y; }
+          #pragma unroll
+          for (int i = 0; i < 2; ++i)
+            #pragma unroll
+            for (int j = 0; j < 2; ++j) acc0[i][j] = fmaf(a[i], b[j], acc0[i][j]);
+        }
+      }
+      buf ^= 1;
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int i = 0; i < 2; ++i)
+      #pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int e = (ty * 2 + i) * 32 + tx * 2 + j;
+        k_sm[0 + e] = acc0[i][j];
+      }
+    k_cluster_sync(); // every block's sums are in its shared memory
+    {
+      const int e = (int)k_rank * 256 + tid + 0;
+      const int mm = e / 32, nn = e % 32;
+      const bool valid = tid + 0 < 256 && mm < mr && nn < nr;
+      const idx_t m = m0 + mm, nc = n0 + nn;
+      const idx_t i = base + m * N + nc;
+      const idx_t oi0 = bi0 + m * (idx_t)p.in0_s0 + nc * 0;
+      const idx_t oi1 = bi1 + m * 0 + nc * (idx_t)p.in1_s1;
+      const idx_t oi2 = bi2 + m * 0 + nc * (idx_t)p.in2_s1;
+      if (valid) {
+        float k_s0[4];
+        #pragma unroll
+        for (unsigned q = 0; q < 4; ++q) k_s0[q] = k_cluster_ld(&k_sm[0 + e], q);
+        float k_dot0 = k_s0[0];
+        #pragma unroll
+        for (unsigned q = 1; q < 4; ++q) k_dot0 += k_s0[q];
+        const float v0 = k_dot0;
+        const float v1 = k_p2[0];
+        const float v2 = v0 + v1;
+        const float v3 = tanhf(v2);
+        const float v4 = (float)p.c4;
+        const float v5 = v3 * v4;
+        const float v6 = k_p3[0];
+        const float v7 = v5 + v6;
+        const float v8 = 1.0f / (1.0f + expf(-v7));
+        const float v9 = (float)p.c9;
+        const float v10 = v8 - v9;
+        p.out0[i] = v10;
+      }
+    }
+    k_cluster_sync_relaxed(); // the others have read this block's sums: free to reuse
   }
 }

@@ -91,7 +91,7 @@ struct Params {
 static_assert(sizeof(Params) == 128, "Params layout");
 typedef int idx_t;
 extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f32_sm90_048e06(const __grid_constant__ Params p) {
-  __shared__ __align__(16) float k_sm[4224];
+  __shared__ __align__(16) float k_sm[8448];
   const idx_t n = (idx_t)p.n;
   const idx_t M = (idx_t)p.sh0, N = (idx_t)p.sh1;
   const idx_t tm_n = (M + 63) / 64, tn_n = (N + 63) / 64;
@@ -106,71 +106,87 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
     const int mr = (int)min((idx_t)64, M - m0), nr = (int)min((idx_t)64, N - n0);
     const idx_t base = rest * M * N; // flat index of this matrix's element (0, 0)
     idx_t bi0 = 0, bi1 = 0, bi2 = 0;
-    int buf = 0; // the shared buffer the next chunk goes to (alternates across dots)
-    float acc0[4][4];
-    {
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc0[i][j] = 0;
-      const float* A = p.in0 + bi0 + m0 * (idx_t)p.in0_s0;
-      const float* B = p.in1 + bi1 + n0 * (idx_t)p.in1_s1;
-      const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1;
-      const idx_t ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk, K = (idx_t)p.d0_K;
-      const idx_t kspan = (K + 16 - 1) / 16 * 16;
-      const idx_t kb = (idx_t)k_rank * kspan, ke = min(K, kb + kspan);
-      float ra[4], rb[4];
-      if (kb < ke) {
-        const idx_t k0 = kb;
+    const float* A0 = p.in0 + bi0 + m0 * (idx_t)p.in0_s0;
+    const float* B0 = p.in1 + bi1 + n0 * (idx_t)p.in1_s1;
+    const idx_t kspan0 = ((idx_t)p.d0_K + 31) / 32 * 32;
+    const idx_t kb0 = (idx_t)k_rank * kspan0, ke0 = min((idx_t)p.d0_K, kb0 + kspan0);
+    float acc0[4][4] = {};
+    float ra[8], rb[8];
+    int buf = 0;     // the shared buffer the next chunk goes to (alternates across dots)
+    bool pre = false; // ra, rb hold the next dot's first chunk
+    if (!pre && kb0 < ke0)
+      {
+        const idx_t kc = kb0;
+        const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
         #pragma unroll
-        for (int q = 0; q < 4; ++q) {
+        for (int q = 0; q < 8; ++q) {
           const int e = tid + q * 256;
-          const int ka = e % 16, ma = e / 16;
+          const int ka = e % 32, ma = e / 32;
           const int nb = e % 64, kq = e / 64;
-          ra[q] = ma < mr && k0 + ka < ke ? (float)A[ma * am + (k0 + ka) * ak] : (float)0;
-          rb[q] = nb < nr && k0 + kq < ke ? (float)B[(k0 + kq) * bk + nb * bn] : (float)0;
+          ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
+          rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
         }
       }
-      for (idx_t k0 = kb; k0 < ke; k0 += 16) {
-        float* As = k_sm + buf * 2112; float* Bs = As + 1088;
-        #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int e = tid + q * 256;
-          As[(e % 16) * 68 + e / 16] = ra[q];
-          Bs[(e / 64) * 64 + e % 64] = rb[q];
-        }
-        __syncthreads();
-        if (k0 + 16 < ke) { // the next chunk's loads fly while this one is multiplied
-          const idx_t k0n = k0 + 16;
-          {
-            const idx_t k0 = k0n;
-            #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const int e = tid + q * 256;
-              const int ka = e % 16, ma = e / 16;
-              const int nb = e % 64, kq = e / 64;
-              ra[q] = ma < mr && k0 + ka < ke ? (float)A[ma * am + (k0 + ka) * ak] : (float)0;
-              rb[q] = nb < nr && k0 + kq < ke ? (float)B[(k0 + kq) * bk + nb * bn] : (float)0;
-            }
+    pre = false;
+    for (idx_t k0 = kb0; k0 < ke0; k0 += 32) {
+      float* As = k_sm + buf * 4224; float* Bs = As + 2176;
+      #pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        const int e = tid + q * 256;
+        As[(e % 32) * 68 + e / 32] = ra[q];
+        Bs[(e / 64) * 64 + e % 64] = rb[q];
+      }
+      __syncthreads();
+      // The next chunk's loads fly while this one is multiplied.
+      if (k0 + 32 < ke0)
+        {
+          const idx_t kc = k0 + 32;
+          const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
+          #pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            const int e = tid + q * 256;
+            const int ka = e % 32, ma = e / 32;
+            const int nb = e % 64, kq = e / 64;
+            ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
+            rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
           }
         }
+      if (k0 + 32 <= ke0) {
         #pragma unroll
-        for (int kk = 0; kk < 16; ++kk) {
+        for (int kk = 0; kk < 32; ++kk) {
           float a[4], b[4];
+          { const float4 u = *reinterpret_cast<const float4*>(&As[kk * 68 + ty * 4] + 0); a[0] = u.x; a[1] = u.y; a[2] = u.z; a[3] = u.w; }
+          { const float4 u = *reinterpret_cast<const float4*>(&Bs[kk * 64 + tx * 4] + 0); b[0] = u.x; b[1] = u.y; b[2] = u.z; b[3] = u.w; }
           #pragma unroll
-          for (int i = 0; i < 4; ++i) { a[i] = As[kk * 68 + ty * 4 + i]; b[i] = Bs[kk * 64 + tx * 4 + i]; }
-          #pragma unroll
-          for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) acc0[i][j] = fmaf(a[i], b[j], acc0[i][j]);
+          for (int i = 0; i < 4; ++i)
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) acc0[i][j] = fmaf(a[i], b[j], acc0[i][j]);
         }
-        buf ^= 1;
+      } else {
+        #pragma unroll 4
+        for (int kk = 0; kk < (int)(ke0 - k0); ++kk) {
+          float a[4], b[4];
+          { const float4 u = *reinterpret_cast<const float4*>(&As[kk * 68 + ty * 4] + 0); a[0] = u.x; a[1] = u.y; a[2] = u.z; a[3] = u.w; }
+          { const float4 u = *reinterpret_cast<const float4*>(&Bs[kk * 64 + tx * 4] + 0); b[0] = u.x; b[1] = u.y; b[2] = u.z; b[3] = u.w; }
+          #pragma unroll
+          for (int i = 0; i < 4; ++i)
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) acc0[i][j] = fmaf(a[i], b[j], acc0[i][j]);
+        }
       }
+      buf ^= 1;
     }
     __syncthreads();
     #pragma unroll
-    for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) {
-      const int e = (ty * 4 + i) * 64 + tx * 4 + j;
-      k_sm[0 + e] = acc0[i][j];
-    }
+    for (int i = 0; i < 4; ++i)
+      #pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int e = (ty * 4 + i) * 64 + tx * 4 + j;
+        k_sm[0 + e] = acc0[i][j];
+      }
     __syncthreads();
-    for (int e = (int)k_rank * 4096 + tid; e < ((int)k_rank + 1) * 4096; e += 256) {
+    for (int q = 0; q < 16; ++q) {
+      const int e = (int)k_rank * 4096 + tid + q * 256;
       const int mm = e / 64, nn = e % 64;
       if (mm >= mr || nn >= nr) continue;
       const idx_t m = m0 + mm, nc = n0 + nn;
