@@ -77,8 +77,11 @@ TEST_F(PlanCache, SteadyLoopReusesItsPlanWithIdenticalResults) {
   ASSERT_EQ(fresh.size(), cached.size());
   for (size_t i = 0; i < fresh.size(); ++i) ASSERT_EQ(fresh[i], cached[i]) << "element " << i;
   if (on_gpu()) {
-    // Two direct runs, then one instantiation and replays for the rest of the loop.
-    EXPECT_EQ(s.graph_instantiations, 1) << s;
+    // Two direct runs, then instantiations and replays for the rest of the loop: one instance
+    // per set of addresses, and the step (one kernel computing the matmul in tiles) reads x from
+    // and writes it to two buffers in turn, so at most two.
+    EXPECT_GE(s.graph_instantiations, 1) << s;
+    EXPECT_LE(s.graph_instantiations, 2) << s;
     EXPECT_GE(s.graph_replays, 9) << s;
   }
 }
