@@ -36,13 +36,16 @@ namespace kiln::detail {
 // 4 x 4096 x 4096 bf16 55 vs 9.8; bench/results/2026-11-22-h100-small-matmul.md).
 //
 // More rows (tiled matmuls): with more than kDotRows columns too, K <= kDotMaxK and at most
-// kTileMaxMacs multiply-adds, a matmul read at its own (row, column) by an elementwise kernel
+// kTileMaxMacs multiply-adds, an f32 or f64 matmul read at its own (row, column) by an
+// elementwise kernel
 // is computed there, tile by tile (the GEMM-tile layout, codegen/cuda_emit_gemm.cpp): the seed
 // loop's 256 x 256 x 256 step is one kernel. Read any other way (through a view such as the
 // LSTM's chunk of its gates, by a reduction, transposed) it stays a cuBLAS call: the builder
 // asks for a retry and fused_matmul then says no. Measured on the H100, an LSTM step at batch
-// 32 as one kernel of eight tiled dots was slower than cuBLAS's two GEMMs and a kernel, and
-// larger GEMMs fill the GPU, where cuBLAS's kernels are faster than the generated tiles
+// 32 as one kernel of eight tiled dots was slower than cuBLAS's two GEMMs and a kernel (21.6
+// vs 19.7 us per step), f16/bf16 GEMMs run on cuBLAS's tensor cores at about half the
+// generated tiles' time (bf16 256 x 256 x 256: 4.1 vs 7.9 us), and larger GEMMs fill the GPU,
+// where cuBLAS's kernels are faster than the generated tiles
 // (bench/results/2026-11-22-h100-gemm-tile.md).
 constexpr int64_t kDotRows = 4;
 constexpr int64_t kDotMaxK = 1024;
@@ -57,7 +60,10 @@ bool Planner::small_matmul(const Node* n) {
   const int64_t N = s[s.size() - 1], K = n->inputs[0]->shape()[s.size() - 1];
   if (N <= 0 || K > kDotMaxK) return false;
   if (!tiled_matmul(n)) return s.numel() * K <= kDotMaxMacs;
-  return N > kDotRows && s.numel() * K <= kTileMaxMacs; // a few columns: cuBLAS's GEMV
+  // A few columns: cuBLAS's GEMV. f16/bf16: cuBLAS's tensor-core kernels, even with the
+  // epilogue as a kernel of its own.
+  return N > kDotRows && s.numel() * K <= kTileMaxMacs &&
+         (n->dtype == DType::f32 || n->dtype == DType::f64);
 }
 
 bool Planner::tiled_matmul(const Node* n) {
