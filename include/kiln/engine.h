@@ -70,7 +70,10 @@ bool launch_thread();
 /// Small matmuls — floating, at most 4 output rows (batch x M: a matrix times a vector, an RNN
 /// cell at batch 1), K <= 1024 and at most 2^20 multiply-adds — are computed as dot products inside
 /// the kernel that reads them, instead of a BLAS call whose result goes through memory: `x @ wx + h
-/// @ wh + b` and an LSTM's gate math become one kernel. By default on CUDA devices only (the CPU
+/// @ wh + b` and an LSTM's gate math become one kernel. So are f32/f64 matmuls with more rows
+/// and columns (K <= 1024, at most 2^24 multiply-adds) that the kernel reads at their own
+/// (row, column): computed in tiles, a recurrent step's `tanh(x @ w + b)` is one kernel; read
+/// through a view or by a reduction they stay BLAS calls. By default on CUDA devices only (the CPU
 /// backend's BLAS is faster there); `everywhere` also on the CPU (tests), `blas` never (A/B
 /// measurements; env KILN_SMALL_MATMUL=0, =all for everywhere). Results agree with BLAS to
 /// rounding.
