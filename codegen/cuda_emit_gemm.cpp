@@ -19,8 +19,8 @@ namespace kiln::detail::cg {
 // dot prefetches the first of the next dot. Loads run along k for A and along n for B:
 // coalesced for row-major operands, strided but correct for transposed ones. With
 // dot_cluster = C > 1 (sm_90) the C blocks of a cluster take the same tile and split K in
-// BK-aligned ranges; choose_variant sizes them so that a small GEMM's block has one chunk per
-// dot, so that a step waits for one load round trip rather than one per chunk.
+// BK-aligned ranges (choose_gemm_tile leaves each block two chunks: a block's setup and
+// epilogue cost more than a longer K).
 //
 // The epilogue goes through shared memory: each thread parks its sums there; after a (cluster)
 // barrier the tile's T * T elements are split between the cluster's blocks, consecutive
@@ -30,10 +30,11 @@ namespace kiln::detail::cg {
 // loop, so that their round trip overlaps the multiply-adds.
 //
 // Why not cuBLAS with a separate epilogue kernel: for the small GEMMs of a recurrent step (the
-// seed loop's 256 x 256 x 256, an LSTM step at batch 32) cuBLAS's kernel plus the epilogue
-// kernel are two graph nodes and a round trip of the result through memory, and either kernel
-// fills a fraction of the GPU; here the step is one kernel (bench/results: gemm-tile). Sums use
-// fma in float (double for f64) as in the dot layout: cuBLAS's accumulation, not TF32.
+// seed loop's 256 x 256 x 256) cuBLAS's kernel plus the epilogue kernel are two graph nodes and
+// a round trip of the result through memory, and either kernel fills a fraction of the GPU;
+// here the step is one kernel, 6.6 us against 9.6
+// (bench/results/2026-11-22-h100-gemm-tile.md). Sums use fma in float (double for f64) as in
+// the dot layout: cuBLAS's accumulation, not TF32.
 namespace {
 constexpr int kPrefetchElems = 4;
 } // namespace
