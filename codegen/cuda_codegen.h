@@ -82,6 +82,7 @@ struct CudaKernelSource {
 
 struct CudaLaunch {
   uint32_t grid = 1, block = 256, shared_bytes = 0;
+  uint32_t grid_y = 1, grid_z = 1; // the GEMM-tile layout: row tiles, matrices of a batch
 };
 
 /// Every field of a variant, compactly: with the structural signature it keys the in-memory

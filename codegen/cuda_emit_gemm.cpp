@@ -49,24 +49,23 @@ void Emitter::gemm_body() {
   const int share = T * T / C, E = (share + kBlock - 1) / kBlock; // epilogue elements per thread
   const bool prefetch = E <= kPrefetchElems;
   line(1, fmt::format("__shared__ __align__(16) {} k_sm[{}];", acc, gemm_smem_elems(k_, v_)));
+  // The grid (launch_for): x the column tiles, C blocks (a cluster) each; y the row tiles and z
+  // the matrices of a batch, looped over past 65535. No division by a runtime value.
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, fmt::format("const idx_t M = (idx_t)p.sh{}, N = (idx_t)p.sh{};", r - 2, r - 1));
-  line(1, fmt::format("const idx_t tm_n = (M + {0}) / {1}, tn_n = (N + {0}) / {1};", T - 1, T));
-  line(1, "const idx_t tiles = n == 0 ? 0 : n / (M * N) * tm_n * tn_n;");
+  line(1, fmt::format("const idx_t tm_n = (M + {}) / {};", T - 1, T));
   line(1, "const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;");
   line(1, C > 1 ? "const unsigned k_rank = k_cluster_rank();" : "const unsigned k_rank = 0;");
+  line(1, fmt::format("const idx_t tn = (idx_t)blockIdx.x / {};", C));
   scalars(1);
-  const std::string cluster_idx = C > 1 ? fmt::format("(blockIdx.x / {})", C) : "blockIdx.x";
-  const std::string clusters = C > 1 ? fmt::format("(gridDim.x / {})", C) : "gridDim.x";
-  line(1, fmt::format("for (idx_t t = {}; t < tiles; t += {}) {{", cluster_idx, clusters));
-  line(2, "idx_t rest = t;");
-  line(2, "const idx_t tn = rest % tn_n; rest /= tn_n;");
-  line(2, "const idx_t tm = rest % tm_n; rest /= tm_n;");
+  line(1, "for (idx_t rest = blockIdx.z; rest * M * N < n; rest += gridDim.z)");
+  line(1, "for (idx_t tm = blockIdx.y; tm < tm_n; tm += gridDim.y) {");
   line(2, fmt::format("const idx_t m0 = tm * {0}, n0 = tn * {0};", T));
   line(2, fmt::format("const int mr = (int)min((idx_t){0}, M - m0), nr = (int)min((idx_t){0}, N - "
                       "n0);",
                       T));
   line(2, "const idx_t base = rest * M * N; // flat index of this matrix's element (0, 0)");
+  line(2, fmt::format("const bool whole = mr == {0} && nr == {0}; // no edge in this tile", T));
   // Each strided operand's offset at this matrix's (0, 0): the batch dims of `rest` unravelled.
   declare_offsets(2, "bi", nullptr, "bo");
   unravel(2, "rest", 0, r - 2, "bi", "bo");
@@ -141,20 +140,31 @@ void Emitter::gemm_body() {
     line(ind + 1, fmt::format("const idx_t am = {}, bn = {}, ak = (idx_t)p.d{}_ak, bk = "
                               "(idx_t)p.d{}_bk;",
                               in_stride(kd.a, r - 2), in_stride(kd.b, r - 1), d, d));
-    line(ind + 1, "#pragma unroll");
-    line(ind + 1, fmt::format("for (int q = 0; q < {}; ++q) {{", LA));
-    line(ind + 2, fmt::format("const int e = tid + q * {};", kBlock));
-    line(ind + 2, fmt::format("const int ka = e % {0}, ma = e / {0};", BK));
-    line(ind + 2, fmt::format("const int nb = e % {0}, kq = e / {0};", T));
-    line(ind + 2, fmt::format("ra[q] = ma < mr && kc + ka < ke{} ? ({}){} : ({})0;", d, acc,
-                              cg::load_cvt(k_.inputs[kd.a].dtype,
-                                           fmt::format("A{}[ma * am + (kc + ka) * ak]", d)),
-                              acc));
-    line(ind + 2, fmt::format("rb[q] = nb < nr && kc + kq < ke{} ? ({}){} : ({})0;", d, acc,
-                              cg::load_cvt(k_.inputs[kd.b].dtype,
-                                           fmt::format("B{}[(kc + kq) * bk + nb * bn]", d)),
-                              acc));
-    line(ind + 1, "}");
+    const std::string a_el =
+        cg::load_cvt(k_.inputs[kd.a].dtype, fmt::format("A{}[ma * am + (kc + ka) * ak]", d));
+    const std::string b_el =
+        cg::load_cvt(k_.inputs[kd.b].dtype, fmt::format("B{}[(kc + kq) * bk + nb * bn]", d));
+    // A whole tile and chunk loads without a test per element (the common case).
+    for (bool edge : {false, true}) {
+      line(ind + 1,
+           edge ? std::string("else {") : fmt::format("if (whole && kc + {} <= ke{}) {{", BK, d));
+      line(ind + 2, "#pragma unroll");
+      line(ind + 2, fmt::format("for (int q = 0; q < {}; ++q) {{", LA));
+      line(ind + 3, fmt::format("const int e = tid + q * {};", kBlock));
+      line(ind + 3, fmt::format("const int ka = e % {0}, ma = e / {0};", BK));
+      line(ind + 3, fmt::format("const int nb = e % {0}, kq = e / {0};", T));
+      if (edge) {
+        line(ind + 3,
+             fmt::format("ra[q] = ma < mr && kc + ka < ke{} ? ({}){} : ({})0;", d, acc, a_el, acc));
+        line(ind + 3,
+             fmt::format("rb[q] = nb < nr && kc + kq < ke{} ? ({}){} : ({})0;", d, acc, b_el, acc));
+      } else {
+        line(ind + 3, fmt::format("ra[q] = ({}){};", acc, a_el));
+        line(ind + 3, fmt::format("rb[q] = ({}){};", acc, b_el));
+      }
+      line(ind + 2, "}");
+      line(ind + 1, "}");
+    }
     line(ind, "}");
   };
   // Vector loads of TM consecutive accumulators from shared memory.
@@ -238,8 +248,8 @@ void Emitter::gemm_body() {
         line(ind, fmt::format("{} k_s{}[{}];", acc, d, C));
         line(ind, "#pragma unroll");
         line(ind,
-             fmt::format("for (unsigned q = 0; q < {}; ++q) k_s{}[q] = k_cluster_ld(&k_sm[{} + "
-                         "e], q);",
+             fmt::format("for (unsigned q = 0; q < {0}; ++q) k_s{1}[q] = q == k_rank ? k_sm[{2} "
+                         "+ e] : k_cluster_ld(&k_sm[{2} + e], q);",
                          C, d, d * T * T));
         line(ind, fmt::format("{0} k_dot{1} = k_s{1}[0];", acc, d));
         line(ind, "#pragma unroll");

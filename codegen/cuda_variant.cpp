@@ -385,13 +385,18 @@ CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarg
     return l;
   }
   int64_t n = k.shape.numel();
-  if (v.gemm_tile > 0) { // one tile per cluster (dot_cluster blocks each, on sm_90+)
+  if (v.gemm_tile > 0) { // x: column tiles (a cluster each), y: row tiles, z: matrices
     const int T = v.gemm_tile, r = k.shape.size(), c = t.arch >= 90 ? v.dot_cluster : 1;
     const int64_t M = k.shape[r - 2], N = k.shape[r - 1];
-    const int64_t tiles = n == 0 ? 0 : n / (M * N) * ((M + T - 1) / T) * ((N + T - 1) / T);
+    if (n == 0) {
+      l.grid = 0;
+      return l;
+    }
+    constexpr int64_t kMaxYZ = 65535; // more row tiles or matrices: blocks loop over them
     l.block = kBlock;
-    l.grid =
-        static_cast<uint32_t>(std::min<int64_t>(tiles, int64_t(sms) * (2048 / kBlock) / c) * c);
+    l.grid = static_cast<uint32_t>((N + T - 1) / T * c);
+    l.grid_y = static_cast<uint32_t>(std::min((M + T - 1) / T, kMaxYZ));
+    l.grid_z = static_cast<uint32_t>(std::min(n / (M * N), kMaxYZ));
     return l;
   }
   if (v.dot_bx > 0) { // whole clusters (dot_cluster blocks each, on sm_90+)

@@ -38,7 +38,7 @@ constexpr std::chrono::microseconds kSpin(200);
 cudaKernelNodeParams kernel_node_params(const CudaLaunch& shape, cudaKernel_t fn, void** args) {
   cudaKernelNodeParams p{};
   p.func = reinterpret_cast<void*>(fn);
-  p.gridDim = dim3(shape.grid);
+  p.gridDim = dim3(shape.grid, shape.grid_y, shape.grid_z);
   p.blockDim = dim3(shape.block);
   p.sharedMemBytes = shape.shared_bytes;
   p.kernelParams = args;

@@ -413,6 +413,15 @@ TEST_F(Codegen, GoldenSources) {
   set_small_matmul(SmallMatmul::on_gpu);
   EXPECT_EQ(lstm.dots.size(), 8u);
   EXPECT_EQ(seed.dots.size(), 1u);
+  // The GEMM-tile grid: x the column tiles times the cluster, y the row tiles, z the matrices.
+  CudaVariant gv;
+  gv.gemm_tile = 16;
+  gv.dot_cluster = 4;
+  const CudaLaunch gl = launch_for(seed, gv, target());
+  EXPECT_EQ(gl.grid, 2u * 4u);
+  EXPECT_EQ(gl.grid_y, 2u);
+  EXPECT_EQ(gl.grid_z, 1u);
+  EXPECT_EQ(launch_for(seed, gv, target(80)).grid, 2u); // no clusters before sm_90
   EXPECT_EQ(chain9.compute_ops(), 9);
   EXPECT_EQ(bcast.inputs.size(), 2u);
   EXPECT_EQ(rowsum.kind, FusedKernel::Kind::reduce);

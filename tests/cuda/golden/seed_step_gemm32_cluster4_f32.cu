@@ -124,17 +124,16 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
   __shared__ __align__(16) float k_sm[8448];
   const idx_t n = (idx_t)p.n;
   const idx_t M = (idx_t)p.sh0, N = (idx_t)p.sh1;
-  const idx_t tm_n = (M + 31) / 32, tn_n = (N + 31) / 32;
-  const idx_t tiles = n == 0 ? 0 : n / (M * N) * tm_n * tn_n;
+  const idx_t tm_n = (M + 31) / 32;
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
   const unsigned k_rank = k_cluster_rank();
-  for (idx_t t = (blockIdx.x / 4); t < tiles; t += (gridDim.x / 4)) {
-    idx_t rest = t;
-    const idx_t tn = rest % tn_n; rest /= tn_n;
-    const idx_t tm = rest % tm_n; rest /= tm_n;
+  const idx_t tn = (idx_t)blockIdx.x / 4;
+  for (idx_t rest = blockIdx.z; rest * M * N < n; rest += gridDim.z)
+  for (idx_t tm = blockIdx.y; tm < tm_n; tm += gridDim.y) {
     const idx_t m0 = tm * 32, n0 = tn * 32;
     const int mr = (int)min((idx_t)32, M - m0), nr = (int)min((idx_t)32, N - n0);
     const idx_t base = rest * M * N; // flat index of this matrix's element (0, 0)
+    const bool whole = mr == 32 && nr == 32; // no edge in this tile
     idx_t bi0 = 0, bi1 = 0, bi2 = 0;
     float k_p2[1];
     float k_p3[1];
@@ -164,13 +163,25 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
       {
         const idx_t kc = kb0;
         const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-        #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          const int e = tid + q * 256;
-          const int ka = e % 64, ma = e / 64;
-          const int nb = e % 32, kq = e / 32;
-          ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
-          rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+        if (whole && kc + 64 <= ke0) {
+          #pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            const int e = tid + q * 256;
+            const int ka = e % 64, ma = e / 64;
+            const int nb = e % 32, kq = e / 32;
+            ra[q] = (float)A0[ma * am + (kc + ka) * ak];
+            rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
+          }
+        }
+        else {
+          #pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            const int e = tid + q * 256;
+            const int ka = e % 64, ma = e / 64;
+            const int nb = e % 32, kq = e / 32;
+            ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
+            rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+          }
         }
       }
     pre = false;
@@ -188,13 +199,25 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
         {
           const idx_t kc = k0 + 64;
           const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-          #pragma unroll
-          for (int q = 0; q < 8; ++q) {
-            const int e = tid + q * 256;
-            const int ka = e % 64, ma = e / 64;
-            const int nb = e % 32, kq = e / 32;
-            ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
-            rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+          if (whole && kc + 64 <= ke0) {
+            #pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              const int e = tid + q * 256;
+              const int ka = e % 64, ma = e / 64;
+              const int nb = e % 32, kq = e / 32;
+              ra[q] = (float)A0[ma * am + (kc + ka) * ak];
+              rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
+            }
+          }
+          else {
+            #pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              const int e = tid + q * 256;
+              const int ka = e % 64, ma = e / 64;
+              const int nb = e % 32, kq = e / 32;
+              ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
+              rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+            }
           }
         }
       if (k0 + 64 <= ke0) {
@@ -243,7 +266,7 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
       if (valid) {
         float k_s0[4];
         #pragma unroll
-        for (unsigned q = 0; q < 4; ++q) k_s0[q] = k_cluster_ld(&k_sm[0 + e], q);
+        for (unsigned q = 0; q < 4; ++q) k_s0[q] = q == k_rank ? k_sm[0 + e] : k_cluster_ld(&k_sm[0 + e], q);
         float k_dot0 = k_s0[0];
         #pragma unroll
         for (unsigned q = 1; q < 4; ++q) k_dot0 += k_s0[q];

@@ -94,17 +94,16 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
   __shared__ __align__(16) float k_sm[8448];
   const idx_t n = (idx_t)p.n;
   const idx_t M = (idx_t)p.sh0, N = (idx_t)p.sh1;
-  const idx_t tm_n = (M + 63) / 64, tn_n = (N + 63) / 64;
-  const idx_t tiles = n == 0 ? 0 : n / (M * N) * tm_n * tn_n;
+  const idx_t tm_n = (M + 63) / 64;
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
   const unsigned k_rank = 0;
-  for (idx_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    idx_t rest = t;
-    const idx_t tn = rest % tn_n; rest /= tn_n;
-    const idx_t tm = rest % tm_n; rest /= tm_n;
+  const idx_t tn = (idx_t)blockIdx.x / 1;
+  for (idx_t rest = blockIdx.z; rest * M * N < n; rest += gridDim.z)
+  for (idx_t tm = blockIdx.y; tm < tm_n; tm += gridDim.y) {
     const idx_t m0 = tm * 64, n0 = tn * 64;
     const int mr = (int)min((idx_t)64, M - m0), nr = (int)min((idx_t)64, N - n0);
     const idx_t base = rest * M * N; // flat index of this matrix's element (0, 0)
+    const bool whole = mr == 64 && nr == 64; // no edge in this tile
     idx_t bi0 = 0, bi1 = 0, bi2 = 0;
     const float* A0 = p.in0 + bi0 + m0 * (idx_t)p.in0_s0;
     const float* B0 = p.in1 + bi1 + n0 * (idx_t)p.in1_s1;
@@ -118,13 +117,25 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
       {
         const idx_t kc = kb0;
         const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-        #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          const int e = tid + q * 256;
-          const int ka = e % 32, ma = e / 32;
-          const int nb = e % 64, kq = e / 64;
-          ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
-          rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+        if (whole && kc + 32 <= ke0) {
+          #pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            const int e = tid + q * 256;
+            const int ka = e % 32, ma = e / 32;
+            const int nb = e % 64, kq = e / 64;
+            ra[q] = (float)A0[ma * am + (kc + ka) * ak];
+            rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
+          }
+        }
+        else {
+          #pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            const int e = tid + q * 256;
+            const int ka = e % 32, ma = e / 32;
+            const int nb = e % 64, kq = e / 64;
+            ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
+            rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+          }
         }
       }
     pre = false;
@@ -142,13 +153,25 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
         {
           const idx_t kc = k0 + 32;
           const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-          #pragma unroll
-          for (int q = 0; q < 8; ++q) {
-            const int e = tid + q * 256;
-            const int ka = e % 32, ma = e / 32;
-            const int nb = e % 64, kq = e / 64;
-            ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
-            rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+          if (whole && kc + 32 <= ke0) {
+            #pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              const int e = tid + q * 256;
+              const int ka = e % 32, ma = e / 32;
+              const int nb = e % 64, kq = e / 64;
+              ra[q] = (float)A0[ma * am + (kc + ka) * ak];
+              rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
+            }
+          }
+          else {
+            #pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              const int e = tid + q * 256;
+              const int ka = e % 32, ma = e / 32;
+              const int nb = e % 64, kq = e / 64;
+              ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0;
+              rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
+            }
           }
         }
       if (k0 + 32 <= ke0) {
