@@ -27,7 +27,8 @@ namespace kiln::detail::cg {
 // elements on consecutive threads, and each element adds every block's sum in rank order (the
 // same rounding whichever block adds), then runs the tape and stores, coalesced along n. When a
 // thread has at most kPrefetchElems elements, the inputs its tape loads are read before the K
-// loop, so that their round trip overlaps the multiply-adds.
+// loop (after the first chunk's loads, which are on the critical path), so that their round
+// trip overlaps the multiply-adds.
 //
 // Why not cuBLAS with a separate epilogue kernel: for the small GEMMs of a recurrent step (the
 // seed loop's 256 x 256 x 256) cuBLAS's kernel plus the epilogue kernel are two graph nodes and
@@ -102,9 +103,9 @@ void Emitter::gemm_body() {
   std::vector<bool> loaded(pl_.in.size(), false);
   for (const TapeInst& in : k_.tape)
     if (in.op == OpCode::load && pl_.in[in.a].mode != M::scalar) loaded[in.a] = true;
-  if (prefetch) {
-    for (size_t j = 0; j < pl_.in.size(); ++j)
-      if (loaded[j]) line(2, fmt::format("{} k_p{}[{}];", cg::st_name(k_.inputs[j].dtype), j, E));
+  // The epilogue's loads, issued right after the first chunk's (those are on the critical
+  // path, these are not).
+  auto prefetch_epilogue = [&] {
     for (int q = 0; q < E; ++q) {
       line(2, "{");
       element(3, q);
@@ -114,7 +115,10 @@ void Emitter::gemm_body() {
       line(3, "}");
       line(2, "}");
     }
-  }
+  };
+  if (prefetch)
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (loaded[j]) line(2, fmt::format("{} k_p{}[{}];", cg::st_name(k_.inputs[j].dtype), j, E));
   // Every dot's operands and K range for this block (C ranges of whole chunks).
   for (int d = 0; d < nd; ++d) {
     const KernelDot& kd = k_.dots[d];
@@ -187,6 +191,7 @@ void Emitter::gemm_body() {
   for (int d = 0; d < nd; ++d) {
     line(2, fmt::format("if (!pre && kb{0} < ke{0})", d));
     load_chunk(3, d, fmt::format("kb{}", d));
+    if (d == 0 && prefetch) prefetch_epilogue();
     line(2, "pre = false;");
     line(2, fmt::format("for (idx_t k0 = kb{0}; k0 < ke{0}; k0 += {1}) {{", d, BK));
     line(3, fmt::format("{0}* As = k_sm + buf * {1}; {0}* Bs = As + {2};", acc, BK * (PA + T),

@@ -137,20 +137,6 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
     idx_t bi0 = 0, bi1 = 0, bi2 = 0;
     float k_p2[1];
     float k_p3[1];
-    {
-      const int e = (int)k_rank * 256 + tid + 0;
-      const int mm = e / 32, nn = e % 32;
-      const bool valid = tid + 0 < 256 && mm < mr && nn < nr;
-      const idx_t m = m0 + mm, nc = n0 + nn;
-      const idx_t i = base + m * N + nc;
-      const idx_t oi0 = bi0 + m * (idx_t)p.in0_s0 + nc * 0;
-      const idx_t oi1 = bi1 + m * 0 + nc * (idx_t)p.in1_s1;
-      const idx_t oi2 = bi2 + m * 0 + nc * (idx_t)p.in2_s1;
-      if (valid) {
-        k_p2[0] = p.in2[oi2];
-        k_p3[0] = p.in3[i];
-      }
-    }
     const float* A0 = p.in0 + bi0 + m0 * (idx_t)p.in0_s0;
     const float* B0 = p.in1 + bi1 + n0 * (idx_t)p.in1_s1;
     const idx_t kspan0 = ((idx_t)p.d0_K + 255) / 256 * 64;
@@ -184,6 +170,20 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
           }
         }
       }
+    {
+      const int e = (int)k_rank * 256 + tid + 0;
+      const int mm = e / 32, nn = e % 32;
+      const bool valid = tid + 0 < 256 && mm < mr && nn < nr;
+      const idx_t m = m0 + mm, nc = n0 + nn;
+      const idx_t i = base + m * N + nc;
+      const idx_t oi0 = bi0 + m * (idx_t)p.in0_s0 + nc * 0;
+      const idx_t oi1 = bi1 + m * 0 + nc * (idx_t)p.in1_s1;
+      const idx_t oi2 = bi2 + m * 0 + nc * (idx_t)p.in2_s1;
+      if (valid) {
+        k_p2[0] = p.in2[oi2];
+        k_p3[0] = p.in3[i];
+      }
+    }
     pre = false;
     for (idx_t k0 = kb0; k0 < ke0; k0 += 64) {
       float* As = k_sm + buf * 4224; float* Bs = As + 2176;
