@@ -33,7 +33,7 @@ namespace kiln::detail::cg {
 // Why not cuBLAS with a separate epilogue kernel: for the small GEMMs of a recurrent step (the
 // seed loop's 256 x 256 x 256) cuBLAS's kernel plus the epilogue kernel are two graph nodes and
 // a round trip of the result through memory, and either kernel fills a fraction of the GPU;
-// here the step is one kernel, 6.6 us against 9.6
+// here the step is one kernel, 6.5 us against 9.6
 // (bench/results/2026-11-22-h100-gemm-tile.md). Sums use fma in float (double for f64) as in
 // the dot layout: cuBLAS's accumulation, not TF32.
 namespace {
