@@ -38,11 +38,11 @@ namespace kiln::detail {
 // More rows (tiled matmuls): with more than kDotRows columns too, K <= kDotMaxK and at most
 // kTileMaxMacs multiply-adds, an f32 or f64 matmul read at its own (row, column) by an
 // elementwise kernel is computed there, tile by tile (the GEMM-tile layout,
-// codegen/cuda_emit_gemm.cpp): the seed loop's 256 x 256 x 256 step is one kernel. Read any other way (through a view such as the
-// LSTM's chunk of its gates, by a reduction, transposed) it stays a cuBLAS call: the builder
-// asks for a retry and fused_matmul then says no. Measured on the H100, an LSTM step at batch
-// 32 as one kernel of eight tiled dots was slower than cuBLAS's two GEMMs and a kernel (21.6
-// vs 19.7 us per step), f16/bf16 GEMMs run on cuBLAS's tensor cores at about half the
+// codegen/cuda_emit_gemm.cpp): the seed loop's 256 x 256 x 256 step is one kernel. Read any other
+// way (through a view such as the LSTM's chunk of its gates, by a reduction, transposed) it stays a
+// cuBLAS call: the builder asks for a retry and fused_matmul then says no. Measured on the H100, an
+// LSTM step at batch 32 as one kernel of eight tiled dots was slower than cuBLAS's two GEMMs and a
+// kernel (21.6 vs 19.7 us per step), f16/bf16 GEMMs run on cuBLAS's tensor cores at about half the
 // generated tiles' time (bf16 256 x 256 x 256: 4.1 vs 7.9 us), and larger GEMMs fill the GPU,
 // where cuBLAS's kernels are faster than the generated tiles
 // (bench/results/2026-11-22-h100-gemm-tile.md).
@@ -235,13 +235,22 @@ void Planner::group_all() {
       in.materialize = true;
       in.reason = "used by several kernels";
     }
-    if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
-        groups_[cg[0]].kind != Group::Kind::gemm && groups_[cg[0]].shape == n->shape() &&
-        groups_[cg[0]].kind != Group::Kind::concat &&
-        groups_[cg[0]].kind != Group::Kind::transfer) {
-      in.group = cg[0];
-      groups_[cg[0]].roots.push_back(n); // multi-output: written by its consumers' kernel
-      continue;
+    // Multi-output: a written node joins a kernel that reads it, over its own space, and is
+    // written by it. With one consumer kernel, that one. With several, the one created last
+    // (the highest index): the others are built after it (build_all goes from the highest
+    // index down), so they read the node from memory once it is written, and a group reads
+    // only outputs of higher-index groups as before. So the cell state c of an RNN step that
+    // is not evaluated joins the kernel computing h (c's other reader is the next step's
+    // kernel), and the step is one kernel rather than three (gates, c, h).
+    if (elementwise && !in.no_merge && !cg.empty() && !through_view) {
+      const int x = *std::max_element(cg.begin(), cg.end());
+      const Group::Kind kind = groups_[x].kind;
+      if (kind != Group::Kind::gemm && kind != Group::Kind::concat &&
+          kind != Group::Kind::transfer && groups_[x].shape == n->shape()) {
+        in.group = x;
+        groups_[x].roots.push_back(n);
+        continue;
+      }
     }
     if (op_kind(n->op) == OpKind::Reduce) {
       if (join_consumer_kernel(in)) continue;
