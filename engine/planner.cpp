@@ -235,22 +235,13 @@ void Planner::group_all() {
       in.materialize = true;
       in.reason = "used by several kernels";
     }
-    // Multi-output: a written node joins a kernel that reads it, over its own space, and is
-    // written by it. With one consumer kernel, that one. With several, the one created last
-    // (the highest index): the others are built after it (build_all goes from the highest
-    // index down), so they read the node from memory once it is written, and a group reads
-    // only outputs of higher-index groups as before. So the cell state c of an RNN step that
-    // is not evaluated joins the kernel computing h (c's other reader is the next step's
-    // kernel), and the step is one kernel rather than three (gates, c, h).
-    if (elementwise && !in.no_merge && !cg.empty() && !through_view) {
-      const int x = *std::max_element(cg.begin(), cg.end());
-      const Group::Kind kind = groups_[x].kind;
-      if (kind != Group::Kind::gemm && kind != Group::Kind::concat &&
-          kind != Group::Kind::transfer && groups_[x].shape == n->shape()) {
-        in.group = x;
-        groups_[x].roots.push_back(n);
-        continue;
-      }
+    if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
+        groups_[cg[0]].kind != Group::Kind::gemm && groups_[cg[0]].shape == n->shape() &&
+        groups_[cg[0]].kind != Group::Kind::concat &&
+        groups_[cg[0]].kind != Group::Kind::transfer) {
+      in.group = cg[0];
+      groups_[cg[0]].roots.push_back(n); // multi-output: written by its consumers' kernel
+      continue;
     }
     if (op_kind(n->op) == OpKind::Reduce) {
       if (join_consumer_kernel(in)) continue;

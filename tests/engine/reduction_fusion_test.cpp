@@ -179,22 +179,6 @@ TEST_F(ReductionFusion, HeldInputOfAReductionIsAnExtraOutput) {
   EXPECT_EQ(r.lazy.buffers_materialized, 2) << r.plan;
 }
 
-TEST_F(ReductionFusion, ValueReadByTwoKernelsIsWrittenByTheFirst) {
-  // h is read by the row-sum kernel and by a kernel of its own shape that is built after it:
-  // h is an extra output of the row-sum kernel and the second kernel reads it from memory. Two
-  // kernels, not three (h written by a kernel of its own).
-  Tensor x = randn({30, 40});
-  eval(x);
-  Result r = compare_with_eager([&] {
-    Tensor h = exp(x) * 0.5;
-    Tensor s = sum(h, {1});
-    Tensor e = tanh(h) + 1;
-    return std::vector<Tensor>{h, s, e};
-  });
-  EXPECT_EQ(r.lazy.kernels_run, 2) << r.plan;
-  EXPECT_EQ(r.lazy.buffers_materialized, 3) << r.plan;
-}
-
 TEST_F(ReductionFusion, ReductionReadAcrossRowsIsNotFused) {
   // s[j] is added along rows: element (i, j) needs row j's sum, which another block owns.
   Tensor x = randn({24, 24});

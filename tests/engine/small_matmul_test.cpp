@@ -164,29 +164,6 @@ TEST_F(SmallMatmulTest, LstmCellStepIsOneKernel) {
   EXPECT_EQ(twelve.kernels_run, 12);
 }
 
-TEST_F(SmallMatmulTest, LstmStepsRecordedWithoutEvalAreOneKernelEach) {
-  // Six LSTM steps pending at once, evaluated at the end. h_t is the operand of step t+1's dot
-  // products, so it is written by a kernel of its own step; c_t is read by that kernel (for
-  // h_t) and by step t+1's: it joins the h_t kernel as a second output, and so do the gates.
-  // One kernel per step, not three (gates, c, h).
-  const int64_t in = 48, hidden = 40;
-  const std::vector<Shape> shapes = {{6, in},      {in, 4 * hidden}, {hidden, 4 * hidden},
-                                     {4 * hidden}, {1, hidden},      {1, hidden}};
-  auto steps = [](const std::vector<Tensor>& t) {
-    const Tensor &seq = t[0], &wx = t[1], &wh = t[2], &b = t[3];
-    Tensor h = t[4], c = t[5];
-    for (int i = 0; i < 6; ++i) {
-      std::vector<Tensor> g = chunk(matmul(slice(seq, 0, i, i + 1), wx) + matmul(h, wh) + b, 4, 1);
-      c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
-      h = sigmoid(g[3]) * tanh(c);
-    }
-    return concat({h, c}, 1);
-  };
-  Stats s = check(shapes, DType::f32, steps, 1e-4, "six steps, one eval");
-  EXPECT_EQ(s.gemms_run, 0);
-  EXPECT_EQ(s.kernels_run, 6);
-}
-
 TEST_F(SmallMatmulTest, RecurrenceRecordedWithoutEvalReadsEachStepFromMemory) {
   // h = tanh(h @ w + b) with h and the matmul of one shape, ten steps pending at once: step t's
   // h is the operand of step t+1's dots, read at other elements' indices, so it must be written
