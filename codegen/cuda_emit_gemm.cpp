@@ -51,7 +51,8 @@ void Emitter::gemm_body() {
   const bool prefetch = E <= kPrefetchElems;
   line(1, fmt::format("__shared__ __align__(16) {} k_sm[{}];", acc, gemm_smem_elems(k_, v_)));
   // The grid (launch_for): x the column tiles, C blocks (a cluster) each; y the row tiles and z
-  // the matrices of a batch, looped over past 65535. No division by a runtime value.
+  // the matrices of a batch, looped over past 65535. No division by a runtime value (but for
+  // the batch dims of a batched matmul, unravelled once per tile).
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, fmt::format("const idx_t M = (idx_t)p.sh{}, N = (idx_t)p.sh{};", r - 2, r - 1));
   line(1, fmt::format("const idx_t tm_n = (M + {}) / {};", T - 1, T));
