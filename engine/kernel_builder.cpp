@@ -189,20 +189,26 @@ private:
   };
 
   // A small matmul n (Planner::small_matmul) read through transform t: one dot product per
-  // element. Its operands are in memory (marked as GEMM operands). Where element i's row of A
-  // and column of B start are index maps like a load's: A's layout with the stride of n's
-  // last dim (N) set to 0, B's with that of M set to 0, carried out through t.
+  // element. A tiled one (Planner::tiled_matmul) that cannot be computed where it is read (by
+  // a reduction, through a broadcast or another view) becomes a GEMM step (Retry::gemm); one
+  // split off for other reasons (its result is another dot's operand, the parameter budget)
+  // gets a GEMM-tile kernel of its own. Its operands are in memory (marked as GEMM operands).
+  // Where element i's row of A and column of B start are index maps like a load's: A's layout
+  // with the stride of n's last dim (N) set to 0, B's with that of M set to 0, carried out
+  // through t.
   int dot(Node* n, int t) {
     if (k_.kind != FusedKernel::Kind::elementwise) { // the reduce layouts have no dots
-      retry = Retry{n, "small matmul read by a reduction"};
+      retry = Retry{n, "small matmul read by a reduction", Planner::tiled_matmul(n)};
       return 0;
     }
     Layout out = map_out(contiguous_layout(n->shape()), t);
     if (retry) return 0;
     for (int d = 0; d < k_.shape.size(); ++d)
       if (k_.shape[d] > 1 && out.strides[d] == 0) {
-        retry = Retry{n, "small matmul read through a broadcast (its dot products would be "
-                         "computed again for each copy)"};
+        retry = Retry{n,
+                      "small matmul read through a broadcast (its dot products would be "
+                      "computed again for each copy)",
+                      Planner::tiled_matmul(n)};
         return 0;
       }
     // An operand is read at other elements' indices, so it must be in memory before the kernel
@@ -227,7 +233,7 @@ private:
     const int kr = k_.shape.size();
     if (Planner::tiled_matmul(n) && (t != -1 || kr < 2 || k_.inputs[d.a].strides[kr - 1] != 0 ||
                                      k_.inputs[d.b].strides[kr - 2] != 0)) {
-      retry = Retry{n, "tiled matmul read other than at its own row and column"};
+      retry = Retry{n, "tiled matmul read other than at its own row and column", true};
       return 0;
     }
     d.K = la.shape[r - 1];

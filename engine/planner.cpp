@@ -59,6 +59,9 @@ bool Planner::small_matmul(const Node* n) {
   const int64_t N = s[s.size() - 1], K = n->inputs[0]->shape()[s.size() - 1];
   if (N <= 0 || K > kDotMaxK) return false;
   if (!tiled_matmul(n)) return s.numel() * K <= kDotMaxMacs;
+  // Many matrices of at most kDotRows rows each: cuBLAS's batched GEMM (the GEMM-tile layout
+  // wants more rows per matrix, choose_gemm_tile).
+  if (s[s.size() - 2] <= kDotRows) return false;
   // A few columns: cuBLAS's GEMV. f16/bf16: cuBLAS's tensor-core kernels, even with the
   // epilogue as a kernel of its own.
   return N > kDotRows && s.numel() * K <= kTileMaxMacs &&
@@ -74,7 +77,7 @@ bool Planner::tiled_matmul(const Node* n) {
 bool Planner::fused_matmul(Node* n) {
   if (!small_matmul(n)) return false;
   const Info* in = info(n);
-  return !(tiled_matmul(n) && in && in->no_merge);
+  return !(in && in->gemm);
 }
 
 Info* Planner::info(Node* n) {
@@ -270,6 +273,7 @@ Schedule plan(const Walk& w) {
       Info* ri = p.info(retry->node);
       ri->materialize = true;
       ri->no_merge = true;
+      ri->gemm |= retry->gemm;
       ri->reason = retry->reason;
       continue;
     }

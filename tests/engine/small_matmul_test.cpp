@@ -264,6 +264,12 @@ TEST_F(SmallMatmulTest, TiledMatmulLayoutsAndSizes) {
       {"batched, both", {{2, 9, 40}, {2, 40, 12}}, mm},
       {"K 1", {{50, 1}, {1, 60}}, mm},
       {"the longest K", {{8, 1024}, {1024, 40}}, mm},
+      {"two dots, K 1024 and 10 (clusters of 4: three blocks have no K of the second)",
+       {{32, 1024}, {1024, 32}, {32, 10}, {10, 32}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) + matmul(t[2], t[3]); }},
+      {"two dots at tile 64 (16 epilogue elements per thread, not prefetched)",
+       {{1024, 16}, {16, 1024}, {1024, 16}, {16, 1024}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) - matmul(t[2], t[3]); }},
   };
   for (const Case& c : cases) {
     Stats s = check(c.shapes, c.dt, c.f, c.dt == DType::f32 ? 2e-5 : tolerance(c.dt), c.name);
@@ -309,6 +315,18 @@ TEST_F(SmallMatmulTest, TiledMatmulReadOtherwiseIsACublasCall) {
   EXPECT_EQ(l.kernels_run, 2);
 }
 
+TEST_F(SmallMatmulTest, ChainedTiledMatmulsEachGetAKernel) {
+  // (x @ w1) @ w2 + b: the first product is the second's operand, read at other elements'
+  // indices, so a kernel of its own computes it (in tiles, not as a GEMM) before the kernel
+  // of the second product and the bias.
+  Stats s = check(
+      {{64, 64}, {64, 64}, {64, 64}, {64}}, DType::f32,
+      [](const std::vector<Tensor>& t) { return matmul(matmul(t[0], t[1]), t[2]) + t[3]; }, 2e-5,
+      "chained");
+  EXPECT_EQ(s.gemms_run, 0);
+  EXPECT_EQ(s.kernels_run, 2);
+}
+
 TEST_F(SmallMatmulTest, SeedLoopStepsMatchBlas) {
   // The seed loop of issue 5 at d = 64 and 96, ten steps each evaluated: x is the operand of
   // the next step's matmul and replaced every step (never written in place while other
@@ -346,6 +364,10 @@ TEST_F(SmallMatmulTest, LargerMatmulsStayBlas) {
   Tensor p = rnd({257, 256}, DType::f32, dev, 56), q = rnd({256, 256}, DType::f32, dev, 57);
   reset_stats();
   eval(matmul(p, q)); // tiled, over 2^24 multiply-adds
+  EXPECT_EQ(stats().gemms_run, 1);
+  Tensor bp = rnd({64, 4, 32}, DType::f32, dev, 58), bq = rnd({64, 32, 8}, DType::f32, dev, 59);
+  reset_stats();
+  eval(matmul(bp, bq) + 1.0f); // 256 rows, but 4 per matrix: a batched GEMM
   EXPECT_EQ(stats().gemms_run, 1);
   // Integer matmuls keep their own reduction kernel.
   reset_stats();
