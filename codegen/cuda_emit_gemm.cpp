@@ -87,7 +87,8 @@ void Emitter::gemm_body() {
     line(ind, fmt::format("const int mm = e / {0}, nn = e % {0};", T));
     line(ind,
          fmt::format("const bool valid = tid + {} < {} && mm < mr && nn < nr;", q * kBlock, share));
-    line(ind, "const idx_t m = m0 + mm, nc = n0 + nn;");
+    // Past the tile's edge an element's offsets could overflow idx_t: they are taken at (0, 0).
+    line(ind, "const idx_t m = m0 + (valid ? mm : 0), nc = n0 + (valid ? nn : 0);");
     line(ind, "const idx_t i = base + m * N + nc;");
     for (size_t j = 0; j < pl_.in.size(); ++j)
       if (pl_.in[j].mode == M::strided)

@@ -210,7 +210,9 @@ bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v) {
     if ((a.dtype == DType::f64) != f64 || (b.dtype == DType::f64) != f64) return false;
     max_k = std::max(max_k, d.K);
   }
-  const int64_t M = k.shape[r - 2], N = k.shape[r - 1], batch = k.shape.numel() / (M * N);
+  const int64_t M = k.shape[r - 2], N = k.shape[r - 1];
+  if (N <= 0) return false; // (M > 4 above)
+  const int64_t batch = k.shape.numel() / (M * N);
   auto tiles = [&](int T) { return batch * ((M + T - 1) / T) * ((N + T - 1) / T); };
   auto fits = [&](int T) {
     CudaVariant t;
