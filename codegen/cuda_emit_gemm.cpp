@@ -82,11 +82,12 @@ void Emitter::gemm_body() {
   };
   // Element q of this thread's share of the tile: its position and flat index, and the
   // offsets of the strided operands.
-  auto element = [&](int ind, int q) {
-    line(ind, fmt::format("const int e = (int)k_rank * {} + tid + {};", share, q * kBlock));
+  // `q` is the element's number as an expression: a constant when unrolled, else a loop index.
+  auto element = [&](int ind, const std::string& q) {
+    line(ind, fmt::format("const int e = (int)k_rank * {} + tid + {} * {};", share, q, kBlock));
     line(ind, fmt::format("const int mm = e / {0}, nn = e % {0};", T));
-    line(ind,
-         fmt::format("const bool valid = tid + {} < {} && mm < mr && nn < nr;", q * kBlock, share));
+    line(ind, fmt::format("const bool valid = tid + {} * {} < {} && mm < mr && nn < nr;", q, kBlock,
+                          share));
     // Past the tile's edge an element's offsets could overflow idx_t: they are taken at (0, 0).
     line(ind, "const idx_t m = m0 + (valid ? mm : 0), nc = n0 + (valid ? nn : 0);");
     line(ind, "const idx_t i = base + m * N + nc;");
@@ -110,7 +111,7 @@ void Emitter::gemm_body() {
   auto prefetch_epilogue = [&] {
     for (int q = 0; q < E; ++q) {
       line(2, "{");
-      element(3, q);
+      element(3, std::to_string(q));
       line(3, "if (valid) {");
       for (size_t j = 0; j < pl_.in.size(); ++j)
         if (loaded[j]) line(4, fmt::format("k_p{}[{}] = {};", j, q, element_load(j)));
@@ -274,7 +275,7 @@ void Emitter::gemm_body() {
   if (prefetch) {
     for (int q = 0; q < E; ++q) {
       line(2, "{");
-      element(3, q);
+      element(3, std::to_string(q));
       line(3, "if (valid) {");
       finish(4,
              [&](int j) { return loaded[j] ? fmt::format("k_p{}[{}]", j, q) : element_load(j); });
@@ -283,21 +284,8 @@ void Emitter::gemm_body() {
     }
   } else {
     line(2, fmt::format("for (int q = 0; q < {}; ++q) {{", E));
-    line(3, fmt::format("const int e = (int)k_rank * {} + tid + q * {};", share, kBlock));
-    line(3, fmt::format("const int mm = e / {0}, nn = e % {0};", T));
-    line(3, "if (mm >= mr || nn >= nr) continue;");
-    line(3, "const idx_t m = m0 + mm, nc = n0 + nn;");
-    line(3, "const idx_t i = base + m * N + nc;");
-    for (size_t j = 0; j < pl_.in.size(); ++j)
-      if (pl_.in[j].mode == M::strided)
-        line(3, fmt::format("const idx_t oi{0} = bi{0} + m * {1} + nc * {2};", j,
-                            in_stride(static_cast<int>(j), r - 2),
-                            in_stride(static_cast<int>(j), r - 1)));
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      if (pl_.out[j].mode == M::strided)
-        line(3, fmt::format("const idx_t oo{0} = bo{0} + m * {1} + nc * {2};", j,
-                            cast_idx(fmt::format("out{}_s{}", j, r - 2)),
-                            cast_idx(fmt::format("out{}_s{}", j, r - 1))));
+    element(3, "q");
+    line(3, "if (!valid) continue;");
     finish(3, [&](int j) { return element_load(j); });
     line(2, "}");
   }

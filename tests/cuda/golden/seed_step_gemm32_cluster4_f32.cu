@@ -171,9 +171,9 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
         }
       }
     {
-      const int e = (int)k_rank * 256 + tid + 0;
+      const int e = (int)k_rank * 256 + tid + 0 * 256;
       const int mm = e / 32, nn = e % 32;
-      const bool valid = tid + 0 < 256 && mm < mr && nn < nr;
+      const bool valid = tid + 0 * 256 < 256 && mm < mr && nn < nr;
       const idx_t m = m0 + (valid ? mm : 0), nc = n0 + (valid ? nn : 0);
       const idx_t i = base + m * N + nc;
       const idx_t oi0 = bi0 + m * (idx_t)p.in0_s0 + nc * 0;
@@ -255,9 +255,9 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
       }
     k_cluster_sync(); // every block's sums are in its shared memory
     {
-      const int e = (int)k_rank * 256 + tid + 0;
+      const int e = (int)k_rank * 256 + tid + 0 * 256;
       const int mm = e / 32, nn = e % 32;
-      const bool valid = tid + 0 < 256 && mm < mr && nn < nr;
+      const bool valid = tid + 0 * 256 < 256 && mm < mr && nn < nr;
       const idx_t m = m0 + (valid ? mm : 0), nc = n0 + (valid ? nn : 0);
       const idx_t i = base + m * N + nc;
       const idx_t oi0 = bi0 + m * (idx_t)p.in0_s0 + nc * 0;

@@ -211,12 +211,13 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
     for (int q = 0; q < 16; ++q) {
       const int e = (int)k_rank * 4096 + tid + q * 256;
       const int mm = e / 64, nn = e % 64;
-      if (mm >= mr || nn >= nr) continue;
-      const idx_t m = m0 + mm, nc = n0 + nn;
+      const bool valid = tid + q * 256 < 4096 && mm < mr && nn < nr;
+      const idx_t m = m0 + (valid ? mm : 0), nc = n0 + (valid ? nn : 0);
       const idx_t i = base + m * N + nc;
       const idx_t oi0 = bi0 + m * (idx_t)p.in0_s0 + nc * 0;
       const idx_t oi1 = bi1 + m * 0 + nc * (idx_t)p.in1_s1;
       const idx_t oi2 = bi2 + m * 0 + nc * (idx_t)p.in2_s1;
+      if (!valid) continue;
       const float k_dot0 = k_sm[0 + e];
       const float v0 = k_dot0;
       const float v1 = p.in2[oi2];
