@@ -19,10 +19,11 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 6; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 7; // 2: --fmad=false; 3: column layout, float max/min
                                           // accumulators, per-row constants; 4: f16/bf16 exp and
                                           // division approximated, row-vector weights; 5: f16/bf16
-                                          // exp flushes subnormal results; 6: GEMM-tile layout
+                                          // exp flushes subnormal results; 6: GEMM-tile layout;
+                                          // 7: its K groups
 
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
@@ -69,7 +70,8 @@ struct CudaVariant {
   int dot_cluster = 1;
   // Elementwise with dot products over a matrix of outputs (more than a few rows, see
   // Emitter::gemm_body): the edge of the square output tile a block computes (16, 32 or 64),
-  // its K taken in shared-memory chunks; dot_cluster blocks split K as in the dot layout.
+  // its K taken in shared-memory chunks and split between the block's groups of threads
+  // (16, 4 or 1 of them); dot_cluster blocks split K as in the dot layout.
   // 0: not this layout.
   int gemm_tile = 0;
 };

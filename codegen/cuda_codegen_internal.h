@@ -58,10 +58,15 @@ int64_t shared_row_bytes(const FusedKernel& k);
 
 // GEMM-tile layout (CudaVariant::gemm_tile, see Emitter::gemm_body): whether its sums are
 // double (f64 dots; all of a kernel's dots take one accumulator type there), the K chunk a
-// block stages per step (T x BK elements of A and of B: 8 per thread, 4 for double), and the
-// shared array's length in accumulators (two chunk buffers, or every dot's parked sums).
+// block stages per step (T x BK elements of A and of B, 4 or 8 per thread), the groups of
+// threads that split each chunk's K (a group's threads hold kGemmRegTile x kGemmRegTile sums
+// each, so a tile of 16 has 16 groups of 16 threads, 32 has 4 of 64, 64 one), and the shared
+// array's length in accumulators (two chunk buffers, or every dot's parked sums and the
+// groups' partial sums).
+inline constexpr int kGemmRegTile = 4;
 bool gemm_f64(const FusedKernel& k);
 int gemm_bk(const FusedKernel& k, const CudaVariant& v);
+int gemm_groups(const CudaVariant& v);
 int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v);
 
 // ---- the plan shared by renderer and packer (cuda_params.cpp) -------------------------------

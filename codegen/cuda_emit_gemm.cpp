@@ -41,7 +41,8 @@ constexpr int kPrefetchElems = 4;
 } // namespace
 
 void Emitter::gemm_body() {
-  const int T = v_.gemm_tile, TM = T / 16, BK = gemm_bk(k_, v_), PA = T + TM;
+  const int T = v_.gemm_tile, TM = kGemmRegTile, TR = T / TM, BK = gemm_bk(k_, v_), PA = T + TM;
+  const int G = gemm_groups(v_), KG = BK / G; // K groups, and each one's share of a chunk
   const int C = std::max(1, v_.dot_cluster), r = pl_.rank;
   const int LA = T * BK / kBlock; // chunk elements per thread, of A and of B each
   const bool f64 = gemm_f64(k_);
@@ -56,7 +57,12 @@ void Emitter::gemm_body() {
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, fmt::format("const idx_t M = (idx_t)p.sh{}, N = (idx_t)p.sh{};", r - 2, r - 1));
   line(1, fmt::format("const idx_t tm_n = (M + {}) / {};", T - 1, T));
-  line(1, "const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;");
+  if (G == 1)
+    line(1, fmt::format("const int tid = threadIdx.x, tx = tid % {0}, ty = tid / {0};", TR));
+  else
+    line(1, fmt::format("const int tid = threadIdx.x, kg = tid / {0}, tx = tid % {1}, ty = tid / "
+                        "{1} % {1};",
+                        TR * TR, TR));
   line(1, C > 1 ? "const unsigned k_rank = k_cluster_rank();" : "const unsigned k_rank = 0;");
   line(1, fmt::format("const idx_t tn = (idx_t)blockIdx.x / {};", C));
   scalars(1);
@@ -217,9 +223,14 @@ void Emitter::gemm_body() {
     }
     // A whole chunk unrolled; the last one of a dot, shorter, in a loop (zeros past K would
     // add nothing but time).
-    auto multiply = [&](int ind, const std::string& count, bool whole) {
+    // With K groups, group kg takes ks [kg * KG, kg * KG + KG) of each chunk.
+    auto multiply = [&](int ind, const std::string& end, bool whole) {
+      const std::string first = G > 1 ? fmt::format("kg * {}", KG) : std::string("0");
       line(ind, whole ? "#pragma unroll" : "#pragma unroll 4");
-      line(ind, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", count));
+      if (whole && G > 1)
+        line(ind, fmt::format("for (int kk = {0}; kk < {0} + {1}; ++kk) {{", first, KG));
+      else
+        line(ind, fmt::format("for (int kk = {}; kk < {}; ++kk) {{", first, end));
       line(ind + 1, fmt::format("{} a[{}], b[{}];", acc, TM, TM));
       line(ind + 1, vec_load("a", fmt::format("As[kk * {} + ty * {}]", PA, TM)));
       line(ind + 1, vec_load("b", fmt::format("Bs[kk * {} + tx * {}]", T, TM)));
@@ -234,20 +245,45 @@ void Emitter::gemm_body() {
     line(3, fmt::format("if (k0 + {} <= ke{}) {{", BK, d));
     multiply(4, std::to_string(BK), true);
     line(3, "} else {");
-    multiply(4, fmt::format("(int)(ke{} - k0)", d), false);
+    multiply(4,
+             G > 1 ? fmt::format("min(kg * {} + {}, (int)(ke{} - k0))", KG, KG, d)
+                   : fmt::format("(int)(ke{} - k0)", d),
+             false);
     line(3, "}");
     line(3, "buf ^= 1;");
     line(2, "}");
   }
   // Epilogue: park the sums (every thread is past its last read of the chunk buffers first).
+  // With K groups each dot's groups park their partial tiles after the dots' sums, and each
+  // element adds them in group order.
   line(2, "__syncthreads();");
-  line(2, "#pragma unroll");
-  line(2, fmt::format("for (int i = 0; i < {0}; ++i)", TM));
-  line(3, "#pragma unroll");
-  line(3, fmt::format("for (int j = 0; j < {0}; ++j) {{", TM));
-  line(4, fmt::format("const int e = (ty * {0} + i) * {1} + tx * {0} + j;", TM, T));
-  for (int d = 0; d < nd; ++d) line(4, fmt::format("k_sm[{} + e] = acc{}[i][j];", d * T * T, d));
-  line(3, "}");
+  auto park = [&](const std::string& off, const std::string& what) {
+    line(2, "#pragma unroll");
+    line(2, fmt::format("for (int i = 0; i < {0}; ++i)", TM));
+    line(3, "#pragma unroll");
+    line(3, fmt::format("for (int j = 0; j < {0}; ++j) {{", TM));
+    line(4, fmt::format("const int e = (ty * {0} + i) * {1} + tx * {0} + j;", TM, T));
+    line(4, fmt::format("k_sm[{} + e] = {};", off, what));
+    line(3, "}");
+  };
+  for (int d = 0; d < nd; ++d) {
+    if (G == 1) {
+      park(std::to_string(d * T * T), fmt::format("acc{}[i][j]", d));
+      continue;
+    }
+    park(fmt::format("{} + kg * {}", nd * T * T, T * T), fmt::format("acc{}[i][j]", d));
+    line(2, "__syncthreads();");
+    line(2, "#pragma unroll");
+    line(2, fmt::format("for (int q = 0; q < {}; ++q) {{", T * T / kBlock));
+    line(3, fmt::format("const int e = tid + q * {};", kBlock));
+    line(3, fmt::format("{} s = k_sm[{} + e];", acc, nd * T * T));
+    line(3, "#pragma unroll");
+    line(3, fmt::format("for (int g = 1; g < {}; ++g) s += k_sm[{} + g * {} + e];", G, nd * T * T,
+                        T * T));
+    line(3, fmt::format("k_sm[{} + e] = s;", d * T * T));
+    line(2, "}");
+    if (d + 1 < nd) line(2, "__syncthreads(); // the next dot's groups park in the same place");
+  }
   line(2, C > 1 ? "k_cluster_sync(); // every block's sums are in its shared memory"
                 : "__syncthreads();");
   auto finish = [&](int ind, const Load& load) {

@@ -50,12 +50,19 @@ bool gemm_f64(const FusedKernel& k) {
 }
 
 int gemm_bk(const FusedKernel& k, const CudaVariant& v) {
-  return v.gemm_tile > 0 ? (gemm_f64(k) ? 1024 : 2048) / v.gemm_tile : 0;
+  return v.gemm_tile > 0 ? std::min(64, (gemm_f64(k) ? 1024 : 2048) / v.gemm_tile) : 0;
+}
+
+int gemm_groups(const CudaVariant& v) {
+  const int threads_per_edge = v.gemm_tile / kGemmRegTile;
+  return kBlock / (threads_per_edge * threads_per_edge);
 }
 
 int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v) {
-  const int T = v.gemm_tile, TM = T / 16, BK = gemm_bk(k, v);
-  return std::max<int64_t>(int64_t(2) * BK * (T + TM + T), int64_t(k.dots.size()) * T * T);
+  const int T = v.gemm_tile, BK = gemm_bk(k, v), G = gemm_groups(v);
+  const int64_t chunks = int64_t(2) * BK * (T + kGemmRegTile + T);
+  const int64_t sums = int64_t(k.dots.size()) * T * T + (G > 1 ? int64_t(G) * T * T : 0);
+  return std::max(chunks, sums);
 }
 
 } // namespace cg
@@ -187,14 +194,16 @@ void choose_tiling(const FusedKernel& k, CudaVariant& v) {
 // The GEMM-tile layout (Emitter::gemm_body) takes kernels over [batch..., M, N] with more
 // than kGemmMinRows rows per matrix (fewer: the dot layout, which splits each element's K over
 // a block) whose every dot reads row m of A and column n of B at element (m, n), through
-// strided index maps, all with one accumulator type. The tile: 64 when that still gives every
-// SM a block (fewest loads per multiply-add), else 32 when there are tiles enough to split K
-// over clusters, else 16; then clusters of up to 8 blocks split K while the grid stays within
-// ~two blocks per H100 SM and every block keeps two chunks of K (the seed loop's
-// 256 x 256 x 256: tiles of 32, clusters of 2, 7.0 us under ncu, where clusters of 4 took 8.8
-// and 8 tiles of 64 in clusters of 8 7.5: the blocks' fixed costs, setup and epilogue, outweigh
-// a shorter K). False when no tile's shared memory fits the 48 KB a launch gets without
-// opting in.
+// strided index maps, all with one accumulator type. The tile: the smallest of 16, 32 and 64
+// that keeps the grid within ~two blocks per H100 SM (264); a block's 256 threads then split
+// each K chunk between 16, 4 or 1 groups (gemm_groups). Clusters of up to 8 blocks split K
+// further while the grid stays within that and every block keeps two chunks of K. Measured
+// by hand-written variants of the seed step and seven other shapes, side by side
+// (tools/gemm-tile/seed_lab.cu; bench/results/2026-11-22-h100-gemm-k-groups.md): the seed
+// loop's 256 x 256 x 256 takes 5.5 us per step in tiles of 16 (256 blocks), 5.8 in tiles of
+// 32 with clusters of 2 and 7.1 in tiles of 64 with clusters of 8; 512 x 128 x 256 (512
+// tiles of 16) is fastest in tiles of 32. False when no tile's shared memory fits the 48 KB a
+// launch gets without opting in.
 constexpr int64_t kGemmMinRows = 4;
 constexpr int64_t kGemmMaxSharedBytes = int64_t(48) << 10;
 
@@ -219,8 +228,10 @@ bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v) {
     t.gemm_tile = T;
     return gemm_smem_elems(k, t) * (f64 ? 8 : 4) <= kGemmMaxSharedBytes;
   };
-  const int T = tiles(64) >= 132 && fits(64) ? 64 : tiles(32) >= 16 && fits(32) ? 32 : 16;
-  if (!fits(T)) return false;
+  int T = 0;
+  for (int t : {16, 32, 64})
+    if (fits(t) && (T == 0 || tiles(T) > 264)) T = t;
+  if (T == 0) return false;
   v.gemm_tile = T;
   const int BK = gemm_bk(k, v);
   while (v.dot_cluster < 8 && tiles(T) * v.dot_cluster * 2 <= 264 &&

@@ -452,6 +452,7 @@ TEST_F(Codegen, GoldenSources) {
       {"broadcast_row_col_f32_vec", rowcol, {true, true, 1, -1, 0, 0, false, 0b010u, 0b100u}},
       {"lstm_cell_dots_f32", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8}},
       {"lstm_cell_dots_f32_cluster4", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8, 4}},
+      {"seed_step_gemm16_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 16}},
       {"seed_step_gemm32_cluster4_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 4, 32}},
       {"seed_step_gemm64_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 64}}};
   for (const Case& c : cases) {
@@ -574,6 +575,34 @@ TEST_F(Codegen, ParamsFollowTheDeclaredOrder) {
   double c;
   std::memcpy(&c, p.data() + 8 * 7, 8);
   EXPECT_EQ(c, 2.5);
+}
+
+TEST_F(Codegen, GemmTileChoice) {
+  // The tile and cluster a tiled matmul takes (choose_gemm_tile): the smallest tile whose grid
+  // stays within ~two blocks per SM, clusters while K is long and the grid small. Measured in
+  // bench/results/2026-11-22-h100-gemm-k-groups.md.
+  set_small_matmul(SmallMatmul::everywhere);
+  struct Case {
+    int64_t M, K, N;
+    DType dt;
+    int tile, cluster;
+  } cases[] = {{256, 256, 256, DType::f32, 16, 1}, {64, 64, 64, DType::f32, 16, 1},
+               {64, 512, 96, DType::f32, 16, 4},   {64, 256, 96, DType::f32, 16, 2},
+               {32, 1024, 32, DType::f32, 16, 8},  {512, 128, 256, DType::f32, 32, 1},
+               {512, 64, 512, DType::f32, 32, 1},  {1024, 16, 1024, DType::f32, 64, 1},
+               {128, 128, 128, DType::f64, 16, 1}, {512, 40, 160, DType::f64, 32, 1}};
+  std::vector<char> mem(64);
+  std::vector<void*> aligned(
+      8, reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15)));
+  for (const Case& c : cases) {
+    Tensor a = randn({c.M, c.K}, c.dt), b = randn({c.K, c.N}, c.dt);
+    eval(a, b);
+    FusedKernel k = kernel_of([&] { return tanh(matmul(a, b)); });
+    const CudaVariant v = choose_variant(k, aligned);
+    EXPECT_EQ(v.gemm_tile, c.tile) << c.M << " x " << c.K << " x " << c.N;
+    EXPECT_EQ(v.dot_cluster, c.cluster) << c.M << " x " << c.K << " x " << c.N;
+  }
+  set_small_matmul(SmallMatmul::on_gpu);
 }
 
 TEST_F(Codegen, LaunchShapes) {

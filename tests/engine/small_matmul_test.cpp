@@ -241,15 +241,18 @@ TEST_F(SmallMatmulTest, TiledMatmulLayoutsAndSizes) {
   auto mm = [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); };
   const Case cases[] = {
       {"edges cut tiles and chunks", {{33, 100}, {100, 47}}, mm},
-      {"the seed step, 256 (tile 32, clusters of 2)",
+      {"the seed step, 256 (tile 16: 16 groups of 16 threads split K)",
        {{256, 256}, {256, 256}, {256}},
        [](const std::vector<Tensor>& t) {
          return sigmoid(tanh(matmul(t[0], t[1]) + t[2]) * 0.5f + t[0]) - 0.5f;
        }},
       {"tile 64, K 16", {{1024, 16}, {16, 1024}}, mm},
-      {"clusters of 2, K 512", {{64, 512}, {512, 96}}, mm},
-      {"clusters of 4, K 1024", {{32, 1024}, {1024, 32}}, mm},
-      {"f64, tile 32, clusters of 2", {{128, 128}, {128, 128}}, mm, DType::f64},
+      {"tile 32 (4 groups of 64 threads)", {{512, 128}, {128, 256}}, mm},
+      {"clusters of 2, K 256", {{64, 256}, {256, 96}}, mm},
+      {"clusters of 4, K 512", {{64, 512}, {512, 96}}, mm},
+      {"clusters of 8, K 1024", {{32, 1024}, {1024, 32}}, mm},
+      {"f64, tile 16", {{128, 128}, {128, 128}}, mm, DType::f64},
+      {"f64, tile 32, a short last chunk", {{512, 40}, {40, 160}}, mm, DType::f64},
       {"f64, tile 16, a short last chunk", {{96, 200}, {200, 160}}, mm, DType::f64},
       {"B transposed",
        {{20, 64}, {40, 64}},
@@ -264,7 +267,7 @@ TEST_F(SmallMatmulTest, TiledMatmulLayoutsAndSizes) {
       {"batched, both", {{2, 9, 40}, {2, 40, 12}}, mm},
       {"K 1", {{50, 1}, {1, 60}}, mm},
       {"the longest K", {{8, 1024}, {1024, 40}}, mm},
-      {"two dots, K 1024 and 10 (clusters of 4: three blocks have no K of the second)",
+      {"two dots, K 1024 and 10 (clusters of 8: seven blocks have no K of the second)",
        {{32, 1024}, {1024, 32}, {32, 10}, {10, 32}},
        [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) + matmul(t[2], t[3]); }},
       {"two dots at tile 64 (16 epilogue elements per thread, not prefetched)",
