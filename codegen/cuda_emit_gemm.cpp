@@ -10,19 +10,22 @@ namespace kiln::detail::cg {
 
 // GEMM-tile layout. The kernel's iteration space is [batch..., M, N] and every dot reads row m
 // of its A and column n of its B at element (..., m, n) (choose_variant checks the index maps).
-// A block of 16 x 16 threads owns a T x T tile of the outputs; thread (ty, tx) accumulates the
-// TM x TM elements at rows ty * TM.., columns tx * TM.. (TM = T / 16) of every dot in
-// registers, reading them from shared memory as TM-wide vectors. K goes in chunks of BK: each
-// chunk of A (T x BK, stored k-major with rows padded by TM so that the transposed stores
-// conflict less) and of B (BK x T) is loaded into registers while the previous chunk is
-// multiplied out of shared memory, one barrier per chunk (two buffers); the last chunk of a
-// dot prefetches the first of the next dot. Loads run along k for A and along n for B:
-// coalesced for row-major operands, strided but correct for transposed ones. With
-// dot_cluster = C > 1 (sm_90) the C blocks of a cluster take the same tile and split K in
-// BK-aligned ranges (choose_gemm_tile leaves each block two chunks: a block's setup and
-// epilogue cost more than a longer K).
+// A block of 256 threads owns a T x T tile of the outputs. Its threads form G = gemm_groups
+// groups of (T/4)^2 (16 groups at T = 16, 4 at 32, 1 at 64); thread (kg, ty, tx) accumulates
+// the 4 x 4 elements at rows ty * 4.., columns tx * 4.. of every dot in registers, over group
+// kg's share of each chunk's K, reading them from shared memory as 4-wide vectors (a 4 x 4
+// tile feeds 16 multiply-adds per two vector loads, where smaller register tiles were bound by
+// shared-memory wavefronts). K goes in chunks of BK: each chunk of A (T x BK, stored k-major
+// with rows padded by 4 so that the transposed stores conflict less) and of B (BK x T) is
+// loaded into registers while the previous chunk is multiplied out of shared memory, one
+// barrier per chunk (two buffers); the last chunk of a dot prefetches the first of the next
+// dot. Loads run along k for A and along n for B: coalesced for row-major operands, strided
+// but correct for transposed ones. With dot_cluster = C > 1 (sm_90) the C blocks of a cluster
+// take the same tile and split K in BK-aligned ranges (choose_gemm_tile leaves each block two
+// chunks: a block's setup and epilogue cost more than a longer K).
 //
-// The epilogue goes through shared memory: each thread parks its sums there; after a (cluster)
+// The epilogue goes through shared memory: each thread parks its sums there (with G > 1 the
+// groups' partial tiles first, which each element adds in group order); after a (cluster)
 // barrier the tile's T * T elements are split between the cluster's blocks, consecutive
 // elements on consecutive threads, and each element adds every block's sum in rank order (the
 // same rounding whichever block adds), then runs the tape and stores, coalesced along n. When a
@@ -33,8 +36,8 @@ namespace kiln::detail::cg {
 // Why not cuBLAS with a separate epilogue kernel: for the small GEMMs of a recurrent step (the
 // seed loop's 256 x 256 x 256) cuBLAS's kernel plus the epilogue kernel are two graph nodes and
 // a round trip of the result through memory, and either kernel fills a fraction of the GPU;
-// here the step is one kernel, 6.5 us against 9.6
-// (bench/results/2026-11-22-h100-gemm-tile.md). Sums use fma in float (double for f64) as in
+// here the step is one kernel, 5.4 us against 9.8
+// (bench/results/2026-11-22-h100-gemm-k-groups.md). Sums use fma in float (double for f64) as in
 // the dot layout: cuBLAS's accumulation, not TF32.
 namespace {
 constexpr int kPrefetchElems = 4;
