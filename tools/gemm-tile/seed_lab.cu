@@ -55,7 +55,8 @@ __device__ __forceinline__ void cl_sync() {
   asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void cl_sync_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::
+                   : "memory");
 }
 __device__ __forceinline__ float cl_ld(const float* p, unsigned rank) {
   unsigned a, r;
@@ -65,8 +66,12 @@ __device__ __forceinline__ float cl_ld(const float* p, unsigned rank) {
   asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(r) : "memory");
   return v;
 }
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;"); }
+__device__ __forceinline__ void pdl_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+__device__ __forceinline__ void pdl_trigger() {
+  asm volatile("griddepcontrol.launch_dependents;");
+}
 
 template <int N> struct Vec;
 template <> struct Vec<1> { using T = float; };
@@ -173,8 +178,10 @@ __global__ void __launch_bounds__(256) step(const __grid_constant__ P p) {
       sm[e] = s;
     }
   }
-  if (C > 1) cl_sync();
-  else __syncthreads();
+  if (C > 1)
+    cl_sync();
+  else
+    __syncthreads();
 #pragma unroll
   for (int j = 0; j < E; ++j) {
     const int e = (int)rank * (T * T / C) + tid + j * NT, mm = e / T, nn = e % T;
@@ -195,7 +202,9 @@ struct Variant {
 };
 
 #define V(T, R, C, BK, NB, PDL)                                                                    \
-  Variant { "T" #T " R" #R " C" #C " BK" #BK "x" #NB " pdl" #PDL, step<T, R, C, BK, NB, PDL>, T, C, PDL }
+  Variant {                                                                                        \
+    "T" #T " R" #R " C" #C " BK" #BK "x" #NB " pdl" #PDL, step<T, R, C, BK, NB, PDL>, T, C, PDL    \
+  }
 
 static void launch(const Variant& v, const P& p, cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
@@ -328,8 +337,8 @@ static void run_shape(int M, int K, int N, int steps, cudaStream_t s) {
       if (rep) graph.push_back(ms * 1000 / steps);
     }
     for (auto& g : ge) CK(cudaGraphExecDestroy(g));
-    std::printf("| %s | %d | %.1e | %.2f | %.2f |\n", v.name.c_str(),
-                M / v.T * (N / v.T) * v.C, err, median(direct), median(graph));
+    std::printf("| %s | %d | %.1e | %.2f | %.2f |\n", v.name.c_str(), M / v.T * (N / v.T) * v.C,
+                err, median(direct), median(graph));
     std::fflush(stdout);
   }
   for (float* q : {x0, x1, r, o, w, b}) CK(cudaFree(q));
