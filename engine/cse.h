@@ -20,5 +20,7 @@ namespace kiln::detail {
 Node* cse_find_or_insert(Node* n);
 /// Remove `n` from the table (it is being realized or destroyed). No-op if it is not there.
 void cse_erase(Node* n);
+/// The table's bucket count (tests: it shrinks back after a large evaluation).
+size_t cse_table_buckets();
 
 } // namespace kiln::detail

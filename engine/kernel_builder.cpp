@@ -41,6 +41,11 @@ std::pair<int, Layout> operand(Planner& p, Node* x) {
 // graph node's parameters are copied at every update, and large kernels compile slowly.
 constexpr int64_t kMaxParamFields = 1024;
 
+// The longest chain of ops one kernel computes: compute() recurses once per op of a chain (a
+// loop recorded without evaluation, `acc = acc * 0.5f + x`, chains two per step), and 8,000 of
+// them overflowed an 8 MB stack. Deeper, the chain is split like an over-budget kernel.
+constexpr size_t kMaxChainDepth = 512;
+
 class Builder {
 public:
   Builder(Planner& p, int group, FusedKernel& k) : p_(p), group_(group), k_(k) {}
@@ -174,9 +179,15 @@ private:
   void spend(int64_t fields) {
     fields_ += fields;
     if (fields_ <= kMaxParamFields || retry) return;
+    split("kernel parameters over budget (split)");
+  }
+
+  // Materialize the innermost value of this kernel being computed that is not an output yet:
+  // it becomes a kernel of its own, and this one loads it.
+  void split(const char* reason) {
     for (auto it = computing_.rbegin(); it != computing_.rend(); ++it)
       if (!p_.info(*it)->materialize) {
-        retry = Retry{*it, "kernel parameters over budget (split)"};
+        retry = Retry{*it, reason};
         return;
       }
   }
@@ -263,6 +274,10 @@ private:
     if (in->group != group_ && !in->recompute)
       return load(n, p_.slot_for_leaf(n), contiguous_layout(n->shape()), t);
     Computing on_stack(computing_, n);
+    if (computing_.size() > kMaxChainDepth) {
+      split("a chain of more than 512 ops (split)");
+      if (retry) return 0;
+    }
     if (op_kind(n->op) == OpKind::Reduce) {
       if (!reads_own_row(n, t)) {
         if (!retry) retry = Retry{n, "reduction read other than broadcast over its own rows"};
