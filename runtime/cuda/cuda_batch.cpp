@@ -113,7 +113,7 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
     if (!l.fn) continue;
     repoint(l.params.bytes, l.params.pointers, base);
     void* args[] = {l.params.bytes.data()};
-    cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(l.fn), dim3(l.shape.grid, l.shape.grid_y, l.shape.grid_z),
+    cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(l.fn), grid_dims(l.shape),
                                 dim3(l.shape.block), args, l.shape.shared_bytes, stream_),
                "eval", "cudaLaunchKernel");
   }

@@ -109,7 +109,7 @@ void CudaKernelCache::launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_ba
   cudaKernel_t kernel = get(k, v);
   std::vector<std::byte> params = pack_params(k, v, slot_base);
   void* args[] = {params.data()};
-  cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid, l.grid_y, l.grid_z), dim3(l.block),
+  cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid_dims(l), dim3(l.block),
                               args, l.shared_bytes, stream),
              "eval", "cudaLaunchKernel");
 }

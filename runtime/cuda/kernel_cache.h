@@ -9,6 +9,12 @@
 
 namespace kiln::detail {
 
+/// The grid a CudaLaunch describes (x, and y and z for the GEMM-tile layout), for every launch
+/// path: direct launches, graph nodes and node updates.
+inline dim3 grid_dims(const CudaLaunch& l) {
+  return dim3(l.grid, l.grid_y, l.grid_z);
+}
+
 struct KernelCacheStats {
   int64_t memory_hits = 0, disk_hits = 0, compiles = 0;
   double compile_ms = 0, load_ms = 0;

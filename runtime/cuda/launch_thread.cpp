@@ -2,6 +2,7 @@
 
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/kernel_cache.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -38,7 +39,7 @@ constexpr std::chrono::microseconds kSpin(200);
 cudaKernelNodeParams kernel_node_params(const CudaLaunch& shape, cudaKernel_t fn, void** args) {
   cudaKernelNodeParams p{};
   p.func = reinterpret_cast<void*>(fn);
-  p.gridDim = dim3(shape.grid, shape.grid_y, shape.grid_z);
+  p.gridDim = grid_dims(shape);
   p.blockDim = dim3(shape.block);
   p.sharedMemBytes = shape.shared_bytes;
   p.kernelParams = args;

@@ -22,7 +22,6 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-
 #include <cstddef>
 #include <memory>
 #include <vector>
