@@ -7,6 +7,7 @@
 #include "engine/errors.h"
 #include "engine/graph.h"
 #include "engine/kernel_observer.h"
+#include "engine/owner_thread.h"
 #include "engine/plan_cache.h"
 #include "engine/schedule.h"
 #include "runtime/memory_stats.h"
@@ -235,6 +236,7 @@ bool last_schedule_reused() {
 }
 
 void realize(llvm::ArrayRef<Node*> targets) {
+  check_owner_thread("eval");
   EngineState& e = engine();
   if (e.flushing) fail("eval", "re-entered while a plan is running");
   llvm::SmallVector<Node*, 8> pending;

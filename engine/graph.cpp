@@ -2,7 +2,10 @@
 
 #include "engine/adaptive_flush.h"
 #include "engine/cse.h"
+#include "engine/env.h"
 #include "engine/errors.h"
+#include "engine/owner_thread.h"
+#include "engine/shape_math.h"
 
 #include <kiln/tensor.h>
 
@@ -14,36 +17,19 @@ namespace kiln::detail {
 
 namespace {
 
-int64_t env_int(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long long x = std::strtoll(v, &end, 10);
-  return (end && *end == 0 && x > 0) ? x : fallback;
-}
-
 EngineState make_engine() {
+  constexpr int64_t kMax = INT64_MAX;
   EngineState e;
-  const char* eager = std::getenv("KILN_EAGER");
-  e.eager = eager && std::strcmp(eager, "0") != 0 && *eager;
-  const char* dump = std::getenv("KILN_DUMP");
-  e.dump_plan = dump && std::strstr(dump, "plan");
-  e.max_nodes = env_int("KILN_MAX_PENDING_NODES", e.max_nodes);
-  e.max_bytes = env_int("KILN_MAX_PENDING_BYTES", e.max_bytes);
-  const char* graphs = std::getenv("KILN_GRAPHS");
-  e.graphs = !(graphs && std::strcmp(graphs, "0") == 0);
-  if (const char* v = std::getenv("KILN_SMALL_MATMUL"); v && *v)
-    e.small_matmul = std::strcmp(v, "0") == 0 ? 0 : std::strcmp(v, "all") == 0 ? 2 : 1;
-  if (const char* v = std::getenv("KILN_IDLE_FLUSH"); v && *v) {
-    char* end = nullptr;
-    long long x = std::strtoll(v, &end, 10);
-    if (end && *end == 0 && x >= 0) e.idle_flush_nodes = e.next_idle_check = x;
-  }
-  if (const char* v = std::getenv("KILN_PLAN_CACHE"); v && *v) {
-    char* end = nullptr;
-    long long x = std::strtoll(v, &end, 10);
-    if (end && *end == 0 && x >= 0) e.max_plans = x;
-  }
+  e.eager = env_flag("KILN_EAGER").value_or(e.eager);
+  e.dump_plan = env_choice("KILN_DUMP", {"plan"}).has_value();
+  e.max_nodes = env_int("KILN_MAX_PENDING_NODES", 1, kMax).value_or(e.max_nodes);
+  e.max_bytes = env_int("KILN_MAX_PENDING_BYTES", 1, kMax).value_or(e.max_bytes);
+  e.graphs = env_flag("KILN_GRAPHS").value_or(e.graphs);
+  if (auto v = env_choice("KILN_SMALL_MATMUL", {"0", "1", "cuda", "all"}))
+    e.small_matmul = *v == "0" ? 0 : *v == "all" ? 2 : 1;
+  e.idle_flush_nodes = e.next_idle_check =
+      env_int("KILN_IDLE_FLUSH", 0, kMax).value_or(e.idle_flush_nodes);
+  e.max_plans = env_int("KILN_PLAN_CACHE", 0, kMax).value_or(e.max_plans);
   return e;
 }
 
@@ -109,6 +95,8 @@ EngineState& engine() {
 }
 
 Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape) {
+  check_owner_thread(op_name(op));
+  check_extents(op_name(op), shape, dtype); // front-ends check first, naming the user's op
   Node* n = new Node;
   n->op = op;
   n->dtype = dtype;
@@ -118,6 +106,8 @@ Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape) {
 }
 
 Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l) {
+  check_owner_thread("view");
+  check_extents("view", l.shape, dtype);
   Node* n = new Node;
   n->op = OpCode::buffer;
   n->dtype = dtype;
@@ -231,6 +221,7 @@ void mark_realized(Node* n, BufferRef buf) {
 }
 
 void flush_all() {
+  check_owner_thread("sync");
   EngineState& e = engine();
   std::vector<Node*> live;
   for (Node* n = e.pending_head; n; n = n->next_pending)

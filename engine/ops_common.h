@@ -2,6 +2,7 @@
 // Helpers shared by the op front-ends: argument checks and node construction.
 #include "engine/errors.h"
 #include "engine/graph.h"
+#include "engine/owner_thread.h"
 
 #include <kiln/ops.h>
 
@@ -9,6 +10,7 @@ namespace kiln::detail {
 
 /// The node of a defined tensor, or an error naming the op.
 inline Node* arg(const Tensor& t, const char* op) {
+  check_owner_thread(op);
   if (!t.defined()) fail(op, "argument is an undefined tensor");
   return t.node();
 }
@@ -27,6 +29,7 @@ inline void same_device(const char* op, const Node* a, const Node* b) {
 }
 
 inline Device resolve_device(const std::optional<Device>& d, const char* op) {
+  check_owner_thread(op);
   Device dev = d ? *d : default_device();
   backend_for(dev, op);
   return dev;
@@ -36,9 +39,12 @@ inline Device resolve_device(const std::optional<Device>& d, const char* op) {
 /// promotion) fuse into their op even in eager mode.
 Tensor cast_to(const Tensor& t, DType to, bool internal = true);
 /// Store a scalar's value in a constant node (double, and exact int64 for integer dtypes).
-void set_constant(Node* n, Scalar s);
-/// A 0-d constant of dtype `dt`.
-Tensor scalar_tensor(Scalar s, DType dt, Device dev);
+/// Throws "[op] ..." when the value has no representation in n's dtype: an integer dtype's range
+/// is exceeded or the value is NaN or infinite; with `finite_range`, also a finite value that
+/// would round to infinity in a floating dtype (PyTorch's rule for fill values).
+void set_constant(const char* op, Node* n, Scalar s, bool finite_range);
+/// A 0-d constant of dtype `dt`, an operand of `op`.
+Tensor scalar_tensor(const char* op, Scalar s, DType dt, Device dev);
 /// A pending view of `a` (or a realized alias when `a` is realized) with layout `l`.
 Tensor make_view(const Tensor& a, const ViewPrim& prim, const Layout& l);
 

@@ -1,8 +1,14 @@
 // Front-ends of the elementwise ops: type promotion, broadcasting checks, node recording.
 #include "engine/host_convert.h"
 #include "engine/ops_common.h"
+#include "engine/shape_math.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
 
 namespace kiln {
 
@@ -17,15 +23,61 @@ Tensor cast_to(const Tensor& t, DType to, bool internal) {
   return publish(n, internal);
 }
 
-void set_constant(Node* n, Scalar s) {
-  n->scalar = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
-  n->iscalar = s.kind == Scalar::Kind::floating ? saturate_cast<int64_t>(s.f) : s.i;
+namespace {
+
+// The integer a floating scalar truncates to when it is stored in an integer dtype.
+std::optional<int64_t> truncated(double v) {
+  if (!(v >= -0x1p63 && v < 0x1p63)) return std::nullopt; // NaN, inf, out of int64
+  return static_cast<int64_t>(v);
 }
 
-Tensor scalar_tensor(Scalar s, DType dt, Device dev) {
+bool fits_integer(int64_t v, DType dt) {
+  return dt == DType::i64 ||
+         (v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max());
+}
+
+// v rounded to the floating dtype dt (as the backends store it), back in double.
+double rounded_to(double v, DType dt) {
+  switch (dt) {
+  case DType::f16:
+    return static_cast<float>(half(static_cast<float>(v)));
+  case DType::bf16:
+    return static_cast<float>(bfloat16(static_cast<float>(v)));
+  case DType::f32:
+    return static_cast<float>(v);
+  default:
+    return v;
+  }
+}
+
+void check_representable(const char* op, Scalar s, DType dt, bool finite_range) {
+  const bool floating = s.kind == Scalar::Kind::floating;
+  const std::string text = floating ? fmt::format("{}", s.f) : fmt::format("{}", s.i);
+  if (is_integral(dt)) {
+    auto v = floating ? truncated(s.f) : std::optional<int64_t>(s.i);
+    if (!v || !fits_integer(*v, dt))
+      fail(op, "value {} cannot be converted to {} without overflow", text, dtype_name(dt));
+  } else if (finite_range && is_floating(dt)) {
+    const double v = floating ? s.f : static_cast<double>(s.i);
+    if (std::isfinite(v) && !std::isfinite(rounded_to(v, dt)))
+      fail(op, "value {} cannot be converted to {} without overflow", text, dtype_name(dt));
+  }
+}
+
+} // namespace
+
+void set_constant(const char* op, Node* n, Scalar s, bool finite_range) {
+  check_representable(op, s, n->dtype, finite_range);
+  const bool floating = s.kind == Scalar::Kind::floating;
+  n->scalar = floating ? s.f : static_cast<double>(s.i);
+  n->iscalar = floating ? saturate_cast<int64_t>(s.f) : s.i;
+}
+
+Tensor scalar_tensor(const char* op, Scalar s, DType dt, Device dev) {
   Node* n = new_node(OpCode::constant, dt, dev, Shape{});
-  set_constant(n, s);
-  return publish(n, /*internal=*/true);
+  std::unique_ptr<Node> guard(n); // not yet published: freed if the value is rejected
+  set_constant(op, n, s, /*finite_range=*/false);
+  return publish(guard.release(), /*internal=*/true);
 }
 
 } // namespace detail
@@ -116,6 +168,7 @@ Tensor record(OpCode op, DType out, const Shape& shape, Device dev,
 Tensor binary_typed(OpCode op, const Tensor& a, const Tensor& b, DType compute, const Shape& s) {
   DType out =
       op_kind(op) == OpKind::Compare || op_kind(op) == OpKind::Logical ? DType::boolean : compute;
+  check_extents(op_name(op), s, out); // before the casts: a failed call records nothing
   Tensor ca = cast_to(a, compute), cb = cast_to(b, compute);
   return record(op, out, s, a.device(), {&ca, &cb});
 }
@@ -150,7 +203,7 @@ Tensor binary_scalar(OpCode op, const Tensor& a, Scalar b, bool reversed = false
   DType r = rt.get();
   if (r == DType::boolean) op = boolean_op(op);
   DType c = compute_type(op, r);
-  Tensor sb = scalar_tensor(b, c, na->device);
+  Tensor sb = scalar_tensor(name, b, c, na->device);
   return reversed ? binary_typed(op, sb, a, c, na->layout.shape)
                   : binary_typed(op, a, sb, c, na->layout.shape);
 }
@@ -240,6 +293,7 @@ KILN_UNARY_FRONTEND(logical_not)
 
 Tensor cast(const Tensor& a, DType to) {
   arg(a, "cast");
+  check_dtype("cast", to);
   return cast_to(a, to, /*internal=*/false);
 }
 
@@ -273,6 +327,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   rt.add_tensor(na);
   rt.add_tensor(nb);
   DType r = rt.get();
+  check_extents("where", s, r);
   Tensor ca = cast_to(a, r), cb = cast_to(b, r);
   return record(OpCode::where, r, s, nc->device, {&cond, &ca, &cb});
 }
@@ -289,7 +344,9 @@ Tensor where_scalar(const Tensor& cond, const Tensor& t, Scalar s, bool scalar_s
   rt.add_tensor(nt);
   rt.add_scalar(s);
   DType r = rt.get();
-  Tensor ct = cast_to(t, r), cs = scalar_tensor(s, r, nc->device);
+  check_extents("where", shape, r);
+  Tensor cs = scalar_tensor("where", s, r, nc->device); // first: it may reject the value
+  Tensor ct = cast_to(t, r);
   return scalar_second ? record(OpCode::where, r, shape, nc->device, {&cond, &ct, &cs})
                        : record(OpCode::where, r, shape, nc->device, {&cond, &cs, &ct});
 }

@@ -1,7 +1,9 @@
 // Factories: constants, ranges, host data and counter-based random numbers.
 #include "engine/ops_common.h"
+#include "engine/shape_math.h"
 
 #include <cmath>
+#include <memory>
 
 namespace kiln {
 
@@ -9,14 +11,9 @@ using namespace detail;
 
 namespace {
 
-void check_shape(const char* op, const Shape& s) {
-  for (int64_t e : s)
-    if (e < 0) fail(op, "negative extent in shape {}", s);
-}
-
 Tensor random(OpCode op, const char* name, const Shape& shape, DType dt,
               std::optional<Device> device) {
-  check_shape(name, shape);
+  check_extents(name, shape, dt);
   if (!is_floating(dt)) fail(name, "needs a floating-point dtype, got {}", dtype_name(dt));
   Device dev = resolve_device(device, name);
   Node* n = new_node(op, dt, dev, shape);
@@ -29,11 +26,12 @@ Tensor random(OpCode op, const char* name, const Shape& shape, DType dt,
 
 Tensor constant(const char* op, const Shape& shape, Scalar value, DType dtype,
                 std::optional<Device> device) {
-  check_shape(op, shape);
+  check_extents(op, shape, dtype);
   Device dev = resolve_device(device, op);
   Node* n = new_node(OpCode::constant, dtype, dev, shape);
-  set_constant(n, value);
-  return publish(n);
+  std::unique_ptr<Node> guard(n); // not yet published: freed if the value is rejected
+  set_constant(op, n, value, /*finite_range=*/true);
+  return publish(guard.release());
 }
 
 } // namespace
@@ -55,8 +53,14 @@ Tensor arange(double start, double stop, double step, DType dtype, std::optional
     fail("arange", "step must be finite and nonzero, got {}", step);
   if (!std::isfinite(start) || !std::isfinite(stop))
     fail("arange", "start and stop must be finite, got {} and {}", start, stop);
+  check_dtype("arange", dtype);
   double count = std::ceil((stop - start) / step);
+  // 2^63 is exactly representable; anything at or above it is not an int64 count.
+  if (!(count < 0x1p63))
+    fail("arange", "[{}, {}) in steps of {} has {} elements, more than an int64 can count", start,
+         stop, step, count);
   int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  check_extents("arange", Shape{n}, dtype);
   Device dev = resolve_device(device, "arange");
   Node* node = new_node(OpCode::iota, dtype, dev, Shape{n});
   node->scalar = start;
@@ -69,7 +73,9 @@ Tensor arange(int64_t stop, DType dtype, std::optional<Device> device) {
 }
 
 Tensor from_data(const void* data, DType dtype, const Shape& shape, std::optional<Device> device) {
-  check_shape("from_data", shape);
+  check_extents("from_data", shape, dtype);
+  if (!data && shape.numel() > 0)
+    fail("from_data", "data is a null pointer but shape {} has {} elements", shape, shape.numel());
   Device dev = resolve_device(device, "from_data");
   Backend& be = backend_for(dev, "from_data");
   size_t bytes = static_cast<size_t>(shape.numel()) * itemsize(dtype);
@@ -77,6 +83,14 @@ Tensor from_data(const void* data, DType dtype, const Shape& shape, std::optiona
   if (bytes) be.copy_from_host(*buf, 0, data, bytes);
   return publish(new_realized(dtype, dev, std::move(buf), contiguous_layout(shape)));
 }
+
+namespace detail {
+void check_host_count(const char* op, size_t count, const Shape& shape) {
+  auto span = span_of(shape); // an invalid shape is reported by from_data, with its dtype
+  if (span && static_cast<uint64_t>(shape.numel()) != count)
+    fail(op, "got {} elements for shape {}, which holds {}", count, shape, shape.numel());
+}
+} // namespace detail
 
 Tensor rand(const Shape& shape, DType dtype, std::optional<Device> device) {
   return random(OpCode::rand_uniform, "rand", shape, dtype, device);

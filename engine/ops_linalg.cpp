@@ -1,5 +1,6 @@
 // matmul with torch.matmul semantics. The GEMM itself runs on the backend's BLAS.
 #include "engine/ops_common.h"
+#include "engine/shape_math.h"
 
 namespace kiln {
 
@@ -35,6 +36,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (sa.size() == 2 && sb.size() == 2 && na->dtype == nb->dtype) {
     if (sa[1] != sb[0])
       fail("matmul", "shapes {} and {} cannot be multiplied ({} != {})", sa, sb, sa[1], sb[0]);
+    check_extents("matmul", Shape{sa[0], sb[1]}, na->dtype);
     Tensor x = gemm_operand(a), y = gemm_operand(b);
     Node* g = new_node(OpCode::matmul, na->dtype, na->device, Shape{sa[0], sb[1]});
     add_input(g, x.node());
@@ -52,17 +54,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (!batch) fail("matmul", "batch dims of shapes {} and {} cannot be broadcast", sa, sb);
 
   DType dt = promote_types(na->dtype, nb->dtype);
-  Tensor x = reshape(cast_to(a, dt), ma), y = reshape(cast_to(b, dt), mb);
-  Shape fa = *batch, fb = *batch;
+  Shape fa = *batch, fb = *batch, out = *batch;
   fa.push_back(m);
   fa.push_back(k);
   fb.push_back(k);
   fb.push_back(n);
-  x = gemm_operand(expand(x, fa));
-  y = gemm_operand(expand(y, fb));
-  Shape out = *batch;
   out.push_back(m);
   out.push_back(n);
+  for (const Shape* s : {&fa, &fb, &out}) check_extents("matmul", *s, dt);
+  Tensor x = reshape(cast_to(a, dt), ma), y = reshape(cast_to(b, dt), mb);
+  x = gemm_operand(expand(x, fa));
+  y = gemm_operand(expand(y, fb));
   Node* g = new_node(OpCode::matmul, dt, na->device, out);
   add_input(g, x.node());
   add_input(g, y.node());

@@ -39,6 +39,11 @@ Tensor reduce(OpCode op, const Tensor& a, uint32_t mask, bool keepdim, DType out
   return publish(n);
 }
 
+// softmax over a zero-size dim, as PyTorch: a tensor of the input's shape with no elements.
+Tensor empty_like(const Tensor& x) {
+  return zeros(x.shape(), x.dtype(), x.device());
+}
+
 } // namespace
 
 Tensor sum(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
@@ -85,6 +90,7 @@ Tensor softmax(const Tensor& a, int axis) {
   Node* n = arg(a, "softmax");
   int d = norm_dim("softmax", axis, n->layout.shape.size());
   Tensor x = is_floating(n->dtype) ? a : cast(a, DType::f32);
+  if (n->layout.shape[d] == 0) return empty_like(x); // max over no elements is undefined
   Tensor e = exp(x - max(x, {d}, true));
   return e / sum(e, {d}, true);
 }
@@ -93,6 +99,7 @@ Tensor log_softmax(const Tensor& a, int axis) {
   Node* n = arg(a, "log_softmax");
   int d = norm_dim("log_softmax", axis, n->layout.shape.size());
   Tensor x = is_floating(n->dtype) ? a : cast(a, DType::f32);
+  if (n->layout.shape[d] == 0) return empty_like(x);
   Tensor shifted = x - max(x, {d}, true);
   return shifted - log(sum(exp(shifted), {d}, true));
 }

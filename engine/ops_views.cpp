@@ -2,6 +2,9 @@
 // buffer with a new layout); a view of a pending value is a pending view node that the planner
 // turns into index maps.
 #include "engine/ops_common.h"
+#include "engine/shape_math.h"
+
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -42,7 +45,13 @@ Shape infer_shape(const char* op, const Shape& in, const Shape& req) {
     } else if (req[i] < 0) {
       fail(op, "invalid extent {} in shape {}", req[i], req);
     } else {
-      known *= req[i];
+      auto product = mul_extents(known, req[i]);
+      if (!product)
+        fail(op,
+             "shape {} is invalid for input of shape {} ({} elements): its extents overflow "
+             "int64",
+             req, in, in.numel());
+      known = *product;
     }
   }
   if (infer >= 0) {
@@ -113,7 +122,7 @@ Tensor slice(const Tensor& a, int dim, int64_t start, int64_t stop, int64_t step
   p.dim = d;
   p.start = s;
   p.step = step;
-  p.length = (e - s + step - 1) / step;
+  p.length = e > s ? (e - s - 1) / step + 1 : 0; // (e - s + step - 1) could overflow
   if (s == 0 && p.length == len && step == 1) return a;
   return make_view(a, p, *apply_view(n->layout, p));
 }
@@ -140,6 +149,7 @@ Tensor expand(const Tensor& a, const Shape& shape) {
     }
   }
   if (p.shape == in) return a;
+  check_extents("expand", p.shape, n->dtype);
   return make_view(a, p, *apply_view(n->layout, p));
 }
 
@@ -177,7 +187,9 @@ std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, in
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) fail("split", "negative size {}", s);
-    total += s;
+    auto sum = add_extents(total, s);
+    if (!sum) fail("split", "sizes {} overflow int64 when added", fmt::join(sizes, ", "));
+    total = *sum;
   }
   if (total != n->layout.shape[d])
     fail("split", "sizes sum to {} but dim {} of shape {} has extent {}", total, d, n->layout.shape,
@@ -235,7 +247,9 @@ Tensor concat(const std::vector<Tensor>& ts, int dim) {
     bool ok = s.size() == rank;
     for (int i = 0; ok && i < rank; ++i) ok = i == d || s[i] == first->layout.shape[i];
     if (!ok) fail("concat", "shapes {} and {} differ outside dim {}", first->layout.shape, s, d);
-    out[d] += s[d];
+    auto extent = add_extents(out[d], s[d]);
+    if (!extent) fail("concat", "the extents along dim {} overflow int64 when added", d);
+    out[d] = *extent;
     dt = promote_types(dt, n->dtype);
   }
   std::vector<Tensor> cast_inputs;

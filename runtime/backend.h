@@ -96,6 +96,9 @@ protected:
 
 /// The backend for a device; throws kiln::Error naming `op` if the device is unavailable.
 Backend& backend_for(Device d, const char* op);
+/// The device KILN_DEVICE names (cpu, cuda, cuda:N), or without it CUDA when available, else
+/// the CPU; throws kiln::Error for a value that is not a device or not available.
+Device device_from_env();
 /// KILN_POISON_ALLOCATIONS=1: fill every new buffer with 0xff bytes (NaN, -1, true) so tests
 /// catch kernels that leave outputs unwritten.
 bool poison_allocations();

@@ -1,5 +1,6 @@
 // Device selection and the backend registry: the CPU backend always, CUDA backends in builds
 // with the toolkit on machines with a usable GPU.
+#include "engine/env.h"
 #include "engine/errors.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -10,6 +11,9 @@
 
 #include <kiln/device.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -17,7 +21,13 @@
 namespace kiln {
 
 std::string Device::str() const {
-  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+  switch (kind) {
+  case Kind::cpu:
+    return "cpu";
+  case Kind::cuda:
+    return "cuda:" + std::to_string(index);
+  }
+  return fmt::format("invalid device (kind {}, index {})", static_cast<int>(kind), index);
 }
 std::ostream& operator<<(std::ostream& os, Device d) {
   return os << d.str();
@@ -37,6 +47,7 @@ std::string why_unavailable() {
 
 bool is_available(Device d) {
   if (d.is_cpu()) return true;
+  if (!d.is_cuda()) return false;
 #ifdef KILN_HAVE_CUDA
   return d.index >= 0 && d.index < detail::cuda_device_count();
 #else
@@ -49,25 +60,39 @@ std::optional<Device>& default_slot() {
   static std::optional<Device> d;
   return d;
 }
+
+// "cpu", "cuda" or "cuda:N" (N decimal digits only), else nullopt.
+std::optional<Device> parse_device(const char* s) {
+  if (std::strcmp(s, "cpu") == 0) return Device::cpu();
+  if (std::strcmp(s, "cuda") == 0) return Device::cuda(0);
+  if (std::strncmp(s, "cuda:", 5) != 0 || !std::isdigit(static_cast<unsigned char>(s[5])))
+    return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  long index = std::strtol(s + 5, &end, 10);
+  if (errno || *end || index > INT32_MAX) return std::nullopt;
+  return Device::cuda(static_cast<int>(index));
+}
+
 } // namespace
+
+Device detail::device_from_env() {
+  const char* env = std::getenv("KILN_DEVICE");
+  if (!env || !*env) return is_available(Device::cuda(0)) ? Device::cuda(0) : Device::cpu();
+  auto d = parse_device(env);
+  if (!d)
+    throw Error(
+        fmt::format("[default_device] KILN_DEVICE={} is not one of cpu, cuda, cuda:N", env));
+  if (!is_available(*d))
+    throw Error(fmt::format("[default_device] KILN_DEVICE={} but {} is not available ({})", env,
+                            d->str(), why_unavailable()));
+  return *d;
+}
 
 Device default_device() {
   auto& slot = default_slot();
-  if (slot) return *slot;
-  const char* env = std::getenv("KILN_DEVICE");
-  if (env && std::strncmp(env, "cuda", 4) == 0) {
-    int index = env[4] == ':' ? std::atoi(env + 5) : 0;
-    Device d = Device::cuda(index);
-    if (!is_available(d))
-      throw Error(fmt::format("[default_device] KILN_DEVICE={} but {} is not available (this "
-                              "build of kiln has no CUDA backend)",
-                              env, d.str()));
-    return *(slot = d);
-  }
-  if (env && *env && std::strcmp(env, "cpu") != 0)
-    throw Error(
-        fmt::format("[default_device] KILN_DEVICE={} is not one of cpu, cuda, cuda:N", env));
-  return *(slot = Device::cpu());
+  if (!slot) slot = detail::device_from_env();
+  return *slot;
 }
 
 void set_default_device(Device d) {
@@ -94,6 +119,7 @@ BufferRef Backend::adopt(void* data, size_t bytes) {
 
 Backend& backend_for(Device d, const char* op) {
   if (d.is_cpu()) return cpu_backend();
+  if (!d.is_cuda()) fail(op, "{} is not a device kiln knows", d.str());
   if (!is_available(d)) fail(op, "{} is not available ({})", d.str(), why_unavailable());
 #ifdef KILN_HAVE_CUDA
   return cuda_backend(d.index);
@@ -103,18 +129,12 @@ Backend& backend_for(Device d, const char* op) {
 }
 
 bool& launch_thread() {
-  static bool on = [] {
-    const char* v = std::getenv("KILN_LAUNCH_THREAD");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
+  static bool on = [] { return env_flag("KILN_LAUNCH_THREAD").value_or(true); }();
   return on;
 }
 
 bool& allow_tf32() {
-  static bool allow = [] {
-    const char* v = std::getenv("KILN_ALLOW_TF32");
-    return v && *v && *v != '0';
-  }();
+  static bool allow = [] { return env_flag("KILN_ALLOW_TF32").value_or(false); }();
   return allow;
 }
 

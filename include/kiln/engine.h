@@ -17,6 +17,13 @@ template <class... Ts> void eval(const Ts&... ts) {
 /// Compute every pending value that has a live handle, and wait for all devices.
 void sync();
 
+/// kiln is used by one thread at a time: the first thread that records an op owns the graph,
+/// and ops or evaluations from another thread throw kiln::Error while it does. The owner's use
+/// ends when it exits or calls release_thread(); another thread may then take over, tensors
+/// and pending work included. Tensor handles (copies, destruction) are not checked: they too
+/// belong to the thread using kiln.
+void release_thread();
+
 /// Eager mode: every op is computed as soon as it is recorded, one kernel per op. For
 /// debugging and for A/B measurement of what laziness buys. Initially from KILN_EAGER=1.
 void set_eager(bool on);

@@ -12,6 +12,9 @@
 namespace kiln {
 
 /// A C++ number used as an operand. Its kind (bool, integer, floating) matters for promotion.
+/// `i` holds a floating value truncated toward zero and saturated at the int64 range (NaN: 0).
+/// A value an op cannot represent in the dtype it is converted to (2^40 as an i32 operand, 3e9
+/// or NaN as an i32 fill value) makes that op throw kiln::Error.
 struct Scalar {
   enum class Kind : uint8_t { boolean, integer, floating };
   double f = 0;
@@ -22,7 +25,15 @@ struct Scalar {
   requires(!std::same_as<T, bool>) Scalar(T v)
       : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), kind(Kind::integer) {}
   template <std::floating_point T>
-  Scalar(T v) : f(static_cast<double>(v)), i(static_cast<int64_t>(v)), kind(Kind::floating) {}
+  Scalar(T v) : f(static_cast<double>(v)), i(saturated(f)), kind(Kind::floating) {}
+
+private:
+  static constexpr int64_t saturated(double v) {
+    if (!(v == v)) return 0;
+    if (v >= 0x1p63) return INT64_MAX;
+    if (v < -0x1p63) return INT64_MIN;
+    return static_cast<int64_t>(v);
+  }
 };
 
 template <class T>
@@ -37,12 +48,19 @@ Tensor full(const Shape& shape, Scalar value, DType dtype = DType::f32,
 Tensor arange(double start, double stop, double step = 1, DType dtype = DType::i64,
               std::optional<Device> device = {});
 Tensor arange(int64_t stop, DType dtype = DType::i64, std::optional<Device> device = {});
-/// Copies host data; data.size() must equal shape.numel().
+/// Copies shape.numel() elements of dtype from host memory at data (which may be null only
+/// when the shape has no elements).
 Tensor from_data(const void* data, DType dtype, const Shape& shape,
                  std::optional<Device> device = {});
+namespace detail {
+/// Throws kiln::Error naming op unless `count` elements are exactly what `shape` holds.
+void check_host_count(const char* op, size_t count, const Shape& shape);
+} // namespace detail
+/// Copies the vector; its size must equal shape.numel().
 template <class T>
 Tensor from_vector(const std::vector<T>& data, const Shape& shape,
                    std::optional<Device> device = {}) {
+  detail::check_host_count("from_vector", data.size(), shape);
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(data.begin(), data.end());
     return from_data(bytes.data(), DType::boolean, shape, device);

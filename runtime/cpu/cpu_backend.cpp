@@ -1,6 +1,7 @@
 // The CPU backend: 64-byte aligned host memory, the tape interpreter and BLAS.
 #include "runtime/cpu/cpu_backend.h"
 
+#include "engine/env.h"
 #include "engine/errors.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/interpreter.h"
@@ -17,10 +18,7 @@ MemoryStats& memory_stats() {
 }
 
 bool poison_allocations() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_POISON_ALLOCATIONS");
-    return v && *v && *v != '0';
-  }();
+  static const bool on = [] { return env_flag("KILN_POISON_ALLOCATIONS").value_or(false); }();
   return on;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/cpu/thread_pool.h"
 
+#include "engine/env.h"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -15,8 +17,7 @@ namespace kiln::detail::cpu {
 namespace {
 
 int configured_threads() {
-  if (const char* v = std::getenv("KILN_NUM_THREADS"); v && std::atoi(v) > 0)
-    return std::min(std::atoi(v), 256);
+  if (auto n = env_int("KILN_NUM_THREADS", 1, 256)) return static_cast<int>(*n);
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());

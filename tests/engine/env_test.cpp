@@ -1,0 +1,134 @@
+// KILN_* settings: every variable parses one way, and a value that does not parse is reported
+// on stderr and ignored instead of being silently taken for something (engine/env.h).
+// KILN_DEVICE is stricter: a bad value throws when the default device is first needed.
+#include "engine/env.h"
+#include "runtime/backend.h"
+
+#include <kiln/kiln.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace {
+
+using kiln::detail::env_choice;
+using kiln::detail::env_flag;
+using kiln::detail::env_int;
+
+// Sets an environment variable for a scope.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Runs fn with stderr captured; returns what it printed.
+template <class Fn> std::string stderr_of(Fn fn) {
+  testing::internal::CaptureStderr();
+  fn();
+  return testing::internal::GetCapturedStderr();
+}
+
+TEST(Env, IntegersInRange) {
+  std::optional<int64_t> v;
+  {
+    ScopedEnv e("KILN_TEST_INT", "42");
+    EXPECT_EQ(stderr_of([&] { v = env_int("KILN_TEST_INT", 1, 100); }), "");
+    EXPECT_EQ(v, 42);
+  }
+  for (const char* bad : {"10k", "abc", "0", "101", " 5", "99999999999999999999999"}) {
+    ScopedEnv e("KILN_TEST_INT", bad);
+    std::string err = stderr_of([&] { v = env_int("KILN_TEST_INT", 1, 100); });
+    EXPECT_EQ(v, std::nullopt) << bad;
+    EXPECT_EQ(err, std::string("kiln: ignoring KILN_TEST_INT=") + bad +
+                       ": expected an integer in [1, 100]\n");
+  }
+  unsetenv("KILN_TEST_INT");
+  EXPECT_EQ(stderr_of([&] { v = env_int("KILN_TEST_INT", 1, 100); }), "");
+  EXPECT_EQ(v, std::nullopt);
+}
+
+TEST(Env, Flags) {
+  std::optional<bool> v;
+  for (const char* on : {"1", "true", "ON", "yes"}) {
+    ScopedEnv e("KILN_TEST_FLAG", on);
+    EXPECT_EQ(env_flag("KILN_TEST_FLAG"), true) << on;
+  }
+  for (const char* off : {"0", "False", "off", "no"}) {
+    ScopedEnv e("KILN_TEST_FLAG", off);
+    EXPECT_EQ(env_flag("KILN_TEST_FLAG"), false) << off;
+  }
+  ScopedEnv e("KILN_TEST_FLAG", "2");
+  std::string err = stderr_of([&] { v = env_flag("KILN_TEST_FLAG"); });
+  EXPECT_EQ(v, std::nullopt);
+  EXPECT_NE(err.find("ignoring KILN_TEST_FLAG=2: expected 1/0"), std::string::npos) << err;
+}
+
+TEST(Env, Choices) {
+  std::optional<std::string> v;
+  {
+    ScopedEnv e("KILN_TEST_CHOICE", "plan");
+    EXPECT_EQ(env_choice("KILN_TEST_CHOICE", {"plan"}), "plan");
+  }
+  ScopedEnv e("KILN_TEST_CHOICE", "foo");
+  std::string err = stderr_of([&] { v = env_choice("KILN_TEST_CHOICE", {"0", "1", "all"}); });
+  EXPECT_EQ(v, std::nullopt);
+  EXPECT_EQ(err, "kiln: ignoring KILN_TEST_CHOICE=foo: expected one of 0, 1, all\n");
+}
+
+TEST(Env, DeviceNames) {
+  using kiln::detail::device_from_env;
+  {
+    ScopedEnv e("KILN_DEVICE", "cpu");
+    EXPECT_EQ(device_from_env(), kiln::Device::cpu());
+  }
+  for (const char* bad :
+       {"cudafoo", "cuda:", "cuda:x", "cuda:1x", "cuda:-1", "CPU", "gpu", "cuda:99999999999"}) {
+    ScopedEnv e("KILN_DEVICE", bad);
+    try {
+      device_from_env();
+      ADD_FAILURE() << "KILN_DEVICE=" << bad << " was accepted";
+    } catch (const kiln::Error& err) {
+      EXPECT_NE(std::string(err.what()).find("is not one of cpu, cuda, cuda:N"), std::string::npos)
+          << err.what();
+    }
+  }
+  if (kiln::is_available(kiln::Device::cuda(0))) GTEST_SKIP() << "a GPU is present";
+  ScopedEnv e("KILN_DEVICE", "cuda");
+  try {
+    device_from_env();
+    ADD_FAILURE() << "KILN_DEVICE=cuda was accepted without a GPU";
+  } catch (const kiln::Error& err) {
+    // Names the real reason: a CUDA build says what the driver said, not "no CUDA backend".
+#ifdef KILN_HAVE_CUDA
+    EXPECT_NE(std::string(err.what()).find("no usable CUDA device or driver"), std::string::npos)
+        << err.what();
+#else
+    EXPECT_NE(std::string(err.what()).find("has no CUDA backend"), std::string::npos) << err.what();
+#endif
+  }
+}
+
+TEST(Env, NoDeviceVariableMeansCudaWhenAvailable) {
+  unsetenv("KILN_DEVICE");
+  const kiln::Device want =
+      kiln::is_available(kiln::Device::cuda(0)) ? kiln::Device::cuda(0) : kiln::Device::cpu();
+  EXPECT_EQ(kiln::detail::device_from_env(), want);
+}
+
+} // namespace
