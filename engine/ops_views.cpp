@@ -121,8 +121,10 @@ Tensor slice(const Tensor& a, int dim, int64_t start, int64_t stop, int64_t step
   p.kind = ViewPrim::Kind::slice;
   p.dim = d;
   p.start = s;
-  p.step = step;
   p.length = e > s ? (e - s - 1) / step + 1 : 0; // (e - s + step - 1) could overflow
+  // With two or more elements step < len, so stride * step stays within the input's span; with
+  // fewer the step is never used, and a huge one would only overflow offset arithmetic.
+  p.step = p.length > 1 ? step : 1;
   if (s == 0 && p.length == len && step == 1) return a;
   return make_view(a, p, *apply_view(n->layout, p));
 }
