@@ -48,12 +48,13 @@ std::string resolve_dir(std::string dir) {
   return home.empty() ? std::string() : home + "/.cache/kiln";
 }
 
-/// mkdir -p; "" on success, else why not.
+/// mkdir -p, creating missing directories 0700 (the cache holds code kiln runs: see
+/// docs/kernel-cache.md, "Trust"); "" on success, else why not.
 std::string make_dirs(const std::string& dir) {
   for (size_t pos = 1;; ++pos) {
     pos = dir.find('/', pos);
     std::string part = dir.substr(0, pos);
-    if (!part.empty() && ::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST)
+    if (!part.empty() && ::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
       return fmt::format("cannot create {}: {}", part, errno_text(errno));
     if (pos == std::string::npos) break;
   }
@@ -80,6 +81,17 @@ void report_once(const std::string& path, const std::string& why) {
   if (first_time("entry:" + path))
     warn(fmt::format("kernel cache entry {} ignored and removed: {}; the kernel is rebuilt", path,
                      why));
+}
+
+// Anyone who can write the directory can plant a kernel that kiln loads and runs.
+void warn_if_others_can_write(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) &&
+      first_time("shared-dir"))
+    std::fprintf(stderr,
+                 "kiln: kernel cache directory '%s' is writable by other users, who could plant "
+                 "kernels that kiln runs; use a directory only you can write (KILN_CACHE_DIR)\n",
+                 dir.c_str());
 }
 
 std::string temp_name(const std::string& dir, const std::string& final_name) {
@@ -141,14 +153,39 @@ bool read_fd(int fd, std::string& out, uint64_t limit) {
   return true;
 }
 
-/// Removes `path` if it still is the file we read (a concurrent writer may have renamed a
-/// fresh entry over it since), and its use sidecar.
-void remove_entry(const std::string& path, const std::string& use_path, const struct stat& read) {
-  struct stat now;
-  if (::stat(path.c_str(), &now) == 0 && now.st_dev == read.st_dev && now.st_ino == read.st_ino) {
-    ::unlink(path.c_str());
+/// Opens `path` for reading if it is a regular file: never blocks (a FIFO), never follows a
+/// symbolic link. -1 with errno set otherwise (EINVAL for a file that is not regular).
+int open_regular(const std::string& path, struct stat& st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int err = ::fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+  if (err == 0) return fd;
+  ::close(fd);
+  errno = err;
+  return -1;
+}
+
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/// Removes the damaged entry we read (`read`) from `path`, and its use sidecar, but never a
+/// fresh entry a concurrent writer renamed over it since. Checking the inode and then
+/// unlinking the name would race with such a writer; instead the name is atomically moved
+/// aside, and the moved file is deleted only if it is the one we read. If it is not, it is
+/// moved back unless an even newer entry has taken the name meanwhile.
+void remove_entry(const std::string& dir, const std::string& path, const std::string& use_path,
+                  const struct stat& read) {
+  const std::string aside = temp_name(dir, "removed");
+  if (::rename(path.c_str(), aside.c_str()) != 0) return; // gone already, or not ours to move
+  if (DiskCache::during_removal_for_tests) DiskCache::during_removal_for_tests(path);
+  struct stat moved;
+  if (::lstat(aside.c_str(), &moved) == 0 && !same_file(moved, read)) {
+    if (::renameat2(AT_FDCWD, aside.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return;
+  } else {
     ::unlink(use_path.c_str());
   }
+  ::unlink(aside.c_str());
 }
 
 /// Temp files of writers that died between create and rename; an hour is far longer than any
@@ -158,7 +195,7 @@ void remove_stale_temps(const std::string& dir) {
   if (!d) return;
   const time_t cutoff = std::time(nullptr) - 3600;
   while (const dirent* e = ::readdir(d)) {
-    if (std::string_view(e->d_name).substr(0, kTempPrefix.size()) != kTempPrefix) continue;
+    if (!is_temp_name(e->d_name)) continue; // never another program's files
     struct stat st;
     if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
         st.st_mtime < cutoff)
@@ -180,6 +217,7 @@ DiskCache::DiskCache(std::string dir) : dir_(resolve_dir(std::move(dir))) {
       ::close(fd), ::unlink(probe.c_str());
   }
   enabled_ = why.empty();
+  if (enabled_) warn_if_others_can_write(dir_);
   if (!enabled_) {
     if (first_time("unusable-dir"))
       warn(fmt::format("kernel cache directory '{}' is not usable ({}); compiled kernels are "
@@ -195,21 +233,30 @@ std::optional<DiskCacheEntry> DiskCache::load(const CudaKernelSource& src, const
   const std::string base = entry_base_name(src.key);
   const std::string path = dir_ + "/" + base + kEntrySuffix;
   const std::string use_path = dir_ + "/" + base + kUseSuffix;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  int fd = open_regular(path, st);
   if (fd < 0) {
     if (errno != ENOENT && first_time("entry:" + path))
-      warn(fmt::format("cannot read kernel cache entry {}: {}", path, errno_text(errno)));
+      warn(fmt::format("kernel cache entry {} not used: {}", path,
+                       errno == EINVAL || errno == ELOOP ? "not a regular file"
+                                                         : errno_text(errno)));
     return std::nullopt;
   }
-  struct stat st {};
   std::string file;
-  bool read_ok = ::fstat(fd, &st) == 0 && read_fd(fd, file, kMaxEntryBytes);
+  bool read_ok = read_fd(fd, file, kMaxEntryBytes);
   ::close(fd);
   EntryView v;
   std::string why = read_ok ? parse_entry(file, v) : "unreadable or larger than 1 GiB";
+  if (auto version = entry_format_version(file); version && *version != kCacheFormatVersion) {
+    if (first_time("entry:" + path)) // another kiln's file: its names differ, so a collision
+      warn(fmt::format("kernel cache entry {} has format version {} (this kiln writes {}); left "
+                       "in place, not used",
+                       path, *version, kCacheFormatVersion));
+    return std::nullopt;
+  }
   if (!why.empty()) {
     report_once(path, why);
-    remove_entry(path, use_path, st);
+    remove_entry(dir_, path, use_path, st);
     return std::nullopt;
   }
   if (v.key != src.key) { // an FNV-1a collision: a valid entry of another kernel; leave it
@@ -222,7 +269,7 @@ std::optional<DiskCacheEntry> DiskCache::load(const CudaKernelSource& src, const
                 fmt::format("built for sm_{} nvrtc {} codegen {}, expected sm_{} nvrtc {} "
                             "codegen {}",
                             v.arch, v.nvrtc, v.codegen, t.arch, t.nvrtc_version, kCodegenVersion));
-    remove_entry(path, use_path, st);
+    remove_entry(dir_, path, use_path, st);
     return std::nullopt;
   }
 
@@ -241,7 +288,8 @@ std::optional<DiskCacheEntry> DiskCache::load(const CudaKernelSource& src, const
   // Use record: read-modify-write of the sidecar, replaced atomically. Concurrent loads may
   // lose an increment (hits is a statistic), never corrupt anything.
   UseRecord use;
-  int ufd = ::open(use_path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat ust;
+  int ufd = open_regular(use_path, ust);
   if (ufd >= 0) {
     std::string text;
     if (read_fd(ufd, text, 4096)) use = parse_use(text, v.header_sum);

@@ -34,6 +34,10 @@ public:
   bool enabled() const { return enabled_; }
   const std::string& dir() const { return dir_; }
 
+  /// Tests only: called while a damaged entry is being removed, after it has been moved out
+  /// of its name and before it is deleted (where a concurrent writer may store a fresh entry).
+  static inline void (*during_removal_for_tests)(const std::string& path) = nullptr;
+
 private:
   std::string dir_;
   bool enabled_ = false;

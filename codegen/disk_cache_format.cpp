@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
 #include <charconv>
 
 namespace kiln::detail {
@@ -59,7 +60,47 @@ uint64_t fnv1a64(std::string_view data) {
 }
 
 std::string entry_base_name(std::string_view key) {
-  return hex16(fnv1a64(key));
+  std::string text = fmt::format("{} {}\n", kEntryMagic, kCacheFormatVersion);
+  text.append(key);
+  return hex16(fnv1a64(text));
+}
+
+namespace {
+
+// Consumes `n` characters (or, with n == 0, one or more) of the class `is` from the front of s.
+template <class Pred> bool take(std::string_view& s, size_t n, Pred is) {
+  size_t len = 0;
+  while (len < s.size() && (n == 0 || len < n) && is(static_cast<unsigned char>(s[len]))) ++len;
+  if (len == 0 || (n != 0 && len != n)) return false;
+  s.remove_prefix(len);
+  return true;
+}
+
+bool take_text(std::string_view& s, std::string_view text) {
+  if (s.substr(0, text.size()) != text) return false;
+  s.remove_prefix(text.size());
+  return true;
+}
+
+bool is_hex_digit(unsigned char c) {
+  return std::isdigit(c) || (c >= 'a' && c <= 'f');
+}
+bool is_digit(unsigned char c) {
+  return std::isdigit(c);
+}
+
+} // namespace
+
+bool is_temp_name(std::string_view s) {
+  if (!take_text(s, kTempPrefix)) return false;
+  std::string_view file = s;
+  if (take(file, 16, is_hex_digit) &&
+      (take_text(file, kEntrySuffix) || take_text(file, kUseSuffix)))
+    s = file;
+  else if (!take_text(s, "probe") && !take_text(s, "removed"))
+    return false;
+  return take_text(s, "-") && take(s, 0, is_digit) && take_text(s, "-") && take(s, 0, is_digit) &&
+         take_text(s, "-") && take(s, 8, is_hex_digit) && s.empty();
 }
 
 std::string format_header(const EntryMeta& m, std::string_view key, std::string_view source,
@@ -78,6 +119,16 @@ std::string format_header(const EntryMeta& m, std::string_view key, std::string_
   h += section_line("binary", binary);
   h += fmt::format("header {}\n", hex16(fnv1a64(h)));
   return h;
+}
+
+std::optional<int64_t> entry_format_version(std::string_view file) {
+  Lines lines{file.substr(0, kMaxHeaderBytes)};
+  std::string_view field, value;
+  int64_t version = 0;
+  if (!lines.next(field, value) || field != kEntryMagic) return std::nullopt;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), version);
+  if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+  return version;
 }
 
 std::string parse_entry(std::string_view file, EntryView& v) {

@@ -3,12 +3,15 @@
 // docs/kernel-cache.md. Internal to codegen/disk_cache*.cpp (and its tests); pure C++.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace kiln::detail {
 
-inline constexpr int kCacheFormatVersion = 1;
+// 2: file names hash the format version with the key, so that kilns of different format
+// versions sharing a directory use different files (format 1 hashed the key alone).
+inline constexpr int kCacheFormatVersion = 2;
 inline constexpr std::string_view kEntryMagic = "kiln-kernel-cache";
 inline constexpr std::string_view kUseMagic = "kiln-kernel-cache-use";
 inline constexpr char kEntrySuffix[] = ".kce";
@@ -19,8 +22,12 @@ inline constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
 /// 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
 uint64_t fnv1a64(std::string_view data);
-/// 16 lowercase hex digits of fnv1a64(key): an entry's file name without its suffix.
+/// An entry's file name without its suffix: 16 lowercase hex digits of
+/// fnv1a64("kiln-kernel-cache <format version>\n" + key).
 std::string entry_base_name(std::string_view key);
+/// Whether `name` is one of kiln's temp files: ".tmp-" + (an entry or use file name, "probe"
+/// or "removed") + "-<pid>-<counter>-<8 hex digits>". The stale-temp sweep removes only these.
+bool is_temp_name(std::string_view name);
 
 struct EntryMeta {
   std::string name; // kernel entry point, for humans and tools (control characters -> '_')
@@ -41,6 +48,8 @@ struct EntryView : EntryMeta {
 /// "" if `file` is a complete, intact entry of this format version (and fills `v`), else a
 /// short reason (empty, not an entry, other format version, truncated, checksum mismatch...).
 std::string parse_entry(std::string_view file, EntryView& v);
+/// The format version an entry's first line declares, if it is a kiln cache entry at all.
+std::optional<int64_t> entry_format_version(std::string_view file);
 
 struct UseRecord {
   int64_t hits = 0, last_used = 0;

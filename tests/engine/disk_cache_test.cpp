@@ -103,8 +103,12 @@ std::string read_file(const std::string& path) {
 void write_file(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
 }
+/// An entry's file name without suffix, per the doc: FNV-1a of the format line and the key.
+std::string base_name(const std::string& key) {
+  return hex(fnv("kiln-kernel-cache 2\n" + key));
+}
 std::string entry_path(const std::string& dir, const std::string& key) {
-  return dir + "/" + hex(fnv(key)) + ".kce";
+  return dir + "/" + base_name(key) + ".kce";
 }
 std::vector<std::string> files_in(const std::string& dir) {
   std::vector<std::string> names;
@@ -187,7 +191,7 @@ TEST(DiskCache, RoundTrip) {
   EXPECT_EQ(p->binary.compile_ms, 0);
 
   // One entry file plus one use record per key; no temp files.
-  std::string h = hex(fnv(key)), hp = hex(fnv(ptx_key));
+  std::string h = base_name(key), hp = base_name(ptx_key);
   std::vector<std::string> want = {h + ".kce", h + ".kcu", hp + ".kce", hp + ".kcu"};
   std::sort(want.begin(), want.end());
   EXPECT_EQ(files_in(d.path), want);
@@ -201,9 +205,10 @@ TEST(DiskCache, FileNamesAreStableFnv1a) {
   const std::string key =
       "ew r1 in:f32:contiguous mul:f32:0,0 out:1:f32 | index32 sm_90 nvrtc 12080 codegen 1";
   cache.store(source(key), target(), binary(key));
-  EXPECT_TRUE(fs::exists(d.path + "/5fb1217fb22c294a.kce"));
+  EXPECT_TRUE(fs::exists(d.path + "/" + base_name(key) + ".kce"));
   cache.store(source("a"), target(), binary("a"));
-  EXPECT_TRUE(fs::exists(d.path + "/af63dc4c8601ec8c.kce"));
+  EXPECT_EQ(base_name("a"), "4f27ba151f4b2a47");
+  EXPECT_TRUE(fs::exists(d.path + "/4f27ba151f4b2a47.kce"));
   // Another process (another address space, another ASLR seed) finds the same entries.
   auto [rc, err] = in_child(d.path, [&] {
     DiskCache other(d.path);
@@ -220,7 +225,7 @@ TEST(DiskCache, HitsAndLastUsed) {
   cache.store(source(key), target(), binary(key));
   ASSERT_EQ(cache.load(source(key), target())->hits, 1);
   // Age the use record (documented text format), then load again.
-  std::string use = d.path + "/" + hex(fnv(key)) + ".kcu";
+  std::string use = d.path + "/" + base_name(key) + ".kcu";
   std::string rec = read_file(use);
   size_t at = rec.find("last_used ");
   ASSERT_NE(at, std::string::npos) << rec;
@@ -254,7 +259,6 @@ TEST(DiskCache, ForeignVersionsAreRejected) {
       {"arch", target(90), target(80), "", ""},
       {"nvrtc", target(90, 12080), target(90, 13000), "", ""},
       {"codegen", target(), target(), "codegen", "codegen " + std::to_string(kCodegenVersion + 1)},
-      {"format", target(), target(), "kiln-kernel-cache", "kiln-kernel-cache 2"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.key);
@@ -270,6 +274,26 @@ TEST(DiskCache, ForeignVersionsAreRejected) {
     ASSERT_TRUE(e);
     EXPECT_EQ(check(*e, c.key), "");
   }
+}
+
+TEST(DiskCache, OtherFormatVersionsAreLeftInPlace) {
+  // Two kiln versions with different cache formats share a directory: their entries have
+  // different names (the format version is hashed into them), and a file of another format
+  // found at this version's name is not used but never deleted.
+  TempDir d;
+  DiskCache cache(d.path);
+  const std::string key = "shared dir";
+  cache.store(source(key), target(), binary(key));
+  const std::string path = entry_path(d.path, key);
+  rewrite_header(path, "kiln-kernel-cache", "kiln-kernel-cache 3");
+  const std::string other = read_file(path);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.load(source(key), target()));
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("has format version 3 (this kiln writes 2); left in place"), std::string::npos)
+      << err;
+  EXPECT_EQ(read_file(path), other);
+  EXPECT_NE(base_name(key), hex(fnv(key))); // format 1's name for the same key
 }
 
 TEST(DiskCache, CorruptEntriesAreReportedOnceRemovedAndRebuilt) {
@@ -469,6 +493,100 @@ TEST(DiskCache, StaleTempFilesAreSweptFreshOnesKept) {
   EXPECT_TRUE(fs::exists(fresh));
 }
 
+TEST(DiskCache, TheSweepRemovesOnlyKilnsOwnTempFiles) {
+  // KILN_CACHE_DIR=/tmp must not delete other programs' files that happen to start ".tmp-".
+  TempDir d;
+  timeval old[2] = {{std::time(nullptr) - 7200, 0}, {std::time(nullptr) - 7200, 0}};
+  std::vector<std::string> theirs = {".tmp-foo",
+                                     ".tmp-0123456789abcdef.kce",
+                                     ".tmp-0123456789abcdef.kce-1-2-deadbee",
+                                     ".tmp-0123456789abcdef.txt-1-2-deadbeef",
+                                     ".tmp-probe-1-2-deadbeef.bak",
+                                     ".tmp-probe-x-2-deadbeef"};
+  std::vector<std::string> ours = {".tmp-0123456789abcdef.kcu-12-0-0badf00d",
+                                   ".tmp-probe-7-3-12345678", ".tmp-removed-7-4-abcdef01"};
+  for (const auto& names : {theirs, ours})
+    for (const std::string& n : names) {
+      write_file(d.path + "/" + n, "x");
+      ASSERT_EQ(::utimes((d.path + "/" + n).c_str(), old), 0);
+    }
+  DiskCache cache(d.path);
+  for (const std::string& n : theirs) EXPECT_TRUE(fs::exists(d.path + "/" + n)) << n;
+  for (const std::string& n : ours) EXPECT_FALSE(fs::exists(d.path + "/" + n)) << n;
+}
+
+TEST(DiskCache, AFifoOrSymlinkAtAnEntryPathIsNeverOpened) {
+  TempDir d;
+  const std::string key = "fifo";
+  ASSERT_EQ(::mkfifo(entry_path(d.path, key).c_str(), 0600), 0);
+  // In a child with an alarm: reading a FIFO with no writer would block forever.
+  auto [rc, err] = in_child(d.path, [&] {
+    ::alarm(10);
+    DiskCache cache(d.path);
+    return cache.load(source(key), target()) ? 1 : 0;
+  });
+  EXPECT_EQ(rc, 0) << "load() hung or returned an entry: " << err;
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+
+  // A symbolic link to a valid entry elsewhere is not followed.
+  TempDir elsewhere;
+  DiskCache there(elsewhere.path);
+  there.store(source("link"), target(), binary("link"));
+  ASSERT_EQ(
+      ::symlink(entry_path(elsewhere.path, "link").c_str(), entry_path(d.path, "link").c_str()), 0);
+  DiskCache here(d.path);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(here.load(source("link"), target()));
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+}
+
+TEST(DiskCache, RemovingADamagedEntryNeverDeletesAFreshOne) {
+  // A writer renames a fresh entry over the damaged one while it is being removed: the fresh
+  // entry must survive. (Checking the inode, then unlinking the name, deleted it.)
+  TempDir d;
+  DiskCache cache(d.path);
+  const std::string key = "race";
+  cache.store(source(key), target(), binary(key, 1));
+  write_file(entry_path(d.path, key), "kiln-kernel-cache 2\ntruncated");
+  static DiskCache* writer;
+  static const std::string* race_key;
+  writer = &cache;
+  race_key = &key;
+  DiskCache::during_removal_for_tests = [](const std::string&) {
+    writer->store(source(*race_key, 2), target(), binary(*race_key, 2));
+  };
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.load(source(key), target()));
+  testing::internal::GetCapturedStderr();
+  DiskCache::during_removal_for_tests = nullptr;
+  auto e = cache.load(source(key), target());
+  ASSERT_TRUE(e) << "the fresh entry was deleted";
+  EXPECT_EQ(check(*e, key), "");
+  EXPECT_EQ(e->binary.image[0], 2); // writer 2's entry
+  for (const std::string& n : files_in(d.path)) EXPECT_NE(n.substr(0, 5), ".tmp-") << n;
+}
+
+TEST(DiskCache, TheDirectoryIsPrivateAndASharedOneIsReported) {
+  TempDir d;
+  const std::string dir = d.path + "/new/cache";
+  DiskCache cache(dir);
+  ASSERT_TRUE(cache.enabled());
+  struct stat st;
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // A directory others can write: a warning (once per process, so in a child).
+  const std::string shared = d.path + "/shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  auto [rc, err] = in_child(d.path, [&] {
+    DiskCache c(shared);
+    return c.enabled() ? 0 : 1;
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(err.find("is writable by other users"), std::string::npos) << err;
+}
+
 TEST(DiskCache, EntryFileMatchesDocumentedFormat) {
   TempDir d;
   DiskCache cache(d.path);
@@ -484,7 +602,7 @@ TEST(DiskCache, EntryFileMatchesDocumentedFormat) {
     return field + " " + std::to_string(data.size()) + " " + hex(fnv(data)) + "\n";
   };
   std::string log = bin.log, image(bin.image.begin(), bin.image.end());
-  std::string want = "kiln-kernel-cache 1\nname " + src.name + "\narch 90\nnvrtc 12080\ncodegen " +
+  std::string want = "kiln-kernel-cache 2\nname " + src.name + "\narch 90\nnvrtc 12080\ncodegen " +
                      std::to_string(kCodegenVersion) + "\nformat cubin\ncompile_us 13500\n";
   EXPECT_EQ(f.substr(0, want.size()), want);
   size_t created = f.find("created ");
