@@ -1,0 +1,203 @@
+// kiln_fuzz: differential fuzzing of random programs (tests/fuzz/program.h).
+//
+// For each seed: lazy vs eager, bit for bit, under each small-matmul mode; the lazy result
+// against the same program in f64 within its propagated error bound; with --device cuda also
+// CUDA vs the CPU backend within that bound (and lazy vs eager on CUDA, bit for bit). The
+// first mismatch prints the seed, the check and the program as C++, and exits 1.
+//
+//   kiln_fuzz [--programs N] [--seed S] [--seconds T] [--device cpu|cuda] [--show 1]
+//   (--show 1 prints the programs of the seeds instead of checking them)
+//
+// docs/testing.md describes the checks and how to reproduce a seed.
+#include "program.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+using kfuzz::Outcome;
+using kfuzz::RunOptions;
+using kiln::DType;
+
+struct Args {
+  uint64_t programs = 1000, seed = 1;
+  double seconds = 0; // > 0: run until this much time has passed (long runs)
+  bool show = false;
+  kiln::Device device = kiln::Device::cpu();
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--programs")
+      a.programs = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "--seed")
+      a.seed = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "--seconds")
+      a.seconds = std::strtod(v.c_str(), nullptr);
+    else if (k == "--show")
+      a.show = v != "0";
+    else if (k == "--device")
+      a.device = v == "cuda" ? kiln::Device::cuda(0) : kiln::Device::cpu();
+    else {
+      std::fprintf(stderr, "kiln_fuzz: unknown argument %s\n", k.c_str());
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+bool is_nan_bits(const uint8_t* p, DType t) {
+  switch (t) {
+  case DType::f32: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return std::isnan(f);
+  }
+  case DType::f64: {
+    double d;
+    std::memcpy(&d, p, 8);
+    return std::isnan(d);
+  }
+  case DType::f16: {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return (h & 0x7c00) == 0x7c00 && (h & 0x03ff);
+  }
+  case DType::bf16: {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return (h & 0x7f80) == 0x7f80 && (h & 0x007f);
+  }
+  default:
+    return false;
+  }
+}
+
+/// "" when x and y hold the same values bit for bit (any NaN equals any NaN), else where not.
+std::string compare_bits(const Outcome& x, const Outcome& y) {
+  if (x.outputs.size() != y.outputs.size() || x.errors != y.errors)
+    return "different programs ran (outputs or errors differ)";
+  for (size_t i = 0; i < x.outputs.size(); ++i) {
+    const kiln::Tensor &a = x.outputs[i].t, &b = y.outputs[i].t;
+    if (a.dtype() != b.dtype() || a.shape() != b.shape())
+      return x.outputs[i].name + ": dtype or shape differs";
+    std::vector<uint8_t> p = kfuzz::read_bytes(a), q = kfuzz::read_bytes(b);
+    const size_t n = size_t(kiln::itemsize(a.dtype()));
+    for (size_t e = 0; e * n < p.size(); ++e) {
+      const uint8_t *u = p.data() + e * n, *v = q.data() + e * n;
+      if (std::memcmp(u, v, n) != 0 && !(is_nan_bits(u, a.dtype()) && is_nan_bits(v, a.dtype())))
+        return x.outputs[i].name + " element " + std::to_string(e) + " differs in its bits";
+    }
+  }
+  return "";
+}
+
+/// "" when every checked value of x is within twice its error bound of y's (integers and
+/// bools with no error exactly equal), else where not.
+std::string compare_bounded(const Outcome& x, const Outcome& y) {
+  if (x.outputs.size() != y.outputs.size()) return "different programs ran";
+  for (size_t i = 0; i < x.outputs.size(); ++i) {
+    const kfuzz::Value& v = x.outputs[i];
+    if (!v.checked) continue;
+    std::vector<double> a = v.t.to_vector<double>(), b = y.outputs[i].t.to_vector<double>();
+    if (a.size() != b.size()) return v.name + ": sizes differ";
+    const double tol = 2 * v.err + 1e-12 * v.mag + 1e-300;
+    for (size_t e = 0; e < a.size(); ++e) {
+      const bool both_nan = std::isnan(a[e]) && std::isnan(b[e]);
+      if (!both_nan && !(std::abs(a[e] - b[e]) <= tol))
+        return v.name + " element " + std::to_string(e) + ": " + std::to_string(a[e]) + " vs " +
+               std::to_string(b[e]) + " (bound " + std::to_string(tol) + ")";
+    }
+  }
+  return "";
+}
+
+Outcome run(uint64_t seed, kiln::Device dev, bool eager, kiln::SmallMatmul mode,
+            bool reference = false) {
+  kiln::set_eager(eager);
+  kiln::set_small_matmul(mode);
+  RunOptions opt;
+  opt.device = dev;
+  opt.reference = reference;
+  return kfuzz::run_program(seed, opt);
+}
+
+const char* mode_name(kiln::SmallMatmul m) {
+  return m == kiln::SmallMatmul::blas     ? "blas"
+         : m == kiln::SmallMatmul::on_gpu ? "on_gpu"
+                                          : "everywhere";
+}
+
+/// "" or what failed for this seed.
+std::string check_seed(uint64_t seed, kiln::Device dev, uint64_t& rejected) {
+  using kiln::SmallMatmul;
+  const kiln::Device cpu = kiln::Device::cpu();
+  for (SmallMatmul m : {SmallMatmul::blas, SmallMatmul::on_gpu, SmallMatmul::everywhere}) {
+    if (dev.is_cpu() && m == SmallMatmul::on_gpu) continue; // same as blas on the CPU
+    Outcome lazy = run(seed, dev, false, m), eager = run(seed, dev, true, m);
+    if (std::string w = compare_bits(lazy, eager); !w.empty())
+      return std::string("lazy vs eager (") + mode_name(m) + "): " + w;
+    if (dev.is_cuda()) {
+      Outcome host = run(seed, cpu, false, SmallMatmul::blas);
+      if (std::string w = compare_bounded(lazy, host); !w.empty())
+        return std::string("cuda vs cpu (") + mode_name(m) + "): " + w;
+    }
+  }
+  Outcome lazy = run(seed, cpu, false, SmallMatmul::blas);
+  Outcome ref = run(seed, cpu, false, SmallMatmul::blas, /*reference=*/true);
+  rejected += uint64_t(lazy.errors);
+  if (std::string w = compare_bounded(lazy, ref); !w.empty()) return "vs the f64 reference: " + w;
+  return "";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  if (!kiln::is_available(args.device)) {
+    std::printf("kiln_fuzz: %s is not available; skipped\n", args.device.str().c_str());
+    return 77;
+  }
+  kiln::set_idle_flush(0); // where early flushes cut depends on timing: keep runs repeatable
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t n = 0, errors = 0;
+  for (uint64_t seed = args.seed;; ++seed, ++n) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (args.seconds > 0 ? elapsed >= args.seconds : n >= args.programs) break;
+    if (args.show) {
+      std::printf("// seed %llu\n%s\n", static_cast<unsigned long long>(seed),
+                  run(seed, kiln::Device::cpu(), false, kiln::SmallMatmul::blas).code.c_str());
+      continue;
+    }
+    std::string failure;
+    try {
+      failure = check_seed(seed, args.device, errors);
+    } catch (const kiln::Error& e) {
+      failure = std::string("kiln::Error while running: ") + e.what();
+    }
+    if (!failure.empty()) {
+      kiln::set_eager(false);
+      std::printf("kiln_fuzz: MISMATCH at seed %llu on %s: %s\nThe program:\n%s",
+                  static_cast<unsigned long long>(seed), args.device.str().c_str(), failure.c_str(),
+                  run(seed, kiln::Device::cpu(), false, kiln::SmallMatmul::blas).code.c_str());
+      return 1;
+    }
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("kiln_fuzz: %llu programs on %s (seeds %llu..%llu), 0 mismatches, %.1f s (%llu "
+              "rejected op calls, each a kiln::Error in every run)\n",
+              static_cast<unsigned long long>(n), args.device.str().c_str(),
+              static_cast<unsigned long long>(args.seed),
+              static_cast<unsigned long long>(args.seed + n - 1), secs,
+              static_cast<unsigned long long>(errors));
+  return 0;
+}
