@@ -200,26 +200,36 @@ private:
   };
 
   // A small matmul n (Planner::small_matmul) read through transform t: one dot product per
-  // element. A tiled one (Planner::tiled_matmul) that cannot be computed where it is read (by
-  // a reduction, through a broadcast or another view) becomes a GEMM step (Retry::gemm); one
-  // split off for other reasons (its result is another dot's operand, the parameter budget)
-  // gets a GEMM-tile kernel of its own. Its operands are in memory (marked as GEMM operands).
+  // element. One that cannot be computed where it is read (by a reduction, through a
+  // broadcast, a tiled one through another view) or is split off for other reasons (its
+  // result is another dot's operand, the parameter budget) gets a kernel of its own (the
+  // GEMM-tile layout for a tiled one), never a cuBLAS call: eagerly it is computed alone, and
+  // the two must round alike. Its operands are in memory (marked as GEMM operands).
   // Where element i's row of A and column of B start are index maps like a load's: A's layout
   // with the stride of n's last dim (N) set to 0, B's with that of M set to 0, carried out
   // through t.
+  // What to write to memory when matmul n, reached through transform t, cannot be computed
+  // there: the value the innermost view reads (n, or the elementwise value around n that the
+  // view reads, such as an LSTM's gates, so that one kernel computes them all at their own
+  // rows and columns).
+  Node* viewed(Node* n, int t) const {
+    return t >= 0 ? view_root(transforms_[t].at->inputs[0]) : n;
+  }
+
   int dot(Node* n, int t) {
     if (k_.kind != FusedKernel::Kind::elementwise) { // the reduce layouts have no dots
-      retry = Retry{n, "small matmul read by a reduction", Planner::tiled_matmul(n)};
+      // Split the matmul off; if it already is a kernel's own output, a reduction joined that
+      // kernel (its reader's other input, softmax's sum say): split that off instead.
+      Node* joined = p_.info(n)->no_merge ? p_.joined_reduction(group_) : nullptr;
+      retry = Retry{joined ? joined : n, "small matmul read by a reduction"};
       return 0;
     }
     Layout out = map_out(contiguous_layout(n->shape()), t);
     if (retry) return 0;
     for (int d = 0; d < k_.shape.size(); ++d)
       if (k_.shape[d] > 1 && out.strides[d] == 0) {
-        retry = Retry{n,
-                      "small matmul read through a broadcast (its dot products would be "
-                      "computed again for each copy)",
-                      Planner::tiled_matmul(n)};
+        retry = Retry{viewed(n, t), "small matmul read through a broadcast (its dot products "
+                                    "would be computed again for each copy)"};
         return 0;
       }
     // An operand is read at other elements' indices, so it must be in memory before the kernel
@@ -239,12 +249,12 @@ private:
     d.a = input(n->inputs[0], sa, Layout{n->shape(), as, la.offset}, t);
     d.b = input(n->inputs[1], sb, Layout{n->shape(), bs, lb.offset}, t);
     if (retry) return 0;
-    // A tiled matmul (Planner::tiled_matmul) is read at its own (row, column), or it is a
-    // cuBLAS call (Planner::fused_matmul after the retry).
+    // A tiled matmul (Planner::tiled_matmul) is read at its own (row, column), or what the
+    // view reads is written by a kernel of its own (after the retry).
     const int kr = k_.shape.size();
     if (Planner::tiled_matmul(n) && (t != -1 || kr < 2 || k_.inputs[d.a].strides[kr - 1] != 0 ||
                                      k_.inputs[d.b].strides[kr - 2] != 0)) {
-      retry = Retry{n, "tiled matmul read other than at its own row and column", true};
+      retry = Retry{viewed(n, t), "tiled matmul read other than at its own row and column"};
       return 0;
     }
     d.K = la.shape[r - 1];

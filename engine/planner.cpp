@@ -39,12 +39,13 @@ namespace kiln::detail {
 // kTileMaxMacs multiply-adds, an f32 or f64 matmul read at its own (row, column) by an
 // elementwise kernel is computed there, tile by tile (the GEMM-tile layout,
 // codegen/cuda_emit_gemm.cpp): the seed loop's 256 x 256 x 256 step is one kernel. Read any other
-// way (through a view such as the LSTM's chunk of its gates, by a reduction, transposed) it stays a
-// cuBLAS call: the builder asks for a retry and fused_matmul then says no. Measured on the H100, an
-// LSTM step at batch 32 as one kernel of eight tiled dots was slower than cuBLAS's two GEMMs and a
-// kernel (21.6 vs 19.7 us per step), f16/bf16 GEMMs run on cuBLAS's tensor cores at about half the
-// generated tiles' time (bf16 256 x 256 x 256: 4.1 vs 7.9 us), and larger GEMMs fill the GPU,
-// where cuBLAS's kernels are faster than the generated tiles
+// way (through a view such as the LSTM's chunk of its gates, by a reduction, transposed) the
+// value the view reads gets a GEMM-tile kernel of its own (never a cuBLAS call, whose rounding
+// differs: the choice must not depend on the reader, or lazy and eager would differ). Measured
+// on the H100, an LSTM step at batch 32 as one kernel of eight tiled dots was slower than
+// cuBLAS's two GEMMs and a kernel (21.6 vs 19.7 us per step), f16/bf16 GEMMs run on cuBLAS's tensor
+// cores at about half the generated tiles' time (bf16 256 x 256 x 256: 4.1 vs 7.9 us), and larger
+// GEMMs fill the GPU, where cuBLAS's kernels are faster than the generated tiles
 // (bench/results/2026-11-22-h100-gemm-tile.md).
 constexpr int64_t kDotRows = 4;
 constexpr int64_t kDotMaxK = 1024;
@@ -74,10 +75,12 @@ bool Planner::tiled_matmul(const Node* n) {
   return N > 0 && s.numel() / N > kDotRows;
 }
 
-bool Planner::fused_matmul(Node* n) {
-  if (!small_matmul(n)) return false;
-  const Info* in = info(n);
-  return !(in && in->gemm);
+Node* Planner::joined_reduction(int g) {
+  for (Info& in : infos_)
+    if (in.group == g && op_kind(in.n->op) == OpKind::Reduce && groups_[g].roots[0] != in.n &&
+        !in.no_merge)
+      return in.n;
+  return nullptr;
 }
 
 Info* Planner::info(Node* n) {
@@ -273,7 +276,6 @@ Schedule plan(const Walk& w) {
       Info* ri = p.info(retry->node);
       ri->materialize = true;
       ri->no_merge = true;
-      ri->gemm |= retry->gemm;
       ri->reason = retry->reason;
       continue;
     }

@@ -15,7 +15,6 @@ struct Info {
   llvm::SmallVector<Node*, 2> consumers; // in-plan consumers, one entry per use
   bool materialize = false;
   bool no_merge = false; // must get its own kernel (set when a merge failed)
-  bool gemm = false;     // a tiled matmul to run as a GEMM step (set by its retry)
   const char* reason = nullptr;
   int group = -1;
   // Cheap and read by several kernels: each of them recomputes it rather than reading it from
@@ -41,7 +40,6 @@ struct Group {
 struct Retry {
   Node* node;
   const char* reason;
-  bool gemm = false; // a tiled matmul the kernel cannot compute: make it a GEMM step
 };
 
 class Planner {
@@ -63,9 +61,12 @@ public:
   /// A small matmul with more rows than a dot per element suits: its kernel must read it at
   /// its own (row, column), so that the GEMM-tile layout computes it tile by tile.
   static bool tiled_matmul(const Node* n);
-  /// A small matmul of this plan, computed in a kernel: a tiled one that a kernel reads other
-  /// than at its own (row, column) (Retry::gemm) is a GEMM step (cuBLAS) instead.
-  bool fused_matmul(Node* n);
+  /// A small matmul, computed in a kernel: where a kernel cannot compute it (read by a
+  /// reduction, through a view or a broadcast), in a kernel of its own. Whether a matmul is a
+  /// GEMM step never depends on its readers, so that lazy and eager give the same bits.
+  bool fused_matmul(Node* n) { return small_matmul(n); }
+  /// A reduction that joined group g's kernel (join_consumer_kernel), if any.
+  Node* joined_reduction(int g);
   size_t size() const { return infos_.size(); }
 
   // Used by the kernel builder.
