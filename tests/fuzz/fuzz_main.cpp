@@ -26,7 +26,7 @@ using kiln::DType;
 
 struct Args {
   uint64_t programs = 1000, seed = 1;
-  double seconds = 0; // > 0: run until this much time has passed (long runs)
+  double seconds = 0; // > 0: also stop once this much time has passed
   bool show = false;
   kiln::Device device = kiln::Device::cpu();
 };
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   for (uint64_t seed = args.seed;; ++seed, ++n) {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (args.seconds > 0 ? elapsed >= args.seconds : n >= args.programs) break;
+    if (n >= args.programs || (args.seconds > 0 && elapsed >= args.seconds)) break;
     if (args.show) {
       std::printf("// seed %llu\n%s\n", static_cast<unsigned long long>(seed),
                   run(seed, kiln::Device::cpu(), false, kiln::SmallMatmul::blas).code.c_str());
