@@ -68,7 +68,7 @@ void Emitter::column_body() {
                 : std::string("const idx_t o = ob + tx;"));
   line(2, "const bool valid = o < O;");
   declare_offsets(2, "ki", nullptr, "ko");
-  if (pl_.nkept > 0) {
+  if (pl_.shape_fields && pl_.nkept > 0) { // else unravel emits nothing: no dangling if
     line(2, "if (valid)");
     unravel(2, "o", 0, pl_.nkept, "ki", "ko");
   }

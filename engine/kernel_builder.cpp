@@ -209,11 +209,15 @@ private:
   // with the stride of n's last dim (N) set to 0, B's with that of M set to 0, carried out
   // through t.
   // What to write to memory when matmul n, reached through transform t, cannot be computed
-  // there: the value the innermost view reads (n, or the elementwise value around n that the
-  // view reads, such as an LSTM's gates, so that one kernel computes them all at their own
-  // rows and columns).
+  // there: the value the innermost view op reads (n, or the elementwise value around n that
+  // the view reads, such as an LSTM's gates, so that one kernel computes them all at their own
+  // rows and columns). An op's implicit broadcast of its operand is a transform too, but not a
+  // view op: then n itself.
   Node* viewed(Node* n, int t) const {
-    return t >= 0 ? view_root(transforms_[t].at->inputs[0]) : n;
+    if (t < 0 || transforms_[t].at->op != OpCode::view) return n;
+    Node* v = view_root(transforms_[t].at->inputs[0]);
+    const Info* vi = p_.info(v);
+    return vi && !vi->no_merge ? v : n;
   }
 
   int dot(Node* n, int t) {

@@ -50,8 +50,13 @@ CudaGemm::CudaGemm(cudaStream_t stream) : stream_(stream) {
 void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
   const int rank = g.out_shape.size();
   const int64_t M = g.out_shape[rank - 2], N = g.out_shape[rank - 1], K = g.a.shape[rank - 1];
-  if (M == 0 || N == 0) return;
   const int64_t isz = itemsize(g.dtype);
+  if (g.out_shape.numel() == 0) return;
+  if (K == 0) { // a sum of nothing: zeros (cuBLAS rejects a leading dimension of 0)
+    cuda_check(cudaMemsetAsync(out, 0, size_t(g.out_shape.numel() * isz), stream_), "matmul",
+               "cudaMemsetAsync");
+    return;
+  }
   Operand A = as_operand(M, K, g.a.strides[rank - 2], g.a.strides[rank - 1]);
   Operand B = as_operand(K, N, g.b.strides[rank - 2], g.b.strides[rank - 1]);
   cudaDataType_t dt = data_type(g.dtype);

@@ -178,6 +178,12 @@ void view_ops() {
   eval(unsqueeze(y, 0) + z, reshape(x, {48}) * 3, squeeze(z) + 1, transpose(w, 1, 3) * 2);
   eval(sum(transpose(x, 0, 1), {1}), sum(w, {1, 3}), mean(w, {0, 2}), max(w, {3}), argmax(w, 2),
        sum(slice(x, 1, 0, 8, 3), {0}), sum(x + y, {0}), min(permute(w, {2, 0, 3, 1}), {1, 2}));
+  // argmax down the columns of a broadcast value (the fuzzer's seeds 1000931 and 14000694 on
+  // CUDA: "identifier acc1 is undefined")
+  Tensor one = full({1, 1}, 1.5);
+  eval(one);
+  eval(argmax(expand(one, {3, 3}), 0), argmax(expand(cast(one, DType::i32), {2, 2}), 0),
+       max(expand(one, {3, 5}), {0}), sum(expand(one, {4, 7}), {0}));
   eval(concat({x, x * 2}, 0), concat({x, exp(x), z}, 1),
        concat({cast(x, DType::f16), cast(x, DType::f16)}, 1));
 }

@@ -462,3 +462,19 @@ TEST_F(SmallMatmulTest, ReadersOfAMatmulDoNotChangeItsBits) {
       EXPECT_EQ(lazy[i], eager[i]) << "value " << i << " of a " << c.a << " x " << c.b << " matmul";
   }
 }
+
+TEST_F(SmallMatmulTest, AMatmulBroadcastByItsReaderIsComputedOnce) {
+  // The fuzzer's seed 5016966: an op's implicit broadcast of a small matmul (not a view op)
+  // once sent the retry to the op's other operand, and planning never converged.
+  const Device dev = default_device();
+  Tensor a = rnd({1, 4}, DType::f32, dev, 3), w = rnd({4, 6}, DType::f32, dev, 4);
+  Tensor col = rnd({8, 1}, DType::f32, dev, 5);
+  Tensor m = matmul(a, w);
+  set_small_matmul(SmallMatmul::blas);
+  Tensor want = (col * matmul(a, w)).to(Device::cpu());
+  eval(want);
+  set_small_matmul(SmallMatmul::everywhere);
+  Tensor got = col * m;
+  m = Tensor();
+  expect_close(got.to(Device::cpu()), want, 2e-5, "an (8, 1) column times a (1, 6) matmul");
+}

@@ -239,6 +239,26 @@ TEST_F(MatmulMisc, IdentityAndKnownValues) {
                       Shape{4, 4}, DType::f64, m));
 }
 
+TEST_F(MatmulMisc, EmptyOperands) {
+  // K = 0 is a sum of nothing: zeros (cuBLAS rejected the leading dimension 0 with status 7;
+  // the fuzzer's seeds 2000347, 4000827, 5000016 on CUDA). No rows, columns or matrices: empty.
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(name(dt));
+    kiln::set_small_matmul(kiln::SmallMatmul::blas); // the GEMM path, not in-kernel dots
+    EXPECT_TRUE(matches(kiln::matmul(kiln::ones({3, 0}, dt), kiln::ones({0, 4}, dt)), Shape{3, 4},
+                        dt, Vals(12, 0.0)));
+    EXPECT_TRUE(matches(kiln::matmul(kiln::ones({2, 3, 0}, dt), kiln::ones({0, 5}, dt)),
+                        Shape{2, 3, 5}, dt, Vals(30, 0.0)));
+    EXPECT_TRUE(
+        matches(kiln::matmul(kiln::ones({0}, dt), kiln::ones({0}, dt)), Shape{}, dt, Vals{0.0}));
+    EXPECT_EQ(
+        kiln::matmul(kiln::ones({0, 3}, dt), kiln::ones({3, 4}, dt)).to_vector<float>().size(), 0u);
+    EXPECT_EQ(kiln::matmul(kiln::ones({0, 2, 3}, dt), kiln::ones({3, 4}, dt)).shape(),
+              (Shape{0, 2, 4}));
+    kiln::set_small_matmul(kiln::SmallMatmul::on_gpu);
+  }
+}
+
 TEST_F(MatmulMisc, Errors) {
   Tensor a = kiln::ones({3, 4}), b = kiln::ones({5, 6});
   EXPECT_KILN_ERROR("[matmul]", kiln::matmul(a, b));
