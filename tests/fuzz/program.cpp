@@ -238,7 +238,9 @@ void Builder::unary() {
       std::string("kiln::") + u.name + "(" + a.name + ")", [&] { return u.fn(a.t); },
       [&](DType out) -> Bounds {
         if (!a.checked || u.kind == 3) return unchecked();
-        if (u.kind == 0) return {true, std::string(u.name) == "logical_not" ? 1 : a.mag, a.err};
+        if (std::string(u.name) == "logical_not") // flips where a rounding error crosses 0
+          return {a.err == 0, 1, 0};
+        if (u.kind == 0) return {true, a.mag, a.err};
         if (u.kind == 1) return {true, 1, a.err + 4 * eps(out)};
         return {true, a.mag, 1.2 * a.err + 4 * eps(out) * a.mag};
       });
