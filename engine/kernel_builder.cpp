@@ -41,11 +41,6 @@ std::pair<int, Layout> operand(Planner& p, Node* x) {
 // graph node's parameters are copied at every update, and large kernels compile slowly.
 constexpr int64_t kMaxParamFields = 1024;
 
-// The longest chain of ops one kernel computes: compute() recurses once per op of a chain (a
-// loop recorded without evaluation, `acc = acc * 0.5f + x`, chains two per step), and ~7,000 of
-// them overflowed an 8 MB stack. Deeper, the chain is split like an over-budget kernel.
-constexpr size_t kMaxChainDepth = 512;
-
 class Builder {
 public:
   Builder(Planner& p, int group, FusedKernel& k) : p_(p), group_(group), k_(k) {}

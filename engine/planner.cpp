@@ -139,6 +139,29 @@ void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
   }
 }
 
+// Chains longer than kMaxChainDepth ops are cut every kMaxChainDepth ops, in one pass over the
+// nodes in creation (topological) order: each cut is a kernel of its own. The builder would find
+// the cuts one per planning pass, and a chain of n ops took n / 512 passes over the whole graph
+// (planning was quadratic: 100,000 chained ops took 34 s). A node's depth counts the ops of the
+// longest chain of pending inputs below it, views excepted (index maps, not computed).
+void Planner::split_long_chains() {
+  std::vector<uint32_t> depth(infos_.size(), 0);
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    Info& in = infos_[i];
+    uint32_t d = 0;
+    for (Node* x : in.n->inputs)
+      if (auto it = index_.find(x); it != index_.end()) d = std::max(d, depth[it->second]);
+    if (in.n->op != OpCode::view) ++d;
+    if (d >= kMaxChainDepth) { // n is a kernel's root: it and the d - 1 ops below it
+      in.materialize = true;
+      in.no_merge = true;
+      in.reason = "a chain of more than 512 ops (split)";
+      d = 0;
+    }
+    depth[i] = d;
+  }
+}
+
 // A constant, or one cheap op (a cast, a comparison, add/sub/mul/neg) of values in memory
 // or constants: recomputing it in each kernel that reads it costs less than a kernel writing
 // it and each reading it back (common subexpression elimination shares such nodes, e.g. one
@@ -267,12 +290,14 @@ Schedule plan(const Walk& w) {
   Planner p(w);
   p.collect();
   p.mark_all(targets);
+  p.split_long_chains();
   // Each retry marks one more node, so the loop ends within one pass per node.
   for (size_t attempt = 0;; ++attempt) {
     p.group_all();
     if (auto retry = p.build_all()) {
       if (attempt > targets.size() + p.size())
         fail("eval", "internal error: the planner did not converge ({})", retry->reason);
+      engine().stats.plan_retries++;
       Info* ri = p.info(retry->node);
       ri->materialize = true;
       ri->no_merge = true;

@@ -10,6 +10,12 @@
 
 namespace kiln::detail {
 
+// The longest chain of ops one kernel computes: the builder's compute() recurses once per op
+// of a chain (a loop recorded without evaluation, `acc = acc * 0.5f + x`, chains two per
+// step), and ~7,000 of them overflowed an 8 MB stack. Longer chains are split
+// (Planner::split_long_chains, and the builder as a safety net).
+constexpr size_t kMaxChainDepth = 512;
+
 struct Info {
   Node* n = nullptr;
   llvm::SmallVector<Node*, 2> consumers; // in-plan consumers, one entry per use
@@ -47,6 +53,7 @@ public:
   explicit Planner(const Walk& w) : walk_(w) {}
   void collect();
   void mark_all(llvm::ArrayRef<Node*> targets);
+  void split_long_chains();
   void group_all();
   /// Build every group's step; a Retry if a node must be materialized first.
   std::optional<Retry> build_all();

@@ -108,6 +108,8 @@ struct Stats {
   int64_t plan_hits = 0;            // evaluations that reused a cached plan
   int64_t plan_misses = 0;          // evaluations planned afresh
   int64_t plan_evictions = 0;       // cached plans dropped to stay within the limit
+  int64_t plan_retries = 0;         // times planning regrouped the graph: a kernel could not be
+                                    // built as grouped, and one more value was written instead
   int64_t graph_instantiations = 0; // CUDA graphs built for a schedule that repeated
   int64_t graph_replays = 0;        // batches of GPU steps replayed as a CUDA graph
   int64_t graph_updates = 0;        // of those, replays that first patched changed pointers

@@ -504,3 +504,25 @@ TEST_F(FusionPatterns, DifferentSizeOrTypeIsNotDonated) {
   eval(i);
   EXPECT_EQ(stats().buffers_reused, 1) << last_plan();
 }
+
+TEST_F(FusionPatterns, ALongChainIsCutInOnePlanningPass) {
+  // A chain of 20,000 ops recorded without evaluation is cut every 512 ops before grouping
+  // (Planner::split_long_chains). Found one cut per planning pass, it took 39 passes over the
+  // whole graph, and planning was quadratic (100,000 ops: 34 s; bench/long_chain.cpp).
+  Tensor x = realized_randn({4});
+  std::vector<float> xs = x.to_vector<float>(), want = xs;
+  Tensor acc = x;
+  set_pending_limits(40000, int64_t(1) << 30); // (TearDown restores the defaults)
+  for (int i = 0; i < 10000; ++i) {
+    acc = acc * 0.5f + x;
+    for (size_t e = 0; e < want.size(); ++e) want[e] = want[e] * 0.5f + xs[e];
+  }
+  reset_stats();
+  eval(acc);
+  EXPECT_EQ(stats().plan_retries, 0);
+  EXPECT_GE(stats().kernels_run, 20000 / 512);
+  EXPECT_LE(stats().kernels_run, 2 * 20000 / 512 + 1);
+  std::vector<float> got = acc.to_vector<float>();
+  for (size_t e = 0; e < want.size(); ++e)
+    EXPECT_NEAR(got[e], want[e], 1e-5f * (1 + std::abs(want[e])));
+}
