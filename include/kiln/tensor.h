@@ -2,8 +2,9 @@
 // Tensor: a handle to a node of kiln's lazy graph. Creating tensors and calling ops records
 // work; reading values (item, to_vector, printing) or kiln::eval runs it.
 //
-// Threading: kiln's graph is not thread-safe. Use kiln (tensors, ops, eval) from one thread at
-// a time; handle counting is deliberately non-atomic because it sits on every op's hot path.
+// Threading: kiln's graph is used by one thread at a time (an op from a second thread while
+// another uses kiln throws kiln::Error; see kiln::release_thread). Handle counting is
+// deliberately non-atomic because it sits on every op's hot path.
 #include <kiln/device.h>
 #include <kiln/dtype.h>
 #include <kiln/shape.h>
