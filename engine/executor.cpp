@@ -49,16 +49,20 @@ struct Run {
   llvm::SmallVector<BufferRef, 16> buffers;
   llvm::SmallVector<Buffer, 4> moved; // unowned views of realized inputs at other offsets
   llvm::SmallVector<int, 4> moved_slot;
-  llvm::SmallVector<Buffer*, 16> raw;
+  llvm::SmallVector<Buffer*, 16> raw;      // what the backends read: buffers, moved ones replaced
+  llvm::SmallVector<int, 32> slot_of_node; // walk index -> the slot it realizes, or -1
 
   Run(const Schedule& sched, llvm::ArrayRef<Node*> n, std::vector<const void*>& h)
-      : s(sched), nodes(n), hints(h), buffers(sched.slots.size()) {
+      : s(sched), nodes(n), hints(h), buffers(sched.slots.size()), raw(sched.slots.size()),
+        slot_of_node(n.size(), -1) {
     hints.resize(s.slots.size());
     for (size_t i = 0; i < s.slots.size(); ++i) {
       const Slot& slot = s.slots[i];
+      if (slot.producer >= 0) slot_of_node[slot.producer] = static_cast<int>(i);
       if (slot.leaf < 0) continue;
       const Node* leaf = nodes[slot.leaf];
       buffers[i] = leaf->buffer;
+      raw[i] = leaf->buffer.get();
       if (int64_t delta = leaf->layout.offset - slot.leaf_offset) {
         Buffer& v = moved.emplace_back(); // no owner: releases nothing
         v.data = static_cast<char*>(leaf->buffer->data) + delta * itemsize(leaf->dtype);
@@ -66,12 +70,13 @@ struct Run {
         moved_slot.push_back(static_cast<int>(i));
       }
     }
-  }
-  llvm::ArrayRef<Buffer*> raw_buffers() {
-    raw.clear();
-    for (const BufferRef& b : buffers) raw.push_back(b.get());
+    // moved is complete: its elements keep their addresses from here on
     for (size_t j = 0; j < moved.size(); ++j) raw[moved_slot[j]] = &moved[j];
-    return raw;
+  }
+  /// Binds a produced slot (before its step runs).
+  void produce(int slot, BufferRef b) {
+    raw[slot] = b.get();
+    buffers[slot] = std::move(b);
   }
 };
 
@@ -129,7 +134,7 @@ BufferRef output_buffer(Run& r, const Step& st, int w, Backend& be, Stats& stats
 
 void allocate_outputs(Run& r, const Step& st, Backend& be, Stats& stats) {
   for (int w : st.writes) {
-    r.buffers[w] = output_buffer(r, st, w, be, stats);
+    r.produce(w, output_buffer(r, st, w, be, stats));
     stats.buffers_materialized++;
   }
 }
@@ -151,14 +156,13 @@ void finish_step(Run& r, const Step& st, Stats& stats) {
   // Alive: the nodes realized below still use them.
   for (int i : st.fused) r.nodes[i]->fused = true;
   for (int i : st.realizes)
-    for (size_t w = 0; w < r.s.slots.size(); ++w)
-      if (r.s.slots[w].producer == i) mark_realized(r.nodes[i], r.buffers[w]);
+    if (int w = r.slot_of_node[i]; w >= 0) mark_realized(r.nodes[i], r.buffers[w]);
 }
 
 void run_step(Run& r, const Step& st, Stats& stats) {
   Backend& be = backend_for(st.device, "eval");
   allocate_outputs(r, st, be, stats);
-  llvm::ArrayRef<Buffer*> bufs = r.raw_buffers();
+  llvm::ArrayRef<Buffer*> bufs = r.raw;
   if (st.kind == Step::Kind::gemm) {
     be.run_gemm(st.gemm, bufs);
   } else if (st.kind == Step::Kind::transfer) {
@@ -178,7 +182,7 @@ void run_batch(Run& r, const CachedPlan::Batch& b, Stats& stats) {
     allocate_outputs(r, st, be, stats);
     if (observer() && st.kind == Step::Kind::kernel) observer()(st.kernel);
   }
-  b.run->run(r.raw_buffers(), engine().graphs, stats);
+  b.run->run(r.raw, engine().graphs, stats);
   for (int i = b.begin; i < b.end; ++i) finish_step(r, r.s.steps[i], stats);
 }
 

@@ -37,10 +37,6 @@ std::pair<int, Layout> operand(Planner& p, Node* x) {
   return {p.slot_for_leaf(r), x->layout};
 }
 
-// The Params fields one kernel may have: 8 KB, a quarter of CUDA's 32 KB parameter limit; a
-// graph node's parameters are copied at every update, and large kernels compile slowly.
-constexpr int64_t kMaxParamFields = 1024;
-
 class Builder {
 public:
   Builder(Planner& p, int group, FusedKernel& k) : p_(p), group_(group), k_(k) {}

@@ -9,6 +9,7 @@
 
 #include "engine/graph.h"
 
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 
 #include <algorithm>
@@ -62,6 +63,38 @@ uint64_t hash_words(const std::vector<uint64_t>& k) {
   return mix(h, h >> 32);
 }
 
+// The first node holding each buffer, and its offset. A step reads a handful of buffers, where
+// a linear search beats a hash map (whose first insert allocates its buckets every walk); past
+// kLinear buffers (a long loop recorded without evaluation reads thousands) a map takes over.
+class FirstHolders {
+public:
+  struct Seen {
+    const Buffer* buffer;
+    uint32_t first;
+    int64_t offset;
+  };
+  const Seen& find_or_add(const Buffer* b, uint32_t walk_index, int64_t offset) {
+    if (list_.size() <= kLinear) {
+      for (const Seen& x : list_)
+        if (x.buffer == b) return x;
+    } else if (auto it = index_.find(b); it != index_.end()) {
+      return list_[it->second];
+    }
+    list_.push_back(Seen{b, walk_index, offset});
+    if (list_.size() > kLinear) {
+      if (index_.empty())
+        for (size_t i = 0; i + 1 < list_.size(); ++i) index_[list_[i].buffer] = uint32_t(i);
+      index_[b] = uint32_t(list_.size() - 1);
+    }
+    return list_.back();
+  }
+
+private:
+  static constexpr size_t kLinear = 32;
+  llvm::SmallVector<Seen, 16> list_;
+  llvm::DenseMap<const Buffer*, uint32_t> index_;
+};
+
 } // namespace
 
 void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
@@ -84,14 +117,7 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
 
   std::vector<uint64_t>& k = w.key;
   k.push_back(static_cast<uint64_t>(engine().small_matmul)); // changes how matmuls are planned
-  // First node holding each buffer, and its offset. A step reads a handful of buffers, so a
-  // linear search beats a hash map (whose first insert allocates its buckets every walk).
-  struct Seen {
-    const Buffer* buffer;
-    uint32_t first;
-    int64_t offset;
-  };
-  llvm::SmallVector<Seen, 16> buffers;
+  FirstHolders buffers;
   for (Node* n : w.nodes) {
     const bool realized = n->realized();
     k.push_back(static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
@@ -111,10 +137,7 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
       // offsets relative to the first of them (one base moves them all), and whether the
       // offset is 0 (in-place reuse needs a whole buffer read from its start).
       const Buffer* b = n->buffer.get();
-      const Seen* seen = nullptr;
-      for (const Seen& x : buffers)
-        if (x.buffer == b) seen = &x;
-      if (!seen) seen = &buffers.emplace_back(Seen{b, n->walk_index, n->layout.offset});
+      const FirstHolders::Seen* seen = &buffers.find_or_add(b, n->walk_index, n->layout.offset);
       k.push_back(seen->first);
       k.push_back(static_cast<uint64_t>(n->layout.offset - seen->offset));
       k.push_back(n->layout.offset == 0);

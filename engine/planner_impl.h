@@ -16,6 +16,10 @@ namespace kiln::detail {
 // (Planner::split_long_chains, and the builder as a safety net).
 constexpr size_t kMaxChainDepth = 512;
 
+// The Params fields one kernel may have: 8 KB, a quarter of CUDA's 32 KB parameter limit; a
+// graph node's parameters are copied at every update, and large kernels compile slowly.
+constexpr int64_t kMaxParamFields = 1024;
+
 struct Info {
   Node* n = nullptr;
   llvm::SmallVector<Node*, 2> consumers; // in-plan consumers, one entry per use

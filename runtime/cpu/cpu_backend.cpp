@@ -51,12 +51,10 @@ public:
   }
 
   void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) override {
-    llvm::SmallVector<char*, 16> base;
-    for (Buffer* b : buffers) base.push_back(b ? static_cast<char*>(b->data) : nullptr);
     if (k.kind == FusedKernel::Kind::reduce)
-      cpu::run_reduce(k, base);
+      cpu::run_reduce(k, buffers);
     else
-      cpu::run_elementwise(k, base);
+      cpu::run_elementwise(k, buffers);
   }
 
   void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) override {

@@ -15,7 +15,11 @@ namespace {
 // step) would pay more for waking threads than they save.
 constexpr int64_t kParallelGrainBlocks = 64;
 
-std::vector<BoundInput> bind_inputs(const FusedKernel& k, llvm::ArrayRef<char*> base,
+char* data(llvm::ArrayRef<Buffer*> buffers, int slot) {
+  return static_cast<char*>(buffers[slot]->data);
+}
+
+std::vector<BoundInput> bind_inputs(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers,
                                     llvm::ArrayRef<Shape> strides, const Shape& shape) {
   std::vector<BoundInput> out;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
@@ -23,8 +27,8 @@ std::vector<BoundInput> bind_inputs(const FusedKernel& k, llvm::ArrayRef<char*> 
     IndexClass cls = in.cls;
     if (cls == IndexClass::contiguous && !is_contiguous(Layout{shape, strides[i], 0}))
       cls = IndexClass::strided; // a reduction permuted the iteration space
-    out.push_back(
-        {base[in.slot] + in.offset * itemsize(in.dtype), in.dtype, cls, strides[i].data()});
+    out.push_back({data(buffers, in.slot) + in.offset * itemsize(in.dtype), in.dtype, cls,
+                   strides[i].data()});
   }
   return out;
 }
@@ -41,10 +45,10 @@ std::vector<Slab>& thread_slabs(size_t n) {
 
 } // namespace
 
-void run_elementwise(const FusedKernel& k, llvm::ArrayRef<char*> base) {
+void run_elementwise(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) {
   std::vector<Shape> strides;
   for (const KernelInput& in : k.inputs) strides.push_back(in.strides);
-  std::vector<BoundInput> inputs = bind_inputs(k, base, strides, k.shape);
+  std::vector<BoundInput> inputs = bind_inputs(k, buffers, strides, k.shape);
   std::vector<bool> out_contig;
   for (const KernelOutput& o : k.outputs)
     out_contig.push_back(is_contiguous(Layout{k.shape, o.strides, 0}));
@@ -59,8 +63,8 @@ void run_elementwise(const FusedKernel& k, llvm::ArrayRef<char*> base) {
       eval_block(k, k.shape, inputs, start, len, slabs);
       for (size_t i = 0; i < k.outputs.size(); ++i) {
         const KernelOutput& o = k.outputs[i];
-        store_block(slabs[o.value], o.dtype, base[o.slot] + o.offset * itemsize(o.dtype), k.shape,
-                    o.strides.data(), out_contig[i], start, len);
+        store_block(slabs[o.value], o.dtype, data(buffers, o.slot) + o.offset * itemsize(o.dtype),
+                    k.shape, o.strides.data(), out_contig[i], start, len);
       }
     }
   });
@@ -233,7 +237,7 @@ constexpr int64_t kRowGroupElems = 16 * kBlock;
 
 } // namespace
 
-void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base) {
+void run_reduce(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) {
   // Permute the iteration space so that kept dims come first and reduced dims last; then each
   // output row owns a run of R consecutive flat indices.
   int rank = k.shape.size();
@@ -258,7 +262,7 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base) {
   };
   std::vector<Shape> strides;
   for (const KernelInput& in : k.inputs) strides.push_back(permuted(in.strides));
-  std::vector<BoundInput> inputs = bind_inputs(k, base, strides, pshape);
+  std::vector<BoundInput> inputs = bind_inputs(k, buffers, strides, pshape);
   std::vector<Shape> out_strides;
   std::vector<bool> out_contig;
   for (const KernelOutput& o : k.outputs) {
@@ -305,8 +309,9 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base) {
           for (size_t i = 0; i < k.outputs.size(); ++i) {
             const KernelOutput& o = k.outputs[i];
             if (o.reduced || rp.level[o.value] != p) continue;
-            store_block(slabs[o.value], o.dtype, base[o.slot] + o.offset * itemsize(o.dtype),
-                        pshape, out_strides[i].data(), out_contig[i], start, len);
+            store_block(slabs[o.value], o.dtype,
+                        data(buffers, o.slot) + o.offset * itemsize(o.dtype), pshape,
+                        out_strides[i].data(), out_contig[i], start, len);
           }
         }
         for (RowReduction& r : reds)
@@ -314,7 +319,7 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base) {
       }
       for (const KernelOutput& o : k.outputs)
         for (const RowReduction& r : reds)
-          if (o.reduced && o.value == r.value) store_rows(r, o, base[o.slot], g0, rows);
+          if (o.reduced && o.value == r.value) store_rows(r, o, data(buffers, o.slot), g0, rows);
     }
   });
 }

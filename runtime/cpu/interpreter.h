@@ -3,13 +3,15 @@
 // tight loop per instruction (loops the compiler vectorizes), so a fused chain touches memory
 // once per input and output while each op's loop stays simple.
 #include "engine/fused_kernel.h"
+#include "runtime/backend.h"
 
 #include <llvm/ADT/ArrayRef.h>
 
 namespace kiln::detail::cpu {
 
-/// base[i]: start of slot i's storage (null for slots the kernel does not touch).
-void run_elementwise(const FusedKernel& k, llvm::ArrayRef<char*> base);
-void run_reduce(const FusedKernel& k, llvm::ArrayRef<char*> base);
+/// buffers[i]: slot i's storage (null for slots the kernel does not touch). Only the slots the
+/// kernel names are read: an evaluation of many steps has many slots.
+void run_elementwise(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers);
+void run_reduce(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers);
 
 } // namespace kiln::detail::cpu
