@@ -159,8 +159,12 @@ private:
     int t;
     OpCode op;
     bool fl, arg;
-    const char* A;
+    const char* A; // the accumulator's type
     std::string init;
+    const char* X = nullptr; // the type an element is converted to before it is folded
+    // A sum of f64: a double-double accumulator (dsum_helpers()), so that the order of the
+    // additions, which depends on the layout, does not show in the rounded result.
+    bool dsum = false;
     // A sum of f16/bf16 values: each 16-byte vector's elements add up in float first, then
     // once into the double accumulator (float is exact far beyond their 8-11 bits, and the
     // f32 -> f64 conversion per element runs at 16 per clock per SM).
@@ -168,6 +172,8 @@ private:
   };
 
   std::vector<Red> reductions() const;
+  bool has_dsum() const;
+  static const char* dsum_helpers();
   bool vec_input(size_t j) const { return j < 32 && (v_.vec_inputs >> j) & 1u; }
   bool splat_input(size_t j) const { return j < 32 && (v_.splat_inputs >> j) & 1u; }
   void fold(int ind, const Red& r, const std::string& acc, const std::string& arg,

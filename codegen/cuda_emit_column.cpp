@@ -148,7 +148,7 @@ void Emitter::column_body() {
             rp.level.data(), pass);
         for (const Red* r : now)
           fold(ein, *r, E(fmt::format("acc{}", r->t)), E(fmt::format("arg{}", r->t)),
-               fmt::format("({})v{}", r->A, k_.tape[r->t].a), "(long long)r");
+               fmt::format("({})v{}", r->X, k_.tape[r->t].a), "(long long)r");
         for (size_t j = 0; j < pl_.out.size(); ++j) {
           const KernelOutput& o = k_.outputs[j];
           if (o.reduced || rp.level[o.value] != pass) continue;

@@ -21,8 +21,15 @@ std::vector<Emitter::Red> Emitter::reductions() const {
     // conversion to double and double compares per element. Sums accumulate in double.
     const bool exact = r.op == OpCode::max || r.op == OpCode::min || r.arg;
     r.A = !r.fl ? "long long" : exact && k_.tape[in.a].dtype != DType::f64 ? "float" : "double";
-    r.half_sum = (r.op == OpCode::sum || r.op == OpCode::mean) && cg::is_half(in.dtype) &&
-                 cg::is_half(k_.tape[in.a].dtype);
+    const bool sum = r.op == OpCode::sum || r.op == OpCode::mean;
+    r.half_sum = sum && cg::is_half(in.dtype) && cg::is_half(k_.tape[in.a].dtype);
+    r.X = r.A;
+    if (sum && k_.tape[in.a].dtype == DType::f64) {
+      r.dsum = true;
+      r.A = "k_dsum";
+      r.X = "double";
+      r.init = "k_dsum{0, 0}";
+    }
     if (r.op == OpCode::max || r.arg)
       r.init = r.fl ? "-k_inf()" : "-9223372036854775807LL - 1";
     else if (r.op == OpCode::min)
@@ -30,6 +37,41 @@ std::vector<Emitter::Red> Emitter::reductions() const {
     reds.push_back(r);
   }
   return reds;
+}
+
+bool Emitter::has_dsum() const {
+  for (const TapeInst& in : k_.tape)
+    if ((in.op == OpCode::sum || in.op == OpCode::mean) && k_.tape[in.a].dtype == DType::f64)
+      return true;
+  return false;
+}
+
+// Double-double sums of f64 (TwoSum, Knuth): hi + lo holds the running total to ~106 bits, so
+// the rounded result depends on the order of the additions only when the exact total lies
+// within ~2^-100 (relative) of a rounding boundary, as a float sum accumulated in double does.
+// The order differs between layouts (a row layout's tree, a column layout's runs down the
+// rows), and the layout follows the strides of what a kernel reads: fused (reading a permuted
+// input) and unfused (reading a contiguous intermediate) must still round alike. Requires
+// --fmad=false (an fma would break TwoSum). A non-finite hi is the result (lo is NaN then).
+// An aggregate, so that it can live in __shared__ arrays.
+const char* Emitter::dsum_helpers() {
+  return R"(struct k_dsum {
+  double hi, lo;
+  __device__ __forceinline__ void operator+=(double x) {
+    const double s = hi + x, b = s - hi;
+    lo += (hi - (s - b)) + (x - b);
+    hi = s;
+  }
+  __device__ __forceinline__ void operator+=(const k_dsum& o) {
+    *this += o.hi;
+    lo += o.lo;
+  }
+};
+__device__ __forceinline__ double k_value(const k_dsum& a) { return isfinite(a.hi) ? a.hi + a.lo : a.hi; }
+__device__ __forceinline__ k_dsum k_shfl_down(const k_dsum& a, int s) {
+  return k_dsum{__shfl_down_sync(0xffffffffu, a.hi, s), __shfl_down_sync(0xffffffffu, a.lo, s)};
+}
+)";
 }
 
 // Folds x (element index ix, for argmax) into the accumulator acc (and its index arg).
@@ -57,10 +99,11 @@ void Emitter::fold(int ind, const Red& r, const std::string& acc, const std::str
 // its dtype and read back, as an unfused kernel would load it.
 std::string Emitter::row_value(const Red& r, const std::string& acc, const std::string& ia) const {
   const TapeInst& in = k_.tape[r.t];
+  const std::string total = r.dsum ? "k_value(" + acc + ")" : acc;
   std::string value = r.arg                   ? cg::from_i64(in.dtype, ia)
                       : !r.fl                 ? cg::from_i64(in.dtype, acc)
-                      : in.op == OpCode::mean ? cg::from_double(in.dtype, acc + " / (double)R")
-                                              : cg::from_double(in.dtype, acc);
+                      : in.op == OpCode::mean ? cg::from_double(in.dtype, total + " / (double)R")
+                                              : cg::from_double(in.dtype, total);
   return cg::load_cvt(in.dtype, value);
 }
 
@@ -141,7 +184,7 @@ void Emitter::reduce_body() {
         if (rp.level[k_.tape[r.t].a] == pass) {
           const bool partial = vec_out && r.half_sum;
           fold(ind, r, (partial ? "pacc" : "acc") + std::to_string(r.t), fmt::format("arg{}", r.t),
-               fmt::format("({})v{}", partial ? "float" : r.A, k_.tape[r.t].a), "(long long)r");
+               fmt::format("({})v{}", partial ? "float" : r.X, k_.tape[r.t].a), "(long long)r");
         }
       for (size_t j = 0; j < pl_.out.size(); ++j) {
         const KernelOutput& o = k_.outputs[j];
@@ -238,7 +281,9 @@ void Emitter::combine(int ind, const Red& r) {
   const std::string sacc = fmt::format("k_s{}", t), sarg = fmt::format("k_sa{}", t);
   auto warp_reduce = [&](int in) {
     line(in, "for (int s = 16; s > 0; s >>= 1) {");
-    line(in + 1, fmt::format("const {} b = __shfl_down_sync(0xffffffffu, {}, s);", r.A, acc));
+    line(in + 1, r.dsum
+                     ? fmt::format("const k_dsum b = k_shfl_down({}, s);", acc)
+                     : fmt::format("const {} b = __shfl_down_sync(0xffffffffu, {}, s);", r.A, acc));
     if (arg)
       line(in + 1, fmt::format("const long long ib = __shfl_down_sync(0xffffffffu, {}, s);", ia));
     fold(in + 1, r, acc, ia, "b", "ib");

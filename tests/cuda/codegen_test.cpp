@@ -395,6 +395,10 @@ TEST_F(Codegen, GoldenSources) {
   eval(rowv, colv);
   FusedKernel rowcol = kernel_of([&] { return (m + rowv) * colv; });
   FusedKernel hsoft_rows = kernel_of([&] { return softmax(hm, 1); });
+  Tensor dm = cast(m, DType::f64);
+  eval(dm);
+  FusedKernel dsoft_rows = kernel_of([&] { return softmax(dm, 1); });
+  FusedKernel dsoft_cols = kernel_of([&] { return softmax(dm, 0); });
   FusedKernel hlogsoft_rows = kernel_of([&] { return log_softmax(hm, 1); });
   Tensor hw = cast(w0, DType::bf16), hb = cast(b0, DType::bf16);
   eval(hw, hb);
@@ -448,6 +452,8 @@ TEST_F(Codegen, GoldenSources) {
       {"center_cols_f32_vec", center, {true, true, 8}},
       {"colsum_f32_vec", colsum, {true, true, 8}},
       {"softmax_cols_bf16_vec", hsoft, {true, true, 8}},
+      {"softmax_rows_f64_dsum", dsoft_rows, {true, false, 1}},
+      {"softmax_cols_f64_dsum_vec", dsoft_cols, {true, true, 16}},
       {"layer_norm_f32_vec", ln, {true, true, 1}},
       {"softmax_rows_f32_cached", smax, {true, true, 1, -1, 0, 8}},
       {"layer_norm_f32_smem", ln, {true, true, 1, -1, 0, 0, true}},
