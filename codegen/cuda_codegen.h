@@ -6,7 +6,7 @@
 // whose fields are all 8 bytes wide (pointers, int64_t, double) in the order pack_params
 // writes them. Sizes, strides, offsets and constant values are parameters, never part of the
 // source, so one compiled kernel serves every size and every constant value.
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/SmallVector.h>

@@ -1,5 +1,5 @@
 // Public engine controls: eval, sync, eager mode, limits, stats, plan dump.
-#include "engine/errors.h"
+#include "ir/errors.h"
 #include "engine/graph.h"
 #include "engine/plan_cache.h"
 #include "engine/schedule.h"

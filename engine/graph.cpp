@@ -2,10 +2,10 @@
 
 #include "engine/adaptive_flush.h"
 #include "engine/cse.h"
-#include "engine/env.h"
-#include "engine/errors.h"
+#include "ir/env.h"
+#include "ir/errors.h"
 #include "engine/owner_thread.h"
-#include "engine/shape_math.h"
+#include "ir/shape_math.h"
 
 #include <kiln/tensor.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 // A test hook: called with every FusedKernel the executor is about to run (codegen tests use
 // it to collect the kernel shapes the op suite produces). Not thread-safe; tests only.
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 
 #include <functional>
 

@@ -5,8 +5,8 @@
 //   handles: user Tensor objects referring to the node;
 //   uses:    pending nodes consuming it (and plans running it).
 // A node with neither is destroyed; if it was still pending its work never runs.
-#include "engine/layout.h"
-#include "engine/ops_table.h"
+#include "ir/layout.h"
+#include "ir/ops_table.h"
 #include "runtime/backend.h"
 
 #include <kiln/device.h>

@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the op front-ends: argument checks and node construction.
-#include "engine/errors.h"
+#include "ir/errors.h"
 #include "engine/graph.h"
 #include "engine/owner_thread.h"
 

@@ -1,7 +1,7 @@
 // Front-ends of the elementwise ops: type promotion, broadcasting checks, node recording.
-#include "engine/host_convert.h"
+#include "ir/host_convert.h"
 #include "engine/ops_common.h"
-#include "engine/shape_math.h"
+#include "ir/shape_math.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Factories: constants, ranges, host data and counter-based random numbers.
 #include "engine/ops_common.h"
-#include "engine/shape_math.h"
+#include "ir/shape_math.h"
 
 #include <cmath>
 #include <memory>

@@ -1,6 +1,6 @@
 // matmul with torch.matmul semantics. The GEMM itself runs on the backend's BLAS.
 #include "engine/ops_common.h"
-#include "engine/shape_math.h"
+#include "ir/shape_math.h"
 
 namespace kiln {
 

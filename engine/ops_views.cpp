@@ -2,7 +2,7 @@
 // buffer with a new layout); a view of a pending value is a pending view node that the planner
 // turns into index maps.
 #include "engine/ops_common.h"
-#include "engine/shape_math.h"
+#include "ir/shape_math.h"
 
 #include <fmt/ranges.h>
 

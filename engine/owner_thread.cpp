@@ -1,6 +1,6 @@
 #include "engine/owner_thread.h"
 
-#include "engine/errors.h"
+#include "ir/errors.h"
 
 #include <kiln/engine.h>
 

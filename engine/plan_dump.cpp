@@ -1,5 +1,5 @@
 // The readable plan: kiln::last_plan() and KILN_DUMP=plan.
-#include "codegen/kernel_key.h"
+#include "ir/kernel_key.h"
 #include "engine/schedule.h"
 
 #include <fmt/format.h>

@@ -16,7 +16,7 @@
 // Steps come out in dependency order (see build_all).
 #include "engine/planner_impl.h"
 
-#include "engine/errors.h"
+#include "ir/errors.h"
 #include "engine/graph.h"
 
 #include <llvm/ADT/DenseSet.h>

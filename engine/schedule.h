@@ -3,7 +3,7 @@
 // A Schedule holds no nodes and no buffers: it names nodes by their index in the evaluation's
 // walk (engine/plan_key.h), so that the plan cache can run it again for another evaluation
 // with the same key, with that evaluation's nodes and buffers bound.
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 #include "engine/plan_key.h"
 
 #include <string>

@@ -1,7 +1,7 @@
 // Tensor handle methods and host reads.
-#include "engine/errors.h"
+#include "ir/errors.h"
 #include "engine/graph.h"
-#include "engine/host_convert.h"
+#include "ir/host_convert.h"
 
 #include <kiln/ops.h>
 #include <kiln/tensor.h>

@@ -1,7 +1,7 @@
 // Device selection and the backend registry: the CPU backend always, CUDA backends in builds
 // with the toolkit on machines with a usable GPU.
-#include "engine/env.h"
-#include "engine/errors.h"
+#include "ir/env.h"
+#include "ir/errors.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/memory_stats.h"

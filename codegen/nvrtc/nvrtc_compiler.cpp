@@ -2,7 +2,7 @@
 // so this runs (and is tested) on machines without a GPU.
 #include "codegen/nvrtc_compiler.h"
 
-#include "engine/errors.h"
+#include "ir/errors.h"
 
 #include <nvrtc.h>
 

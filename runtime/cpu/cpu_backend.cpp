@@ -1,8 +1,8 @@
 // The CPU backend: 64-byte aligned host memory, the tape interpreter and BLAS.
 #include "runtime/cpu/cpu_backend.h"
 
-#include "engine/env.h"
-#include "engine/errors.h"
+#include "ir/env.h"
+#include "ir/errors.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/interpreter.h"
 #include "runtime/memory_stats.h"

@@ -4,7 +4,7 @@
 // other layouts are packed first.
 #include "runtime/cpu/gemm.h"
 
-#include "engine/host_convert.h"
+#include "ir/host_convert.h"
 
 #include <cblas.h>
 

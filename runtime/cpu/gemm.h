@@ -1,5 +1,5 @@
 #pragma once
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 
 namespace kiln::detail::cpu {
 

@@ -1,6 +1,6 @@
 #include "runtime/cpu/interpreter.h"
 
-#include "engine/host_convert.h"
+#include "ir/host_convert.h"
 #include "runtime/cpu/tape_eval.h"
 #include "runtime/cpu/thread_pool.h"
 

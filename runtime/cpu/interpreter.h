@@ -2,7 +2,7 @@
 // The CPU backend's FusedKernel interpreter: evaluates a tape over blocks of elements, one
 // tight loop per instruction (loops the compiler vectorizes), so a fused chain touches memory
 // once per input and output while each op's loop stays simple.
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 #include "runtime/backend.h"
 
 #include <llvm/ADT/ArrayRef.h>

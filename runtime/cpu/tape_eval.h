@@ -1,6 +1,6 @@
 #pragma once
 // Evaluating a tape over one block of consecutive iteration indices.
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 
 #include <llvm/ADT/ArrayRef.h>
 

@@ -1,6 +1,6 @@
 #include "runtime/cpu/thread_pool.h"
 
-#include "engine/env.h"
+#include "ir/env.h"
 
 #include <sched.h>
 

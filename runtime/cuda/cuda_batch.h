@@ -22,7 +22,7 @@
 // Replays, with the kernel node updates before them, are issued from the backend's launch thread
 // (runtime/cuda/launch_thread.h) unless it is off; anything else that touches the stream or
 // the instances first waits for the launches queued so far.
-#include "engine/errors.h"
+#include "ir/errors.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"

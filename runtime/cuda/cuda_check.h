@@ -1,6 +1,6 @@
 #pragma once
 // Turning CUDA runtime and cuBLAS status codes into kiln::Error.
-#include "engine/errors.h"
+#include "ir/errors.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -3,7 +3,7 @@
 // unless allowed (kiln::set_allow_tf32 / KILN_ALLOW_TF32=1), f16/bf16 on tensor cores with
 // f32 accumulation, f64. Row-major operands map to cuBLAS's column-major by computing
 // C^T = B^T A^T; a transposed operand is an op flag, never a copy.
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

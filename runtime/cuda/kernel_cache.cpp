@@ -1,6 +1,6 @@
 #include "runtime/cuda/kernel_cache.h"
 
-#include "codegen/kernel_key.h"
+#include "ir/kernel_key.h"
 #include "codegen/nvrtc_compiler.h"
 #include "runtime/cuda/cuda_check.h"
 

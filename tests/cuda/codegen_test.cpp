@@ -10,7 +10,7 @@
 // reference LLVM's ABI-check symbol from here.
 #define LLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING 1
 #include "codegen/cuda_codegen.h"
-#include "codegen/kernel_key.h"
+#include "ir/kernel_key.h"
 #include "codegen/nvrtc_compiler.h"
 #include "engine/kernel_observer.h"
 

@@ -1,7 +1,7 @@
 // KILN_* settings: every variable parses one way, and a value that does not parse is reported
-// on stderr and ignored instead of being silently taken for something (engine/env.h).
+// on stderr and ignored instead of being silently taken for something (ir/env.h).
 // KILN_DEVICE is stricter: a bad value throws when the default device is first needed.
-#include "engine/env.h"
+#include "ir/env.h"
 #include "runtime/backend.h"
 
 #include <kiln/kiln.h>

@@ -2,7 +2,7 @@
 // Structural identity of a FusedKernel: the key text (tape, dtypes, index class and broadcast
 // pattern of each input, rank, reduction) with sizes left out, so one kernel serves all sizes;
 // and a readable name with a short hash, e.g. "kiln_mul_add_tanh_f32_3fa2c1".
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 
 #include <llvm/ADT/SmallVector.h>
 

@@ -1,4 +1,4 @@
-#include "engine/env.h"
+#include "ir/env.h"
 
 #include <fmt/format.h>
 

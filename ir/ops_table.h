@@ -24,7 +24,7 @@ enum class OpKind : uint8_t {
 
 enum class OpCode : uint8_t {
 #define KILN_OP(name, kind, arity) name,
-#include "engine/op_table.def"
+#include "ir/op_table.def"
 };
 
 struct OpInfo {

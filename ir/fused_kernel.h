@@ -14,8 +14,8 @@
 // exp(x - max) / sum, one kernel that loops over each row once per reduction level (see
 // ReducePasses). Outputs are either per-row (`reduced`: a reduction's result) or over the
 // whole iteration space.
-#include "engine/layout.h"
-#include "engine/ops_table.h"
+#include "ir/layout.h"
+#include "ir/ops_table.h"
 
 #include <kiln/dtype.h>
 

@@ -1,5 +1,5 @@
-#include "engine/errors.h"
-#include "engine/shape_math.h"
+#include "ir/errors.h"
+#include "ir/shape_math.h"
 
 #include <kiln/shape.h>
 

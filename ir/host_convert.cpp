@@ -1,4 +1,4 @@
-#include "engine/host_convert.h"
+#include "ir/host_convert.h"
 
 #include <cstring>
 

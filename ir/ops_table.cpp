@@ -1,11 +1,11 @@
-#include "engine/ops_table.h"
+#include "ir/ops_table.h"
 
 namespace kiln::detail {
 
 namespace {
 constexpr OpInfo kOps[] = {
 #define KILN_OP(name, kind, arity) {#name, OpKind::kind, arity},
-#include "engine/op_table.def"
+#include "ir/op_table.def"
 };
 } // namespace
 

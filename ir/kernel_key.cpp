@@ -1,4 +1,4 @@
-#include "codegen/kernel_key.h"
+#include "ir/kernel_key.h"
 
 #include <fmt/format.h>
 #include <llvm/ADT/Hashing.h>

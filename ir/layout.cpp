@@ -1,4 +1,4 @@
-#include "engine/layout.h"
+#include "ir/layout.h"
 
 #include <algorithm>
 

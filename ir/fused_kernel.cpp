@@ -1,5 +1,5 @@
 // Queries over FusedKernel shared by the planner, the dumps and the backends.
-#include "engine/fused_kernel.h"
+#include "ir/fused_kernel.h"
 
 #include <algorithm>
 

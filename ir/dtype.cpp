@@ -1,4 +1,4 @@
-#include "engine/errors.h"
+#include "ir/errors.h"
 
 #include <kiln/dtype.h>
 
