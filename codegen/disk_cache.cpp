@@ -4,6 +4,7 @@
 // new one. Hits/last-used live in a small sidecar (<hash>.kcu), also replaced atomically, so
 // bumping them never touches the entry. Format: docs/kernel-cache.md. Pure C++: no CUDA.
 #include "codegen/disk_cache.h"
+#include "ir/settings.h"
 
 #include "codegen/disk_cache_format.h"
 
@@ -39,7 +40,7 @@ std::string env(const char* name) {
 
 std::string resolve_dir(std::string dir) {
   if (!dir.empty()) return dir;
-  if (std::string d = env("KILN_CACHE_DIR"); !d.empty()) return d;
+  if (auto d = setting_text(Setting::cache_dir)) return *d;
   // XDG: a relative $XDG_CACHE_HOME is invalid and ignored.
   if (std::string d = env("XDG_CACHE_HOME"); !d.empty() && d[0] == '/') return d + "/kiln";
   std::string home = env("HOME");

@@ -2,9 +2,9 @@
 
 #include "engine/adaptive_flush.h"
 #include "engine/cse.h"
-#include "ir/env.h"
-#include "ir/errors.h"
 #include "engine/owner_thread.h"
+#include "ir/errors.h"
+#include "ir/settings.h"
 #include "ir/shape_math.h"
 
 #include <kiln/tensor.h>
@@ -18,18 +18,17 @@ namespace kiln::detail {
 namespace {
 
 EngineState make_engine() {
-  constexpr int64_t kMax = INT64_MAX;
   EngineState e;
-  e.eager = env_flag("KILN_EAGER").value_or(e.eager);
-  e.dump_plan = env_choice("KILN_DUMP", {"plan"}).has_value();
-  e.max_nodes = env_int("KILN_MAX_PENDING_NODES", 1, kMax).value_or(e.max_nodes);
-  e.max_bytes = env_int("KILN_MAX_PENDING_BYTES", 1, kMax).value_or(e.max_bytes);
-  e.graphs = env_flag("KILN_GRAPHS").value_or(e.graphs);
-  if (auto v = env_choice("KILN_SMALL_MATMUL", {"0", "1", "cuda", "all"}))
+  e.eager = setting_flag(Setting::eager).value_or(e.eager);
+  e.dump_plan = setting_text(Setting::dump).has_value();
+  e.max_nodes = setting_int(Setting::max_pending_nodes).value_or(e.max_nodes);
+  e.max_bytes = setting_int(Setting::max_pending_bytes).value_or(e.max_bytes);
+  e.graphs = setting_flag(Setting::graphs).value_or(e.graphs);
+  if (auto v = setting_text(Setting::small_matmul))
     e.small_matmul = *v == "0" ? 0 : *v == "all" ? 2 : 1;
   e.idle_flush_nodes = e.next_idle_check =
-      env_int("KILN_IDLE_FLUSH", 0, kMax).value_or(e.idle_flush_nodes);
-  e.max_plans = env_int("KILN_PLAN_CACHE", 0, kMax).value_or(e.max_plans);
+      setting_int(Setting::idle_flush).value_or(e.idle_flush_nodes);
+  e.max_plans = setting_int(Setting::plan_cache).value_or(e.max_plans);
   return e;
 }
 

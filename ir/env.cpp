@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace kiln::detail {
 
@@ -18,7 +20,14 @@ const char* set_value(const char* name) {
   return v && *v ? v : nullptr;
 }
 
+// Once per variable and value: a setting read at every use would otherwise repeat it.
 void report(const char* name, const char* value, const std::string& expected) {
+  static std::mutex m;
+  static std::set<std::string> said;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    if (!said.insert(std::string(name) + "=" + value).second) return;
+  }
   std::fprintf(stderr, "kiln: ignoring %s=%s: expected %s\n", name, value, expected.c_str());
 }
 
@@ -54,18 +63,22 @@ std::optional<bool> env_flag(const char* name) {
   return std::nullopt;
 }
 
-std::optional<std::string> env_choice(const char* name,
-                                      std::initializer_list<const char*> choices) {
+std::optional<std::string> env_choice(const char* name, const std::vector<std::string>& choices) {
   const char* v = set_value(name);
   if (!v) return std::nullopt;
   std::string expected;
-  for (const char* c : choices) {
-    if (std::strcmp(v, c) == 0) return std::string(v);
+  for (const std::string& c : choices) {
+    if (c == v) return c;
     expected += expected.empty() ? "one of " : ", ";
     expected += c;
   }
   report(name, v, expected);
   return std::nullopt;
+}
+
+std::optional<std::string> env_choice(const char* name,
+                                      std::initializer_list<const char*> choices) {
+  return env_choice(name, std::vector<std::string>(choices.begin(), choices.end()));
 }
 
 } // namespace kiln::detail

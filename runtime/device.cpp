@@ -1,7 +1,7 @@
 // Device selection and the backend registry: the CPU backend always, CUDA backends in builds
 // with the toolkit on machines with a usable GPU.
-#include "ir/env.h"
 #include "ir/errors.h"
+#include "ir/settings.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/memory_stats.h"
@@ -77,8 +77,9 @@ std::optional<Device> parse_device(const char* s) {
 } // namespace
 
 Device detail::device_from_env() {
-  const char* env = std::getenv("KILN_DEVICE");
-  if (!env || !*env) return is_available(Device::cuda(0)) ? Device::cuda(0) : Device::cpu();
+  const std::optional<std::string> value = setting_text(Setting::device);
+  if (!value) return is_available(Device::cuda(0)) ? Device::cuda(0) : Device::cpu();
+  const char* env = value->c_str();
   auto d = parse_device(env);
   if (!d)
     throw Error(
@@ -129,12 +130,12 @@ Backend& backend_for(Device d, const char* op) {
 }
 
 bool& launch_thread() {
-  static bool on = [] { return env_flag("KILN_LAUNCH_THREAD").value_or(true); }();
+  static bool on = [] { return setting_flag(Setting::launch_thread).value_or(true); }();
   return on;
 }
 
 bool& allow_tf32() {
-  static bool allow = [] { return env_flag("KILN_ALLOW_TF32").value_or(false); }();
+  static bool allow = [] { return setting_flag(Setting::allow_tf32).value_or(false); }();
   return allow;
 }
 

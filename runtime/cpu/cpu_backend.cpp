@@ -1,8 +1,8 @@
 // The CPU backend: 64-byte aligned host memory, the tape interpreter and BLAS.
 #include "runtime/cpu/cpu_backend.h"
 
-#include "ir/env.h"
 #include "ir/errors.h"
+#include "ir/settings.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/interpreter.h"
 #include "runtime/memory_stats.h"
@@ -18,7 +18,7 @@ MemoryStats& memory_stats() {
 }
 
 bool poison_allocations() {
-  static const bool on = [] { return env_flag("KILN_POISON_ALLOCATIONS").value_or(false); }();
+  static const bool on = [] { return setting_flag(Setting::poison_allocations).value_or(false); }();
   return on;
 }
 

@@ -5,6 +5,7 @@
 #include "runtime/cpu/gemm.h"
 
 #include "ir/host_convert.h"
+#include "runtime/cpu/thread_pool.h"
 
 #include <cblas.h>
 
@@ -59,7 +60,16 @@ void blas_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K
 
 } // namespace
 
+int blas_threads() {
+  return openblas_get_num_threads();
+}
+
 void run_gemm(const GemmStep& g, const char* a_base, const char* b_base, char* out) {
+  static const bool threads_set = [] {
+    openblas_set_num_threads(num_threads());
+    return true;
+  }();
+  (void)threads_set;
   const int rank = g.out_shape.size();
   const int64_t M = g.out_shape[rank - 2], N = g.out_shape[rank - 1], K = g.a.shape[rank - 1];
   const int64_t isz = itemsize(g.dtype);

@@ -1,8 +1,8 @@
 #include "runtime/cpu/tape_eval.h"
 
 #include "ir/host_convert.h"
-#include "runtime/cpu/cpu_math.h"
 #include "ir/philox.h"
+#include "runtime/cpu/cpu_math.h"
 
 #include <cstring>
 #include <type_traits>

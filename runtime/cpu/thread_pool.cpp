@@ -1,6 +1,6 @@
 #include "runtime/cpu/thread_pool.h"
 
-#include "ir/env.h"
+#include "ir/settings.h"
 
 #include <sched.h>
 
@@ -17,7 +17,7 @@ namespace kiln::detail::cpu {
 namespace {
 
 int configured_threads() {
-  if (auto n = env_int("KILN_NUM_THREADS", 1, 256)) return static_cast<int>(*n);
+  if (auto n = setting_int(Setting::num_threads)) return static_cast<int>(*n);
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());

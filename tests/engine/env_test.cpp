@@ -1,15 +1,23 @@
 // KILN_* settings: every variable parses one way, and a value that does not parse is reported
-// on stderr and ignored instead of being silently taken for something (ir/env.h).
+// on stderr and ignored instead of being silently taken for something (ir/env.h), and kiln's
+// own variables are read through one table (ir/settings.def) that README.md documents.
 // KILN_DEVICE is stricter: a bad value throws when the default device is first needed.
 #include "ir/env.h"
+#include "ir/settings.h"
 #include "runtime/backend.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/cpu/thread_pool.h"
 
 #include <kiln/kiln.h>
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <regex>
+#include <set>
 #include <string>
 
 namespace {
@@ -129,6 +137,62 @@ TEST(Env, NoDeviceVariableMeansCudaWhenAvailable) {
   const kiln::Device want =
       kiln::is_available(kiln::Device::cuda(0)) ? kiln::Device::cuda(0) : kiln::Device::cpu();
   EXPECT_EQ(kiln::detail::device_from_env(), want);
+}
+
+} // namespace
+
+namespace {
+
+TEST(Settings, OneTableReadsEveryVariable) {
+  using kiln::detail::all_settings;
+  using kiln::detail::Setting;
+  using kiln::detail::setting_info;
+  ASSERT_FALSE(all_settings().empty());
+  for (const auto& s : all_settings()) {
+    EXPECT_EQ(&setting_info(s.id), &s);
+    EXPECT_EQ(std::string(s.variable).rfind("KILN_", 0), 0u) << s.variable;
+    EXPECT_NE(std::string(s.doc), "") << s.variable;
+  }
+  {
+    ScopedEnv e("KILN_PLAN_CACHE", "10k");
+    std::optional<int64_t> v;
+    std::string err = stderr_of([&] { v = kiln::detail::setting_int(Setting::plan_cache); });
+    EXPECT_EQ(v, std::nullopt);
+    EXPECT_EQ(err, "kiln: ignoring KILN_PLAN_CACHE=10k: expected an integer in [0, "
+                   "9223372036854775807]\n");
+    // Reported once: a setting read again says nothing more.
+    EXPECT_EQ(stderr_of([&] { v = kiln::detail::setting_int(Setting::plan_cache); }), "");
+  }
+  {
+    ScopedEnv e("KILN_SMALL_MATMUL", "some");
+    std::string err = stderr_of([] { kiln::detail::setting_text(Setting::small_matmul); });
+    EXPECT_EQ(err, "kiln: ignoring KILN_SMALL_MATMUL=some: expected one of 0, 1, cuda, all\n");
+  }
+  EXPECT_THROW(kiln::detail::setting_int(Setting::eager), kiln::Error); // a flag read as a number
+}
+
+// README.md's environment table lists exactly the variables of the settings table.
+TEST(Settings, TheReadmeDocumentsEverySetting) {
+  std::ifstream f(std::filesystem::path(__FILE__).parent_path() / "../../README.md");
+  ASSERT_TRUE(f) << "README.md not found";
+  std::set<std::string> documented;
+  std::regex row(R"(^\| `(KILN_[A-Z0-9_]+))");
+  for (std::string line; std::getline(f, line);)
+    if (std::smatch m; std::regex_search(line, m, row)) documented.insert(m[1]);
+  std::set<std::string> table;
+  for (const auto& s : kiln::detail::all_settings()) table.insert(s.variable);
+  EXPECT_EQ(documented, table);
+}
+
+// KILN_NUM_THREADS governs OpenBLAS too (ctest runs this once more with KILN_NUM_THREADS=1).
+TEST(Settings, OneThreadCountForKilnAndOpenBlas) {
+  using namespace kiln;
+  Tensor a = ones({64, 64}, DType::f32, Device::cpu()),
+         b = ones({64, 64}, DType::f32, Device::cpu());
+  EXPECT_EQ(sum(matmul(a, b)).item<float>(), 64.0f * 64 * 64); // through OpenBLAS
+  EXPECT_EQ(kiln::detail::cpu::blas_threads(), kiln::detail::cpu::num_threads());
+  if (const char* n = std::getenv("KILN_NUM_THREADS"))
+    EXPECT_EQ(kiln::detail::cpu::num_threads(), std::atoi(n));
 }
 
 } // namespace
