@@ -91,7 +91,8 @@ struct CudaLaunch {
 /// kernel cache, so a field missing here would hand one variant's kernel to another.
 void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out);
 /// The variant a launch with these slot base pointers needs.
-CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base);
+CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
+                           const CudaTarget& t);
 CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 /// The bytes of a kernel's Params with its pointer fields located, so that a launch repeated

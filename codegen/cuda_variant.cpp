@@ -195,10 +195,10 @@ void choose_tiling(const FusedKernel& k, CudaVariant& v) {
 // than kGemmMinRows rows per matrix (fewer: the dot layout, which splits each element's K over
 // a block) whose every dot reads row m of A and column n of B at element (m, n), through
 // strided index maps, all with one accumulator type. The tile: the smallest of 16, 32 and 64
-// that keeps the grid within ~two blocks per H100 SM (264); a block's 256 threads then split
-// each K chunk between 16, 4 or 1 groups (gemm_groups). Clusters of up to 8 blocks split K
-// further while the grid stays within that and every block keeps two chunks of K. Measured
-// by hand-written variants of the seed step and seven other shapes, side by side
+// that keeps the grid within ~two blocks per SM (`blocks`; 264 on the H100); a block's 256 threads
+// then split each K chunk between 16, 4 or 1 groups (gemm_groups). Clusters of up to 8 blocks split
+// K further while the grid stays within that and every block keeps two chunks of K. Measured by
+// hand-written variants of the seed step and seven other shapes, side by side
 // (tools/gemm-tile/seed_lab.cu; bench/results/2026-11-22-h100-gemm-k-groups.md): the seed
 // loop's 256 x 256 x 256 takes 5.5 us per step in tiles of 16 (256 blocks), 5.8 in tiles of
 // 32 with clusters of 2 and 7.1 in tiles of 64 with clusters of 8; 512 x 128 x 256 (512
@@ -207,7 +207,7 @@ void choose_tiling(const FusedKernel& k, CudaVariant& v) {
 constexpr int64_t kGemmMinRows = 4;
 constexpr int64_t kGemmMaxSharedBytes = int64_t(48) << 10;
 
-bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v) {
+bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
   const int r = k.shape.size();
   if (r < 2 || k.shape[r - 2] <= kGemmMinRows) return false;
   const bool f64 = gemm_f64(k);
@@ -230,11 +230,11 @@ bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v) {
   };
   int T = 0;
   for (int t : {16, 32, 64})
-    if (fits(t) && (T == 0 || tiles(T) > 264)) T = t;
+    if (fits(t) && (T == 0 || tiles(T) > blocks)) T = t;
   if (T == 0) return false;
   v.gemm_tile = T;
   const int BK = gemm_bk(k, v);
-  while (v.dot_cluster < 8 && tiles(T) * v.dot_cluster * 2 <= 264 &&
+  while (v.dot_cluster < 8 && tiles(T) * v.dot_cluster * 2 <= blocks &&
          max_k >= int64_t(v.dot_cluster) * 4 * BK)
     v.dot_cluster *= 2;
   return true;
@@ -256,8 +256,10 @@ void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
   out.push_back(static_cast<char>(v.gemm_tile));
 }
 
-CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
+CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
+                           const CudaTarget& t) {
   CudaVariant v;
+  const int64_t blocks = 2 * int64_t(std::max(1, t.sm_count)); // about two per SM
   // 32-bit indices: the flat index plus a grid-stride step, and every offset, fit in int32.
   constexpr int64_t kMax32 = (int64_t(1) << 31) - (int64_t(1) << 26) - 1;
   int64_t n = k.shape.numel();
@@ -272,22 +274,22 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
               kMax32;
   v.index32 = fits;
   if (!k.dots.empty()) {
-    if (choose_gemm_tile(k, v)) return v;
+    if (choose_gemm_tile(k, v, blocks)) return v;
     // Dot layout: dot_bx elements side by side (neighbouring columns of B: 8 x 4 bytes fill a
     // 32-byte sector), the rest of the block down K. Wider when there are elements enough to
     // give every SM blocks anyway.
     v.dot_bx = 8;
-    while (v.dot_bx < 32 && n >= int64_t(v.dot_bx) * 2 * 264) v.dot_bx *= 2;
+    while (v.dot_bx < 32 && n >= int64_t(v.dot_bx) * blocks) v.dot_bx *= 2;
     // Few element groups (an LSTM's 256 hidden units are 32 of them): their blocks would each
     // stream a large share of B through one SM, whose loads in flight are capped, while most
     // SMs idle (the LSTM cell took 14.5 us in 32 blocks under ncu). A cluster of up to 8
-    // blocks per group splits K further, up to ~two blocks per H100 SM, while every thread
+    // blocks per group splits K further, up to ~two blocks per SM, while every thread
     // keeps at least one k.
     const int64_t groups = (n + v.dot_bx - 1) / v.dot_bx;
     int64_t max_k = 0;
     for (const KernelDot& d : k.dots) max_k = std::max(max_k, d.K);
     const int by = kBlock / v.dot_bx;
-    while (v.dot_cluster < 8 && groups * v.dot_cluster * 2 <= 264 &&
+    while (v.dot_cluster < 8 && groups * v.dot_cluster * 2 <= blocks &&
            int64_t(by) * v.dot_cluster * 2 <= max_k)
       v.dot_cluster *= 2;
     return v;

@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     detail::set_kernel_observer(prev);
     const detail::CudaKernelCache* cache = detail::cuda_kernel_cache(0);
     std::vector<void*> bases(16, nullptr);
-    detail::CudaVariant v = detail::choose_variant(captured, bases);
+    detail::CudaVariant v = detail::choose_variant(captured, bases, cache->target());
     const int reps = 200000;
     int found = 0;
     double t0 = bench::now_ns();

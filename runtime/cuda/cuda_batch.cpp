@@ -82,7 +82,7 @@ void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
       continue;
     }
     const FusedKernel& k = *l.item.kernel;
-    l.variant = choose_variant(k, base);
+    l.variant = choose_variant(k, base, kernels_.target());
     l.shape = launch_for(k, l.variant, kernels_.target());
     if (l.shape.grid == 0) continue; // empty iteration space
     l.fn = kernels_.get(k, l.variant);

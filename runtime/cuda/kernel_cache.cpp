@@ -1,7 +1,7 @@
 #include "runtime/cuda/kernel_cache.h"
 
-#include "ir/kernel_key.h"
 #include "codegen/nvrtc_compiler.h"
+#include "ir/kernel_key.h"
 #include "runtime/cuda/cuda_check.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -103,7 +103,7 @@ cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
 
 void CudaKernelCache::launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                              cudaStream_t stream) {
-  CudaVariant v = choose_variant(k, slot_base);
+  CudaVariant v = choose_variant(k, slot_base, target_);
   CudaLaunch l = launch_for(k, v, target_);
   if (l.grid == 0) return; // nothing to do (empty iteration space)
   cudaKernel_t kernel = get(k, v);

@@ -10,9 +10,9 @@
 // reference LLVM's ABI-check symbol from here.
 #define LLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING 1
 #include "codegen/cuda_codegen.h"
-#include "ir/kernel_key.h"
 #include "codegen/nvrtc_compiler.h"
 #include "engine/kernel_observer.h"
+#include "ir/kernel_key.h"
 
 #include <kiln/kiln.h>
 
@@ -268,11 +268,11 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
     if (n % 8 == 0) todo.push_back({{false, false}, 90});
     if (n % 20 == 0) todo.push_back({{true, false}, 80}), ++sm80;
     if (!k.dots.empty()) { // the dot layout as launches choose it (clusters on sm_90)
-      todo.push_back({choose_variant(k, aligned_bases), 90});
-      todo.push_back({choose_variant(k, aligned_bases), 80}), ++sm80;
+      todo.push_back({choose_variant(k, aligned_bases, target()), 90});
+      todo.push_back({choose_variant(k, aligned_bases, target()), 80}), ++sm80;
     }
     if (k.kind == FusedKernel::Kind::reduce) {
-      CudaVariant chosen = choose_variant(k, aligned_bases);
+      CudaVariant chosen = choose_variant(k, aligned_bases, target());
       todo.push_back({chosen, 90});
       if (nred++ % 4 == 0) todo.push_back({chosen, 80}), ++sm80;
       if (chosen.rows_per_block > 1) { // the column layout without vectors, 64-bit indices
@@ -610,10 +610,18 @@ TEST_F(Codegen, GemmTileChoice) {
     Tensor a = randn({c.M, c.K}, c.dt), b = randn({c.K, c.N}, c.dt);
     eval(a, b);
     FusedKernel k = kernel_of([&] { return tanh(matmul(a, b)); });
-    const CudaVariant v = choose_variant(k, aligned);
+    const CudaVariant v = choose_variant(k, aligned, target());
     EXPECT_EQ(v.gemm_tile, c.tile) << c.M << " x " << c.K << " x " << c.N;
     EXPECT_EQ(v.dot_cluster, c.cluster) << c.M << " x " << c.K << " x " << c.N;
   }
+  // The grid follows the target's SM count: with 40 SMs (80 blocks), the seed step's 256 x 256
+  // takes tiles of 32 (64 blocks) instead of 16 (256).
+  Tensor a = randn({256, 256}), b = randn({256, 256});
+  eval(a, b);
+  FusedKernel k = kernel_of([&] { return tanh(matmul(a, b)); });
+  CudaTarget small = target();
+  small.sm_count = 40;
+  EXPECT_EQ(choose_variant(k, aligned, small).gemm_tile, 32);
   set_small_matmul(SmallMatmul::on_gpu);
 }
 
@@ -635,10 +643,10 @@ TEST_F(Codegen, LaunchShapes) {
   char* al =
       reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
   std::vector<void*> aligned(8, al), misaligned(8, al + 4);
-  EXPECT_TRUE(choose_variant(big, aligned).vec);
-  EXPECT_FALSE(choose_variant(big, misaligned).vec);
-  EXPECT_TRUE(choose_variant(big, aligned).index32);
-  EXPECT_FALSE(choose_variant(rows, aligned).vec);
+  EXPECT_TRUE(choose_variant(big, aligned, target()).vec);
+  EXPECT_FALSE(choose_variant(big, misaligned, target()).vec);
+  EXPECT_TRUE(choose_variant(big, aligned, target()).index32);
+  EXPECT_FALSE(choose_variant(rows, aligned, target()).vec);
 }
 
 // The column layout (reductions over outer axes): vectors along the kept innermost dim where
@@ -661,18 +669,19 @@ TEST_F(Codegen, ColumnLayoutVariantsAndLaunchShapes) {
   std::vector<void*> aligned(8, al), misaligned(8, al + 4);
   CudaTarget t = target();
 
-  CudaVariant v = choose_variant(colsum, aligned);
+  CudaVariant v = choose_variant(colsum, aligned, target());
   EXPECT_TRUE(v.vec);
   EXPECT_EQ(v.rows_per_block, 8);
-  EXPECT_TRUE(choose_variant(center, aligned).vec);
-  EXPECT_TRUE(choose_variant(weighted, aligned).vec);
-  EXPECT_TRUE(choose_variant(hsum, aligned).vec); // 8 bf16 columns per thread
-  EXPECT_FALSE(choose_variant(colsum, misaligned).vec);
-  EXPECT_EQ(choose_variant(colsum, misaligned).rows_per_block, 32);
-  EXPECT_FALSE(choose_variant(sliced, aligned).vec); // 63 columns from element 1
-  EXPECT_FALSE(choose_variant(odds, aligned).vec);
-  EXPECT_EQ(choose_variant(odds, aligned).rows_per_block, 4); // 3 columns: 4 threads wide
-  EXPECT_EQ(choose_variant(ones, aligned).rows_per_block, 1); // one column: the row layout
+  EXPECT_TRUE(choose_variant(center, aligned, target()).vec);
+  EXPECT_TRUE(choose_variant(weighted, aligned, target()).vec);
+  EXPECT_TRUE(choose_variant(hsum, aligned, target()).vec); // 8 bf16 columns per thread
+  EXPECT_FALSE(choose_variant(colsum, misaligned, target()).vec);
+  EXPECT_EQ(choose_variant(colsum, misaligned, target()).rows_per_block, 32);
+  EXPECT_FALSE(choose_variant(sliced, aligned, target()).vec); // 63 columns from element 1
+  EXPECT_FALSE(choose_variant(odds, aligned, target()).vec);
+  EXPECT_EQ(choose_variant(odds, aligned, target()).rows_per_block, 4); // 3 columns: 4 threads wide
+  EXPECT_EQ(choose_variant(ones, aligned, target()).rows_per_block,
+            1); // one column: the row layout
 
   // 64 x 64: 8 threads x 4 columns = 32 columns per block, 2 blocks; 64 rows of 4 per step.
   CudaLaunch l = launch_for(colsum, v, t);
@@ -682,20 +691,20 @@ TEST_F(Codegen, ColumnLayoutVariantsAndLaunchShapes) {
   FusedKernel big = colsum;
   big.shape = {16384, 16384};
   big.inputs[0].strides = {16384, 1};
-  CudaVariant bv = choose_variant(big, aligned);
+  CudaVariant bv = choose_variant(big, aligned, target());
   EXPECT_TRUE(bv.vec);
   l = launch_for(big, bv, t);
   EXPECT_EQ(l.block, 256u);
   EXPECT_EQ(l.grid, 512u);
   // 37 x 3 without vectors: 4 threads along the columns, 8 rows each, one block.
-  l = launch_for(odds, choose_variant(odds, aligned), t);
+  l = launch_for(odds, choose_variant(odds, aligned, target()), t);
   EXPECT_EQ(l.block, 32u);
   EXPECT_EQ(l.grid, 1u);
   // An empty reduced axis still writes its outputs; no columns: nothing to launch.
   FusedKernel empty_rows = colsum, no_cols = colsum;
   empty_rows.shape = {0, 64};
   no_cols.shape = {64, 0};
-  EXPECT_EQ(launch_for(empty_rows, choose_variant(empty_rows, aligned), t).grid, 2u);
+  EXPECT_EQ(launch_for(empty_rows, choose_variant(empty_rows, aligned, target()), t).grid, 2u);
   EXPECT_EQ(launch_for(no_cols, {true, false, 32}, t).grid, 0u);
 }
 
