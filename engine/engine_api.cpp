@@ -1,4 +1,4 @@
-// Public engine controls: eval, sync, eager mode, limits, stats, plan dump.
+// Public engine controls: eval, sync, eager mode, limits, stats, plan dump, version.
 #include "ir/errors.h"
 #include "engine/graph.h"
 #include "engine/plan_cache.h"
@@ -6,8 +6,13 @@
 #include "runtime/memory_stats.h"
 
 #include <kiln/engine.h>
+#include <kiln/version.h>
 
 namespace kiln {
+
+const char* version() {
+  return KILN_VERSION_STRING;
+}
 
 void eval(const std::vector<Tensor>& ts) {
   std::vector<detail::Node*> nodes;

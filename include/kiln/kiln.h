@@ -8,3 +8,4 @@
 #include <kiln/ops.h>
 #include <kiln/shape.h>
 #include <kiln/tensor.h>
+#include <kiln/version.h>

@@ -1,10 +1,11 @@
-// Built against an installed kiln (see CMakeLists.txt here). Computes a few small values and
-// exits nonzero if any is wrong.
+// Built against an installed kiln (see CMakeLists.txt here; .ci/run also builds it through
+// pkg-config). Computes a few small values and exits nonzero if any is wrong.
 #include <kiln/kiln.h>
 
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 namespace {
@@ -34,6 +35,10 @@ int main() try {
   check("sum over axis 1", kiln::sum(b, {1}).to_vector<float>(), {8, 16});
   check("matmul", kiln::matmul(a, a).to_vector<float>(), {7, 10, 15, 22});
   check("relu(a - 2.5)", kiln::relu(a - 2.5f).to_vector<float>(), {0, 0, 0.5f, 1.5f});
+  // The headers' version (macros) is the library's (kiln::version()).
+  const bool same = std::string(kiln::version()) == KILN_VERSION_STRING;
+  std::printf("%-22s %s (%s)\n", "version", same ? "ok" : "MISMATCH", kiln::version());
+  failures += same ? 0 : 1;
   std::printf("kiln consumer: %s\n", failures ? "FAILED" : "passed");
   return failures ? 1 : 0;
 } catch (const std::exception& e) {
