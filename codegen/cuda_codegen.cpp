@@ -28,34 +28,20 @@ uint64_t stable_hash(const std::string& s) {
   return h;
 }
 
-std::string full_key(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
-  std::string key = kernel_key(k);
-  key += " | outc:";
-  for (const KernelOutput& o : k.outputs) key += out_contiguous(k, o) ? 'c' : 's';
-  key += v.index32 ? " i32" : " i64";
-  // The column layout's rows per step (derived, so not in append_variant) also marks its
-  // kernels apart from those of the earlier one-row-per-step column loop in disk caches.
-  if (v.rows_per_block > 1)
-    key += fmt::format(" bx{} u{}", v.rows_per_block, column_rows_per_step(k, v));
-  if (v.tile_dim >= 0) key += fmt::format(" tile{}:{:x}", v.tile_dim, v.tile_inputs);
-  if (v.cached_vecs > 0) key += fmt::format(" rc{}", v.cached_vecs);
-  if (v.smem_row) key += " srow";
-  if (v.vec_inputs) key += fmt::format(" rv{:x}", v.vec_inputs);
-  if (v.splat_inputs) key += fmt::format(" sp{:x}", v.splat_inputs);
-  if (v.vec) key += fmt::format(" vec{}", elems_per_vec(k));
-  if (v.dot_bx) key += fmt::format(" dot{}", v.dot_bx);
-  if (v.dot_cluster > 1) key += fmt::format(" cl{}", v.dot_cluster);
-  if (v.gemm_tile > 0) key += fmt::format(" gemm{}", v.gemm_tile);
-  key += fmt::format(" sm_{} nvrtc{} cg{}", t.arch, t.nvrtc_version, kCodegenVersion);
-  return key;
+// The whole key: structure, variant, target and versions (everything that changes the binary).
+std::string full_key(const std::string& structural, const FusedKernel& k, const CudaVariant& v,
+                     const CudaTarget& t) {
+  return fmt::format("{}{} sm_{} nvrtc{} cg{}", structural, variant_key(k, v), t.arch,
+                     t.nvrtc_version, kCodegenVersion);
 }
 
 } // namespace
 
 CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
   CudaKernelSource src;
-  src.key = full_key(k, v, t);
-  std::string readable = kernel_name(k); // "kiln_mul_add_f32_3fa2c1": keep the words
+  const std::string structural = kernel_key(k);
+  src.key = full_key(structural, k, v, t);
+  std::string readable = kernel_name(k, structural); // "kiln_mul_add_f32_3fa2c1": keep the words
   if (auto us = readable.rfind('_'); us != std::string::npos) readable.resize(us);
   src.name = fmt::format("{}{}{}_sm{}_{:06x}", readable,
                          v.vec ? fmt::format("_v{}", elems_per_vec(k)) : std::string(),

@@ -87,9 +87,11 @@ struct CudaLaunch {
   uint32_t grid_y = 1, grid_z = 1; // the GEMM-tile layout: row tiles, matrices of a batch
 };
 
-/// Every field of a variant, compactly: with the structural signature it keys the in-memory
-/// kernel cache, so a field missing here would hand one variant's kernel to another.
-void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out);
+/// The variant's part of a kernel's identity, from one visit of its fields (cuda_variant.cpp):
+/// as bytes, appended to kernel_signature's for the in-memory kernel cache; as text, the part
+/// of CudaKernelSource::key between the structural key and the target.
+void append_variant(const FusedKernel& k, const CudaVariant& v, llvm::SmallVectorImpl<char>& out);
+std::string variant_key(const FusedKernel& k, const CudaVariant& v);
 /// The variant a launch with these slot base pointers needs.
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                            const CudaTarget& t);

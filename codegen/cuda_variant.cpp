@@ -4,6 +4,9 @@
 // launches with. The per-variant numbers the emitter shares (elems_per_vec, column_vec,
 // column_rows_per_step) are here too, next to the choices that depend on them.
 #include "codegen/cuda_codegen_internal.h"
+#include "ir/kernel_key.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -240,20 +243,56 @@ bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
   return true;
 }
 
+// The variant's part of a kernel's identity, one visit for the key text and the in-memory
+// bytes (the sinks of ir/kernel_key.h). Fields at their defaults add no text. The column
+// layout's rows per step and the outputs' contiguity are derived from k and v, but are in the
+// key text so that disk caches tell apart kernels from before they existed.
+template <class Sink> void visit_variant(const FusedKernel& k, const CudaVariant& v, Sink& s) {
+  s.field(' ', 0, [] { return std::string("|"); });
+  int64_t outc_bits = 0;
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    outc_bits |= int64_t(out_contiguous(k, k.outputs[i])) << i;
+  s.field(' ', outc_bits, [&] {
+    std::string t = "outc:";
+    for (const KernelOutput& o : k.outputs) t += out_contiguous(k, o) ? 'c' : 's';
+    return t;
+  });
+  s.field(' ', v.index32, [&] { return std::string(v.index32 ? "i32" : "i64"); });
+  const bool column = v.rows_per_block > 1;
+  s.field(column ? ' ' : 0, v.rows_per_block, [&] {
+    return column ? fmt::format("bx{} u{}", v.rows_per_block, column_rows_per_step(k, v))
+                  : std::string();
+  });
+  auto optional = [&](bool on, int64_t code, auto text) {
+    s.field(on ? ' ' : 0, code, [&] { return on ? text() : std::string(); });
+  };
+  // (tile_inputs without tile_dim is never chosen; shown all the same, as the bytes have it)
+  const bool tiled = v.tile_dim >= 0 || v.tile_inputs;
+  optional(tiled, v.tile_dim + 1, [&] { return fmt::format("tile{}", v.tile_dim); });
+  s.field(tiled ? ':' : 0, v.tile_inputs,
+          [&] { return tiled ? fmt::format("{:x}", v.tile_inputs) : std::string(); });
+  optional(v.cached_vecs > 0, v.cached_vecs, [&] { return fmt::format("rc{}", v.cached_vecs); });
+  optional(v.smem_row, v.smem_row, [] { return std::string("srow"); });
+  optional(v.vec_inputs != 0, v.vec_inputs, [&] { return fmt::format("rv{:x}", v.vec_inputs); });
+  optional(v.splat_inputs != 0, v.splat_inputs,
+           [&] { return fmt::format("sp{:x}", v.splat_inputs); });
+  optional(v.vec, v.vec, [&] { return fmt::format("vec{}", elems_per_vec(k)); });
+  optional(v.dot_bx != 0, v.dot_bx, [&] { return fmt::format("dot{}", v.dot_bx); });
+  optional(v.dot_cluster > 1, v.dot_cluster, [&] { return fmt::format("cl{}", v.dot_cluster); });
+  optional(v.gemm_tile > 0, v.gemm_tile, [&] { return fmt::format("gemm{}", v.gemm_tile); });
+}
+
 } // namespace
 
-void append_variant(const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
-  out.push_back(static_cast<char>(v.index32 | (v.vec << 1)));
-  out.push_back(static_cast<char>(v.rows_per_block));
-  out.push_back(static_cast<char>(v.tile_dim + 1));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.tile_inputs >> (8 * i)));
-  out.push_back(static_cast<char>(v.cached_vecs));
-  out.push_back(static_cast<char>(v.smem_row));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.vec_inputs >> (8 * i)));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v.splat_inputs >> (8 * i)));
-  out.push_back(static_cast<char>(v.dot_bx));
-  out.push_back(static_cast<char>(v.dot_cluster));
-  out.push_back(static_cast<char>(v.gemm_tile));
+void append_variant(const FusedKernel& k, const CudaVariant& v, llvm::SmallVectorImpl<char>& out) {
+  SignatureBytes b{out};
+  visit_variant(k, v, b);
+}
+
+std::string variant_key(const FusedKernel& k, const CudaVariant& v) {
+  KeyText t;
+  visit_variant(k, v, t);
+  return std::move(t.out);
 }
 
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,

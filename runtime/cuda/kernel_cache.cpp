@@ -1,6 +1,5 @@
 #include "runtime/cuda/kernel_cache.h"
 
-#include "codegen/nvrtc_compiler.h"
 #include "ir/kernel_key.h"
 #include "runtime/cuda/cuda_check.h"
 
@@ -27,26 +26,44 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 KernelCacheStats cuda_kernel_cache_stats() {
   KernelCacheStats s;
   for (const CudaKernelCache* c : caches()) {
-    s.memory_hits += c->stats().memory_hits;
-    s.disk_hits += c->stats().disk_hits;
-    s.compiles += c->stats().compiles;
-    s.compile_ms += c->stats().compile_ms;
-    s.load_ms += c->stats().load_ms;
+    const KernelCacheStats cs = c->stats();
+    s.memory_hits += cs.memory_hits;
+    s.disk_hits += cs.disk_hits;
+    s.compiles += cs.compiles;
+    s.compile_ms += cs.compile_ms;
+    s.load_ms += cs.load_ms;
   }
   return s;
 }
 
-CudaKernelCache::CudaKernelCache(int device) : device_(device) {
+namespace {
+
+CudaTarget target_of(int device) {
+  CudaTarget t;
   int major = 0, minor = 0;
   cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cuda",
              "cudaDeviceGetAttribute");
   cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cuda",
              "cudaDeviceGetAttribute");
-  cuda_check(cudaDeviceGetAttribute(&target_.sm_count, cudaDevAttrMultiProcessorCount, device),
-             "cuda", "cudaDeviceGetAttribute");
-  target_.arch = major * 10 + minor;
-  target_.nvrtc_version = nvrtc_version();
+  cuda_check(cudaDeviceGetAttribute(&t.sm_count, cudaDevAttrMultiProcessorCount, device), "cuda",
+             "cudaDeviceGetAttribute");
+  t.arch = major * 10 + minor;
+  t.nvrtc_version = nvrtc_version();
+  return t;
+}
+
+} // namespace
+
+CudaKernelCache::CudaKernelCache(int device) : device_(device), jit_(target_of(device)) {
   caches().push_back(this);
+}
+
+KernelCacheStats CudaKernelCache::stats() const {
+  KernelCacheStats s = stats_;
+  s.disk_hits = jit_.stats().disk_hits;
+  s.compiles = jit_.stats().compiles;
+  s.compile_ms = jit_.stats().compile_ms;
+  return s;
 }
 
 namespace {
@@ -54,7 +71,7 @@ namespace {
 // device). Building it costs tens of nanoseconds, far less than the text key.
 void memory_key(const FusedKernel& k, const CudaVariant& v, llvm::SmallString<256>& key) {
   kernel_signature(k, key);
-  append_variant(v, key);
+  append_variant(k, v, key);
 }
 } // namespace
 
@@ -79,23 +96,15 @@ cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
     stats_.memory_hits++;
     return it->second;
   }
-  CudaKernelSource src = render_cuda(k, v, target_);
-  CudaBinary bin;
-  if (auto entry = disk_.load(src, target_)) {
-    bin = std::move(entry->binary);
-    stats_.disk_hits++;
-  } else {
-    bin = compile_cuda(src, target_);
-    stats_.compiles++;
-    stats_.compile_ms += bin.compile_ms;
-    disk_.store(src, target_, bin);
-  }
+  JitKernel built = jit_.build(k, v);
   auto t0 = std::chrono::steady_clock::now();
   cudaLibrary_t lib = nullptr;
-  cuda_check(cudaLibraryLoadData(&lib, bin.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+  cuda_check(cudaLibraryLoadData(&lib, built.binary.image.data(), nullptr, nullptr, 0, nullptr,
+                                 nullptr, 0),
              "eval", "cudaLibraryLoadData");
   cudaKernel_t kernel = nullptr;
-  cuda_check(cudaLibraryGetKernel(&kernel, lib, src.name.c_str()), "eval", "cudaLibraryGetKernel");
+  cuda_check(cudaLibraryGetKernel(&kernel, lib, built.name.c_str()), "eval",
+             "cudaLibraryGetKernel");
   stats_.load_ms += ms_since(t0);
   loaded_[key] = kernel;
   return kernel;
@@ -103,8 +112,8 @@ cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
 
 void CudaKernelCache::launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                              cudaStream_t stream) {
-  CudaVariant v = choose_variant(k, slot_base, target_);
-  CudaLaunch l = launch_for(k, v, target_);
+  CudaVariant v = choose_variant(k, slot_base, target());
+  CudaLaunch l = launch_for(k, v, target());
   if (l.grid == 0) return; // nothing to do (empty iteration space)
   cudaKernel_t kernel = get(k, v);
   std::vector<std::byte> params = pack_params(k, v, slot_base);

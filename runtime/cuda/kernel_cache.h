@@ -1,8 +1,9 @@
 #pragma once
-// Compiled kernels of one device: in memory (key -> loaded kernel), then the disk cache, then
-// NVRTC. The runtime loads and launches; codegen/ renders and compiles.
+// Compiled kernels of one device: the table of loaded kernels (in-memory key -> kernel) and
+// their launches. A kernel not in the table comes from the JIT (codegen/jit.h: the disk cache,
+// else NVRTC) and is loaded here.
 #include "codegen/cuda_codegen.h"
-#include "codegen/disk_cache.h"
+#include "codegen/jit.h"
 
 #include <cuda_runtime.h>
 #include <llvm/ADT/StringMap.h>
@@ -29,16 +30,15 @@ public:
   cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
   /// The loaded kernel if it is in memory (no compile, no disk), else null.
   cudaKernel_t find(const FusedKernel& k, const CudaVariant& v) const;
-  const CudaTarget& target() const { return target_; }
-  const KernelCacheStats& stats() const { return stats_; }
+  const CudaTarget& target() const { return jit_.target(); }
+  KernelCacheStats stats() const;
   int device() const { return device_; }
 
 private:
   int device_;
-  CudaTarget target_;
-  DiskCache disk_;
+  Jit jit_;
   llvm::StringMap<cudaKernel_t> loaded_;
-  KernelCacheStats stats_;
+  KernelCacheStats stats_; // memory hits and load time (the JIT counts the rest)
 };
 
 KernelCacheStats cuda_kernel_cache_stats(); // summed over devices

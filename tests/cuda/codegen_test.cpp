@@ -10,6 +10,7 @@
 // reference LLVM's ABI-check symbol from here.
 #define LLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING 1
 #include "codegen/cuda_codegen.h"
+#include "codegen/jit.h"
 #include "codegen/nvrtc_compiler.h"
 #include "engine/kernel_observer.h"
 #include "ir/kernel_key.h"
@@ -476,10 +477,15 @@ TEST_F(Codegen, GoldenSources) {
 
 // ---- keys, names, parameters ----------------------------------------------------------------
 
-TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
-  auto key = [](const CudaVariant& v) {
+TEST_F(Codegen, EveryVariantFieldReachesBothKeys) {
+  // One visit feeds the in-memory bytes and the text key (disk cache, golden sources): a
+  // field changed must change both, or one variant's kernel would be handed to another.
+  Tensor m = randn({16, 32});
+  eval(m);
+  const FusedKernel k = kernel_of([&] { return sum(m, {0}); });
+  auto key = [&](const CudaVariant& v) {
     llvm::SmallVector<char, 16> s;
-    append_variant(v, s);
+    append_variant(k, v, s);
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
@@ -496,7 +502,32 @@ TEST_F(Codegen, EveryVariantFieldReachesTheMemoryKey) {
   changed[9].dot_bx = 8;
   changed[10].dot_cluster = 4;
   changed[11].gemm_tile = 32;
-  for (const CudaVariant& v : changed) EXPECT_NE(key(v), key(base));
+  for (size_t i = 0; i < changed.size(); ++i) {
+    EXPECT_NE(key(changed[i]), key(base)) << "field " << i;
+    EXPECT_NE(variant_key(k, changed[i]), variant_key(k, base)) << "field " << i;
+  }
+}
+
+TEST_F(Codegen, TheJitCompilesOnceThenReadsTheDiskCache) {
+  // One home for render -> disk cache -> NVRTC -> store (codegen/jit.h); runs without a GPU.
+  std::string tmpl = (fs::temp_directory_path() / "kiln-jit-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  Tensor x = randn({64});
+  eval(x);
+  const FusedKernel k = kernel_of([&] { return tanh(x) * 3; });
+  const CudaVariant v{true, false};
+  Jit first(target(), tmpl);
+  JitKernel a = first.build(k, v);
+  EXPECT_EQ(first.stats().compiles, 1);
+  EXPECT_EQ(first.stats().disk_hits, 0);
+  EXPECT_FALSE(a.binary.image.empty());
+  EXPECT_EQ(a.name, render_cuda(k, v, target()).name);
+  Jit second(target(), tmpl); // another process, say: the disk cache has it
+  JitKernel b = second.build(k, v);
+  EXPECT_EQ(second.stats().compiles, 0);
+  EXPECT_EQ(second.stats().disk_hits, 1);
+  EXPECT_EQ(b.binary.image, a.binary.image);
+  fs::remove_all(tmpl);
 }
 
 TEST_F(Codegen, KeysAreStructural) {
