@@ -9,7 +9,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"
-#include "runtime/cuda/launch_thread.h"
+#include "runtime/cuda/ordered_stream.h"
 #include "runtime/memory_stats.h"
 
 #include <llvm/ADT/DenseMap.h>
@@ -68,8 +68,7 @@ class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(int index) : index_(index) {
     cuda_check(cudaSetDevice(index), "cuda", "cudaSetDevice");
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cuda",
-               "cudaStreamCreate");
+    stream_ = std::make_unique<OrderedStream>(index);
     cuda_check(cudaDeviceGetDefaultMemPool(&pool_, index), "cuda", "cudaDeviceGetDefaultMemPool");
     uint64_t keep = UINT64_MAX; // keep freed blocks cached; trimmed on out-of-memory
     cuda_check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cuda",
@@ -77,8 +76,7 @@ public:
     cuda_check(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cuda",
                "cudaEventCreate");
     kernels_ = std::make_unique<CudaKernelCache>(index);
-    gemm_ = std::make_unique<CudaGemm>(stream_);
-    launcher_ = std::make_unique<LaunchThread>(index, stream_);
+    gemm_ = std::make_unique<CudaGemm>(*stream_);
   }
 
   Device device() const override { return Device::cuda(index_); }
@@ -87,20 +85,18 @@ public:
     void* p = nullptr;
     size_t n = std::max<size_t>(bytes, 1);
     if (void* q = recycled_.take(n, hint)) {
-      if (poison_allocations()) { // after queued replays that still use the block
-        launcher_->wait();
-        cudaMemsetAsync(q, 0xff, n, stream_);
-      }
+      if (poison_allocations()) // after queued replays that still use the block
+        cudaMemsetAsync(q, 0xff, n, stream_->after_queued_quietly());
       return adopt(q, bytes);
     }
-    cudaError_t e = cudaMallocAsync(&p, n, stream_);
+    cudaError_t e = cudaMallocAsync(&p, n, stream_->for_new_allocation());
     if (e == cudaErrorMemoryAllocation) { // give cached blocks back, then try once more
       (void)cudaGetLastError();
-      launcher_->wait(); // cached blocks may be used by queued replays
-      recycled_.release_all(stream_);
-      cudaStreamSynchronize(stream_);
+      const cudaStream_t s = stream_->after_queued_quietly(); // queued replays may use them
+      recycled_.release_all(s);
+      cudaStreamSynchronize(s);
       cudaMemPoolTrimTo(pool_, 0);
-      e = cudaMallocAsync(&p, n, stream_);
+      e = cudaMallocAsync(&p, n, stream_->for_new_allocation());
     }
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
@@ -109,7 +105,8 @@ public:
       fail("alloc", "out of device memory on cuda:{}: requested {} bytes, {} bytes free of {} ({})",
            index_, bytes, free_b, total_b, cudaGetErrorString(e));
     }
-    if (poison_allocations()) cudaMemsetAsync(p, 0xff, n, stream_); // NaN / -1 in every dtype
+    if (poison_allocations()) // NaN / -1 in every dtype; a fresh block: no queued replay uses it
+      cudaMemsetAsync(p, 0xff, n, stream_->for_new_allocation());
     return adopt(p, bytes);
   }
 
@@ -118,10 +115,8 @@ public:
     // that used it, without a sync.
     // Kept blocks are reused by later work, queued after the replays that used them; a block
     // given back to the pool must be freed after those replays.
-    if (!recycled_.keep(b.data, std::max<size_t>(b.bytes, 1))) {
-      launcher_->wait();
-      cudaFreeAsync(b.data, stream_);
-    }
+    if (!recycled_.keep(b.data, std::max<size_t>(b.bytes, 1)))
+      cudaFreeAsync(b.data, stream_->after_queued_quietly());
     memory_stats().on_free(static_cast<int64_t>(b.bytes));
     b.data = nullptr;
   }
@@ -130,30 +125,31 @@ public:
     // Host data may go away when we return, so it is staged in pinned memory; the copy itself
     // stays asynchronous unless the staging buffer is still busy with the previous one.
     const char* s = static_cast<const char*>(src);
-    launcher_->drain(); // dst may be a recycled block that queued replays still read
+    // dst may be a recycled block that queued replays still read
+    const cudaStream_t stream = stream_->after_queued();
     for (size_t done = 0; done < bytes;) {
       size_t n = std::min(bytes - done, kStagingBytes);
       char* stage = staging(n);
       cuda_check(cudaEventSynchronize(staging_done_), "to", "cudaEventSynchronize");
       std::memcpy(stage, s + done, n);
       cuda_check(cudaMemcpyAsync(static_cast<char*>(dst.data) + offset + done, stage, n,
-                                 cudaMemcpyHostToDevice, stream_),
+                                 cudaMemcpyHostToDevice, stream),
                  "to", "cudaMemcpyAsync (host to device)");
-      cuda_check(cudaEventRecord(staging_done_, stream_), "to", "cudaEventRecord");
+      cuda_check(cudaEventRecord(staging_done_, stream), "to", "cudaEventRecord");
       done += n;
     }
   }
 
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
     char* d = static_cast<char*>(dst);
-    launcher_->drain();
+    const cudaStream_t stream = stream_->after_queued();
     for (size_t done = 0; done < bytes;) {
       size_t n = std::min(bytes - done, kStagingBytes);
       char* stage = staging(n);
       cuda_check(cudaMemcpyAsync(stage, static_cast<const char*>(src.data) + offset + done, n,
-                                 cudaMemcpyDeviceToHost, stream_),
+                                 cudaMemcpyDeviceToHost, stream),
                  "to_vector", "cudaMemcpyAsync (device to host)");
-      cuda_check(cudaStreamSynchronize(stream_), "to_vector", "cudaStreamSynchronize");
+      cuda_check(cudaStreamSynchronize(stream), "to_vector", "cudaStreamSynchronize");
       std::memcpy(d + done, stage, n);
       done += n;
     }
@@ -162,31 +158,26 @@ public:
   void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) override {
     llvm::SmallVector<void*, 16> base;
     for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
-    launcher_->drain();
-    kernels_->launch(k, base, stream_);
+    kernels_->launch(k, base, stream_->after_queued());
   }
 
   void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) override {
-    launcher_->drain();
     gemm_->run(g, buffers[g.a_slot]->data, buffers[g.b_slot]->data, buffers[g.out_slot]->data);
   }
 
   std::unique_ptr<StepBatch> prepare_batch(llvm::ArrayRef<BatchItem> items) override {
-    return std::make_unique<CudaBatch>(*kernels_, *gemm_, *launcher_, stream_, items);
+    return std::make_unique<CudaBatch>(*kernels_, *gemm_, *stream_, items);
   }
 
   void synchronize() override {
-    launcher_->drain();
-    cuda_check(cudaStreamSynchronize(stream_), "sync", "cudaStreamSynchronize");
+    cuda_check(cudaStreamSynchronize(stream_->after_queued()), "sync", "cudaStreamSynchronize");
   }
 
   bool asynchronous() const override { return true; }
 
   // An error of earlier work also ends the wait: it reads as idle, and the next operation that
   // checks errors reports it.
-  bool idle() override {
-    return launcher_->empty() && cudaStreamQuery(stream_) != cudaErrorNotReady;
-  }
+  bool idle() override { return stream_->idle(); }
 
 private:
   static constexpr size_t kStagingBytes = size_t(16) << 20;
@@ -204,14 +195,13 @@ private:
 
   int index_;
   RecycledBlocks recycled_;
-  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<OrderedStream> stream_;
   cudaMemPool_t pool_ = nullptr;
   cudaEvent_t staging_done_ = nullptr;
   char* staging_ = nullptr;
   size_t staging_size_ = 0;
   std::unique_ptr<CudaKernelCache> kernels_;
   std::unique_ptr<CudaGemm> gemm_;
-  std::unique_ptr<LaunchThread> launcher_;
 };
 
 // Never destroyed: tensors in static storage may release buffers after main returns.

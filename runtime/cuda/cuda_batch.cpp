@@ -46,9 +46,9 @@ size_t operand_span(const Layout& l, DType t) {
 
 } // namespace
 
-CudaBatch::CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, LaunchThread& launcher,
-                     cudaStream_t stream, llvm::ArrayRef<BatchItem> items)
-    : kernels_(kernels), gemm_(gemm), launcher_(launcher), stream_(stream) {
+CudaBatch::CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, OrderedStream& stream,
+                     llvm::ArrayRef<BatchItem> items)
+    : kernels_(kernels), gemm_(gemm), stream_(stream) {
   for (const BatchItem& it : items) {
     Launch l;
     l.item = it;
@@ -61,7 +61,7 @@ CudaBatch::~CudaBatch() {
 }
 
 void CudaBatch::destroy(Instance& in) {
-  if (in.exec) launcher_.wait(); // queued replays may name it (an error stays for a drain)
+  if (in.exec) stream_.wait_quietly(); // queued replays may name it (an error stays for a drain)
   if (in.exec) cudaGraphExecDestroy(in.exec); // an exec still in flight is freed when done
   if (in.graph) cudaGraphDestroy(in.graph);
   for (auto& per_launch : in.staging)
@@ -104,7 +104,7 @@ bool CudaBatch::same_alignment(llvm::ArrayRef<void*> base) const {
 }
 
 void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
-  launcher_.drain(); // after the replays queued before
+  const cudaStream_t stream = stream_.after_queued(); // after the replays queued before
   for (Launch& l : launches_) {
     if (const GemmStep* g = l.item.gemm) {
       gemm_.run(*g, base[g->a_slot], base[g->b_slot], base[g->out_slot]);
@@ -114,7 +114,7 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
     repoint(l.params.bytes, l.params.pointers, base);
     void* args[] = {l.params.bytes.data()};
     cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(l.fn), grid_dims(l.shape),
-                                dim3(l.shape.block), args, l.shape.shared_bytes, stream_),
+                                dim3(l.shape.block), args, l.shape.shared_bytes, stream),
                "eval", "cudaLaunchKernel");
   }
 }
@@ -135,7 +135,7 @@ bool CudaBatch::has_gemms() const {
 CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
   // GEMMs are captured on the stream. wait(), not drain(): an error of an earlier launch is
   // not this build's (run() reports it).
-  if (has_gemms()) launcher_.wait();
+  if (has_gemms()) stream_.wait_quietly();
   Instance in;
   in.tf32 = allow_tf32();
   for (int s : used_slots_) in.addresses.push_back(base[s]);
@@ -189,7 +189,7 @@ void CudaBatch::set_node(Instance& in, cudaGraphNode_t node, cudaKernel_t fn,
                          const CudaLaunch& shape, const std::vector<std::byte>& args,
                          GraphLaunch* queued) {
   if (queued)
-    launcher_.add_update(*queued, node, fn, shape, args);
+    stream_.launches().add_update(*queued, node, fn, shape, args);
   else
     set_kernel_node(in.exec, node, fn, shape, args.data(), "eval");
 }
@@ -219,7 +219,7 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* qu
       }
       if (!record) continue;
       // Captured on the stream, and swapped into an exec that queued launches may name.
-      launcher_.wait();
+      stream_.wait_quietly();
       const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
       for (int o = 0; o < 2; ++o)
         if (in.staging[i][o].buffer)
@@ -349,22 +349,21 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
   // without the updates this batch recorded in it: rebuild them. The error is reported before
   // this batch does anything, so that its nodes stay pending (it is about an earlier
   // evaluation).
-  if (launcher_.failures() != failures_seen_) {
-    failures_seen_ = launcher_.failures();
+  if (stream_.launches().failures() != failures_seen_) {
+    failures_seen_ = stream_.launches().failures();
     for (Instance& x : instances_) destroy(x);
     instances_.clear();
   }
-  launcher_.rethrow_error();
+  stream_.launches().rethrow_error();
   llvm::SmallVector<void*, 16> base;
   for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
   if (!prepared_) prepare(base);
   if (!same_alignment(base)) { // another variant may be needed: the general path decides
-    launcher_.drain();
     for (const Launch& l : launches_) {
       if (const GemmStep* g = l.item.gemm)
         gemm_.run(*g, base[g->a_slot], base[g->b_slot], base[g->out_slot]);
       else
-        kernels_.launch(*l.item.kernel, base, stream_);
+        kernels_.launch(*l.item.kernel, base, stream_.after_queued());
     }
     stats.graph_misses++;
     return;
@@ -376,8 +375,9 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     return;
   }
   const bool queue = LaunchThread::enabled();
-  if (!queue) launcher_.drain(); // just turned off: updates below must not reach queued replays
-  GraphLaunch* item = queue ? &launcher_.begin() : nullptr;
+  if (!queue)
+    stream_.launches().drain(); // just turned off: updates below must not reach queued replays
+  GraphLaunch* item = queue ? &stream_.launches().begin() : nullptr;
   Instance* in = nullptr;
   try {
     in = matching(base);
@@ -402,8 +402,9 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     in->last_used = ++clock_;
     // Queued, or issued here when the launch thread is off or asleep (then a failure throws
     // here, and this batch falls back as for a failed update).
-    const bool queued = item ? launcher_.push(*item, in->exec) : false;
-    if (!item) cuda_check(cudaGraphLaunch(in->exec, stream_), "eval", "cudaGraphLaunch");
+    const bool queued = item ? stream_.launches().push(*item, in->exec) : false;
+    if (!item)
+      cuda_check(cudaGraphLaunch(in->exec, stream_.after_queued()), "eval", "cudaGraphLaunch");
     stats.graph_replays++;
     if (queued) stats.launches_queued++;
   } catch (const Error& e) {

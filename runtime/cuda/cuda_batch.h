@@ -26,7 +26,7 @@
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_gemm.h"
 #include "runtime/cuda/kernel_cache.h"
-#include "runtime/cuda/launch_thread.h"
+#include "runtime/cuda/ordered_stream.h"
 
 #include <array>
 #include <vector>
@@ -35,7 +35,7 @@ namespace kiln::detail {
 
 class CudaBatch final : public StepBatch {
 public:
-  CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, LaunchThread& launcher, cudaStream_t stream,
+  CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, OrderedStream& stream,
             llvm::ArrayRef<BatchItem> items);
   ~CudaBatch() override;
   void run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) override;
@@ -105,8 +105,7 @@ private:
 
   CudaKernelCache& kernels_;
   CudaGemm& gemm_;
-  LaunchThread& launcher_;
-  cudaStream_t stream_;
+  OrderedStream& stream_;
   std::vector<Launch> launches_;
   std::vector<uint8_t> align_;  // per used slot: address mod 16 when the variants were chosen
   std::vector<int> used_slots_; // slots any launch reads or writes
@@ -114,7 +113,7 @@ private:
   int runs_ = 0;
   uint64_t clock_ = 0;
   bool graph_failed_ = false;  // building or updating failed: launch directly from now on
-  uint64_t failures_seen_ = 0; // launcher_.failures() when last looked
+  uint64_t failures_seen_ = 0; // stream_.launches().failures() when last looked
   std::vector<Instance> instances_;
 };
 

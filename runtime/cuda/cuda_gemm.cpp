@@ -39,21 +39,25 @@ cudaDataType_t data_type(DType t) {
 
 } // namespace
 
-CudaGemm::CudaGemm(cudaStream_t stream) : stream_(stream) {
+CudaGemm::CudaGemm(OrderedStream& stream) : stream_(stream) {
   cublas_check(cublasCreate(&handle_), "matmul", "cublasCreate");
-  cublas_check(cublasSetStream(handle_, stream), "matmul", "cublasSetStream");
   cuda_check(cudaMalloc(&workspace_, kWorkspaceBytes), "matmul", "cudaMalloc (cuBLAS workspace)");
   cublas_check(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "matmul",
                "cublasSetWorkspace");
 }
 
 void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
+  issue(g, a, b, out, stream_.after_queued());
+}
+
+void CudaGemm::issue(const GemmStep& g, const void* a, const void* b, void* out, cudaStream_t s) {
+  cublas_check(cublasSetStream(handle_, s), "matmul", "cublasSetStream");
   const int rank = g.out_shape.size();
   const int64_t M = g.out_shape[rank - 2], N = g.out_shape[rank - 1], K = g.a.shape[rank - 1];
   const int64_t isz = itemsize(g.dtype);
   if (g.out_shape.numel() == 0) return;
   if (K == 0) { // a sum of nothing: zeros (cuBLAS rejects a leading dimension of 0)
-    cuda_check(cudaMemsetAsync(out, 0, size_t(g.out_shape.numel() * isz), stream_), "matmul",
+    cuda_check(cudaMemsetAsync(out, 0, size_t(g.out_shape.numel() * isz), s), "matmul",
                "cudaMemsetAsync");
     return;
   }
@@ -104,17 +108,18 @@ void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
 cudaGraph_t CudaGemm::capture(const GemmStep& g, const void* a, const void* b, void* out) {
   // The capture records only the work issued between begin and end, so the stream may still
   // have earlier work queued; nothing else issues to it meanwhile (one thread drives kiln).
-  cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "eval",
+  const cudaStream_t s = stream_.after_queued_quietly();
+  cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "eval",
              "cudaStreamBeginCapture");
   cudaGraph_t graph = nullptr;
   try {
-    run(g, a, b, out);
+    issue(g, a, b, out, s);
   } catch (...) {
-    cudaStreamEndCapture(stream_, &graph);
+    cudaStreamEndCapture(s, &graph);
     if (graph) cudaGraphDestroy(graph);
     throw;
   }
-  cuda_check(cudaStreamEndCapture(stream_, &graph), "eval", "cudaStreamEndCapture");
+  cuda_check(cudaStreamEndCapture(s, &graph), "eval", "cudaStreamEndCapture");
   return graph;
 }
 

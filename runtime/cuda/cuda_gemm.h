@@ -4,6 +4,7 @@
 // f32 accumulation, f64. Row-major operands map to cuBLAS's column-major by computing
 // C^T = B^T A^T; a transposed operand is an op flag, never a copy.
 #include "ir/fused_kernel.h"
+#include "runtime/cuda/ordered_stream.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -12,15 +13,19 @@ namespace kiln::detail {
 
 class CudaGemm {
 public:
-  explicit CudaGemm(cudaStream_t stream);
+  explicit CudaGemm(OrderedStream& stream);
+  /// Issued after the queued launches (OrderedStream::after_queued).
   void run(const GemmStep& g, const void* a, const void* b, void* out);
   /// The same GEMM recorded as a CUDA graph (stream capture of the cuBLAS calls), for a
   /// replayed batch: cuBLAS takes its pointers by value, so a graph is recorded per set of
-  /// operands. The caller owns the graph.
+  /// operands. The caller owns the graph. An earlier queued launch's error is not reported
+  /// here (it is not this capture's).
   cudaGraph_t capture(const GemmStep& g, const void* a, const void* b, void* out);
 
 private:
-  cudaStream_t stream_ = nullptr;
+  void issue(const GemmStep& g, const void* a, const void* b, void* out, cudaStream_t s);
+
+  OrderedStream& stream_;
   cublasHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
 };

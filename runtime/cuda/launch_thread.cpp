@@ -1,4 +1,5 @@
 #include "runtime/cuda/launch_thread.h"
+#include "runtime/cuda/ordered_stream.h"
 
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_check.h"
@@ -113,6 +114,12 @@ void LaunchThread::issue(GraphLaunch& item, cudaStream_t stream) {
     set_kernel_node(item.exec, u.node, u.fn, u.shape, u.args.data(), "eval (launch thread)");
   }
   cuda_check(cudaGraphLaunch(item.exec, stream), "eval (launch thread)", "cudaGraphLaunch");
+}
+
+cudaStream_t OrderedStream::create() {
+  cudaStream_t s = nullptr;
+  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cuda", "cudaStreamCreate");
+  return s;
 }
 
 } // namespace kiln::detail

@@ -8,11 +8,9 @@
 // The rule that keeps this correct: a queued launch (with the node updates before it) reaches
 // the stream later than the call that queued it, so every other operation on the backend's
 // stream, and anything that changes or destroys a graph exec that queued items name, waits for
-// the queue first (drain()). The backend drains before copies, direct launches and cuBLAS
-// calls, stream captures, frees into the pool, syncs; CudaBatch before destroying instances.
-// Allocations need not: a block taken from the pool is ordered before queued launches, none of
-// which uses it. Node updates go through the queue (applied right before their launch), as an
-// update made now would change a launch still queued.
+// the queue first. OrderedStream (ordered_stream.h), which owns the stream and this queue,
+// makes that the only way to reach the stream. Node updates go through the queue (applied
+// right before their launch), as an update made now would change a launch still queued.
 //
 // Off with kiln::set_launch_thread(false) or KILN_LAUNCH_THREAD=0: launches are then issued
 // at once, as before. The thread starts at the first queued launch.
