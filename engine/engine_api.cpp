@@ -1,8 +1,8 @@
 // Public engine controls: eval, sync, eager mode, limits, stats, plan dump, version.
-#include "ir/errors.h"
 #include "engine/graph.h"
 #include "engine/plan_cache.h"
 #include "engine/schedule.h"
+#include "ir/errors.h"
 #include "runtime/memory_stats.h"
 
 #include <kiln/engine.h>

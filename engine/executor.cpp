@@ -4,12 +4,12 @@
 // see plan_cache.h), which may replay them as a CUDA graph. A failure leaves every node either
 // realized (its step ran) or pending as before, so the engine stays usable.
 #include "engine/adaptive_flush.h"
-#include "ir/errors.h"
 #include "engine/graph.h"
 #include "engine/kernel_observer.h"
 #include "engine/owner_thread.h"
 #include "engine/plan_cache.h"
 #include "engine/schedule.h"
+#include "ir/errors.h"
 #include "runtime/memory_stats.h"
 
 #include <cstdio>

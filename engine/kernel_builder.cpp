@@ -54,7 +54,7 @@ public:
   int reduction(Node* n) {
     if (auto it = reduced_.find(n); it != reduced_.end()) return it->second;
     if (n->inputs[0]->shape() != k_.shape || n->axes != k_.reduce_axes) {
-      retry = Retry{n, "reduction over another space than its kernel's"};
+      retry = Retry{n, Why::reduction_other_space};
       return 0;
     }
     if (!p_.info(n)->materialize) fused.push_back(n);
@@ -97,8 +97,7 @@ private:
       const Transform& tr = transforms_[i];
       auto next = apply_view(l, tr.prim);
       if (!next) {
-        retry = Retry{view_root(tr.at->inputs[0]), "reshaped after a broadcast or view that "
-                                                   "strides cannot express"};
+        retry = Retry{view_root(tr.at->inputs[0]), Why::reshape_not_strided};
         return l;
       }
       l = *next;
@@ -139,7 +138,7 @@ private:
     l = map_out(l, t);
     if (retry) return 0;
     if (l.shape != k_.shape) { // cannot happen: transforms end in the iteration space
-      retry = Retry{n, "internal: index map does not match the iteration space"};
+      retry = Retry{n, Why::index_map_mismatch};
       return 0;
     }
     int idx = -1;
@@ -170,12 +169,12 @@ private:
   void spend(int64_t fields) {
     fields_ += fields;
     if (fields_ <= kMaxParamFields || retry) return;
-    split("kernel parameters over budget (split)");
+    split(Why::params_over_budget);
   }
 
   // Materialize the innermost value of this kernel being computed that is not an output yet:
   // it becomes a kernel of its own, and this one loads it.
-  void split(const char* reason) {
+  void split(Why reason) {
     for (auto it = computing_.rbegin(); it != computing_.rend(); ++it)
       if (!p_.info(*it)->materialize) {
         retry = Retry{*it, reason};
@@ -216,22 +215,21 @@ private:
       // Split the matmul off; if it already is a kernel's own output, a reduction joined that
       // kernel (its reader's other input, softmax's sum say): split that off instead.
       Node* joined = p_.info(n)->no_merge ? p_.joined_reduction(group_) : nullptr;
-      retry = Retry{joined ? joined : n, "small matmul read by a reduction"};
+      retry = Retry{joined ? joined : n, Why::small_matmul_reduced};
       return 0;
     }
     Layout out = map_out(contiguous_layout(n->shape()), t);
     if (retry) return 0;
     for (int d = 0; d < k_.shape.size(); ++d)
       if (k_.shape[d] > 1 && out.strides[d] == 0) {
-        retry = Retry{viewed(n, t), "small matmul read through a broadcast (its dot products "
-                                    "would be computed again for each copy)"};
+        retry = Retry{viewed(n, t), Why::small_matmul_broadcast};
         return 0;
       }
     // An operand is read at other elements' indices, so it must be in memory before the kernel
     // starts: never an output of the same kernel (a multi-output root of this group).
     for (Node* x : n->inputs)
       if (Info* xi = p_.info(view_root(x)); xi && xi->group == group_ && !xi->recompute) {
-        retry = Retry{view_root(x), "read by a dot product in the kernel that writes it"};
+        retry = Retry{view_root(x), Why::dot_operand_same_kernel};
         return 0;
       }
     const int r = n->shape().size();
@@ -249,7 +247,7 @@ private:
     const int kr = k_.shape.size();
     if (Planner::tiled_matmul(n) && (t != -1 || kr < 2 || k_.inputs[d.a].strides[kr - 1] != 0 ||
                                      k_.inputs[d.b].strides[kr - 2] != 0)) {
-      retry = Retry{viewed(n, t), "tiled matmul read other than at its own row and column"};
+      retry = Retry{viewed(n, t), Why::tiled_matmul_elsewhere};
       return 0;
     }
     d.K = la.shape[r - 1];
@@ -280,18 +278,18 @@ private:
       return load(n, p_.slot_for_leaf(n), contiguous_layout(n->shape()), t);
     Computing on_stack(computing_, n);
     if (computing_.size() > kMaxChainDepth) {
-      split("a chain of more than 512 ops (split)");
+      split(Why::long_chain);
       if (retry) return 0;
     }
     if (op_kind(n->op) == OpKind::Reduce) {
       if (!reads_own_row(n, t)) {
-        if (!retry) retry = Retry{n, "reduction read other than broadcast over its own rows"};
+        if (!retry) retry = Retry{n, Why::reduction_read_elsewhere};
         return 0;
       }
       return reduction(n);
     }
     if (in->materialize && t != -1) { // an output of this kernel read at another index
-      retry = Retry{n, "read through a view by the kernel that writes it"};
+      retry = Retry{n, Why::view_of_own_output};
       return 0;
     }
     if (op_kind(n->op) == OpKind::Gemm) return dot(n, t); // a small matmul
@@ -304,7 +302,7 @@ private:
     case OpKind::Source:
       spend(2); // its constant, or an iota's start and step, or rand's key and counter
       if (n->op != OpCode::constant && (t != -1 || k_.kind != FusedKernel::Kind::elementwise)) {
-        retry = Retry{n, "random/arange values read through a view, broadcast or reduction"};
+        retry = Retry{n, Why::source_through_view};
         return 0;
       }
       inst.imm = n->scalar;
@@ -374,8 +372,7 @@ namespace {
 void note_input(Planner& p, Step& st, int slot, Origin what) {
   int producer = p.sched_.slots[slot].producer;
   st.notes.push_back(
-      {what, false,
-       producer >= 0 ? p.info(p.node(producer))->reason : "realized before this plan"});
+      {what, false, producer >= 0 ? p.info(p.node(producer))->reason : Why::realized_before});
 }
 
 void note_outputs(Planner& p, Step& st) {

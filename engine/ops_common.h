@@ -1,8 +1,8 @@
 #pragma once
 // Helpers shared by the op front-ends: argument checks and node construction.
-#include "ir/errors.h"
 #include "engine/graph.h"
 #include "engine/owner_thread.h"
+#include "ir/errors.h"
 
 #include <kiln/ops.h>
 

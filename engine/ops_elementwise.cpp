@@ -1,6 +1,6 @@
 // Front-ends of the elementwise ops: type promotion, broadcasting checks, node recording.
-#include "ir/host_convert.h"
 #include "engine/ops_common.h"
+#include "ir/host_convert.h"
 #include "ir/shape_math.h"
 
 #include <algorithm>

@@ -1,10 +1,19 @@
 // The readable plan: kiln::last_plan() and KILN_DUMP=plan.
-#include "ir/kernel_key.h"
 #include "engine/schedule.h"
+#include "ir/kernel_key.h"
 
 #include <fmt/format.h>
 
 namespace kiln::detail {
+
+const char* why_text(Why w) {
+  static constexpr const char* kText[] = {
+#define KILN_WHY(id, text) text,
+#include "engine/why.def"
+#undef KILN_WHY
+  };
+  return kText[static_cast<size_t>(w)];
+}
 
 namespace {
 
@@ -88,7 +97,7 @@ std::string dump_schedule(const Schedule& s) {
                          name(st.kernel.inputs[r.input].origin));
     for (const Note& n : st.notes)
       out += fmt::format("    why: {} {}: {}\n", name(n.value),
-                         n.written ? "written" : "read from memory", n.reason);
+                         n.written ? "written" : "read from memory", why_text(n.reason));
   }
   for (uint64_t id : s.alias_ids)
     out += fmt::format("view %{} realized as an alias of its root\n", id);

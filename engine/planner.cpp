@@ -16,8 +16,8 @@
 // Steps come out in dependency order (see build_all).
 #include "engine/planner_impl.h"
 
-#include "ir/errors.h"
 #include "engine/graph.h"
+#include "ir/errors.h"
 
 #include <llvm/ADT/DenseSet.h>
 
@@ -107,7 +107,7 @@ Buffer* Planner::leaf_buffer(int slot) const {
   return leaf < 0 ? nullptr : node(leaf)->buffer.get();
 }
 
-void Planner::mark(Node* n, const char* reason) {
+void Planner::mark(Node* n, Why reason) {
   Node* r = view_root(n);
   Info* ri = info(r);
   if (!ri || ri->materialize) return; // realized, or already marked (first reason wins)
@@ -116,24 +116,24 @@ void Planner::mark(Node* n, const char* reason) {
 }
 
 void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
-  for (Node* t : targets) mark(t, "requested");
+  for (Node* t : targets) mark(t, Why::requested);
   for (Info& in : infos_) {
     Node* n = in.n;
     if (n->handles > 0 && !n->internal)
-      mark(n, n->op == OpCode::view ? "viewed by a live tensor" : "live handle");
-    if (n->uses > in.consumers.size()) mark(n, "also used by pending work outside this evaluation");
+      mark(n, n->op == OpCode::view ? Why::viewed_by_live_tensor : Why::live_handle);
+    if (n->uses > in.consumers.size()) mark(n, Why::used_outside);
     switch (op_kind(n->op)) {
     case OpKind::Gemm:
-      if (!fused_matmul(n)) mark(n, "GEMM result");
-      for (Node* x : n->inputs) mark(x, "GEMM operand");
+      if (!fused_matmul(n)) mark(n, Why::gemm_result);
+      for (Node* x : n->inputs) mark(x, Why::gemm_operand);
       break;
     case OpKind::Concat:
-      mark(n, "concat result");
-      for (Node* x : n->inputs) mark(x, "concat input");
+      mark(n, Why::concat_result);
+      for (Node* x : n->inputs) mark(x, Why::concat_input);
       break;
     case OpKind::Transfer:
-      mark(n, "device transfer");
-      mark(n->inputs[0], "copied to another device");
+      mark(n, Why::device_transfer);
+      mark(n->inputs[0], Why::copied_to_device);
       break;
     default:
       break;
@@ -188,9 +188,7 @@ void Planner::split_long_chains() {
       // n is a kernel's root: it and the chain below it
       in.materialize = true;
       in.no_merge = true;
-      in.reason = c.depth >= kMaxChainDepth ? "a chain of more than 512 ops (split)"
-                                            : "a chain reading too many inputs for one kernel's "
-                                              "parameters (split)";
+      in.reason = c.depth >= kMaxChainDepth ? Why::long_chain : Why::chain_inputs;
       c = Chain{0, 0, i};
     }
     chain[i] = c;
@@ -297,7 +295,7 @@ void Planner::group_all() {
         continue;
       }
       in.materialize = true;
-      in.reason = "used by several kernels";
+      in.reason = Why::several_kernels;
     }
     if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
         groups_[cg[0]].kind != Group::Kind::gemm && groups_[cg[0]].shape == n->shape() &&
@@ -311,8 +309,7 @@ void Planner::group_all() {
       if (join_consumer_kernel(in)) continue;
       if (!in.materialize) {
         in.materialize = true;
-        in.reason = in.consumers.empty() ? "reduction result"
-                                         : "reduction read by several kernels or another space";
+        in.reason = in.consumers.empty() ? Why::reduction_result : Why::reduction_shared;
       }
     }
     in.group = new_group(n);
@@ -331,7 +328,7 @@ Schedule plan(const Walk& w) {
     p.group_all();
     if (auto retry = p.build_all()) {
       if (attempt > targets.size() + p.size())
-        fail("eval", "internal error: the planner did not converge ({})", retry->reason);
+        fail("eval", "internal error: the planner did not converge ({})", why_text(retry->reason));
       engine().stats.plan_retries++;
       Info* ri = p.info(retry->node);
       ri->materialize = true;

@@ -25,7 +25,7 @@ struct Info {
   llvm::SmallVector<Node*, 2> consumers; // in-plan consumers, one entry per use
   bool materialize = false;
   bool no_merge = false; // must get its own kernel (set when a merge failed)
-  const char* reason = nullptr;
+  Why reason = Why::none;
   int group = -1;
   // Cheap and read by several kernels: each of them recomputes it rather than reading it from
   // memory (a cast or one op of values already in memory).
@@ -49,7 +49,7 @@ struct Group {
 /// The builder's request to mark one more node and plan again.
 struct Retry {
   Node* node;
-  const char* reason;
+  Why reason;
 };
 
 class Planner {
@@ -91,7 +91,7 @@ public:
   Buffer* leaf_buffer(int slot) const;
 
 private:
-  void mark(Node* n, const char* reason);
+  void mark(Node* n, Why reason);
   void consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view);
   int new_group(Node* root);
   bool join_consumer_kernel(Info& in);

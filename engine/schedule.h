@@ -3,8 +3,9 @@
 // A Schedule holds no nodes and no buffers: it names nodes by their index in the evaluation's
 // walk (engine/plan_key.h), so that the plan cache can run it again for another evaluation
 // with the same key, with that evaluation's nodes and buffers bound.
-#include "ir/fused_kernel.h"
 #include "engine/plan_key.h"
+#include "engine/why.h"
+#include "ir/fused_kernel.h"
 
 #include <string>
 #include <vector>
@@ -19,11 +20,11 @@ struct Slot {
   size_t bytes = 0;        // produced slots: allocated when the producing step runs
 };
 
-/// Why a value crossed memory at a step boundary. Reasons are string literals.
+/// Why a value crossed memory at a step boundary.
 struct Note {
   Origin value;
   bool written = false; // written by this step (else read from memory)
-  const char* reason = "";
+  Why reason = Why::none;
 };
 
 struct Step {

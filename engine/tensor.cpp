@@ -1,6 +1,6 @@
 // Tensor handle methods and host reads.
-#include "ir/errors.h"
 #include "engine/graph.h"
+#include "ir/errors.h"
 #include "ir/host_convert.h"
 
 #include <kiln/ops.h>

@@ -3,6 +3,7 @@
 #include "../test_device.h"
 
 #include "engine/cse.h"
+#include "engine/schedule.h"
 
 #include <kiln/kiln.h>
 
@@ -505,6 +506,18 @@ TEST_F(FusionPatterns, DifferentSizeOrTypeIsNotDonated) {
   EXPECT_EQ(stats().buffers_reused, 1) << last_plan();
 }
 
+namespace {
+
+// How many values the last plan wrote for reason w (the step notes, compared as enums).
+int written_for(kiln::detail::Why w) {
+  int n = 0;
+  for (const auto& st : kiln::detail::last_schedule()->steps)
+    for (const auto& note : st.notes) n += note.written && note.reason == w;
+  return n;
+}
+
+} // namespace
+
 TEST_F(FusionPatterns, ALongChainIsCutInOnePlanningPass) {
   // A chain of 20,000 ops recorded without evaluation is cut every 512 ops before grouping
   // (Planner::split_long_chains). Found one cut per planning pass, it took 39 passes over the
@@ -520,6 +533,7 @@ TEST_F(FusionPatterns, ALongChainIsCutInOnePlanningPass) {
   reset_stats();
   eval(acc);
   EXPECT_EQ(stats().plan_retries, 0);
+  EXPECT_GE(written_for(kiln::detail::Why::long_chain), 20000 / 512 - 1);
   EXPECT_GE(stats().kernels_run, 20000 / 512);
   EXPECT_LE(stats().kernels_run, 2 * 20000 / 512 + 1);
   std::vector<float> got = acc.to_vector<float>();
@@ -544,6 +558,7 @@ TEST_F(FusionPatterns, AChainReadingANewInputEveryOpIsCutInOnePlanningPass) {
   reset_stats();
   eval(y);
   EXPECT_EQ(stats().plan_retries, 0) << last_plan();
+  EXPECT_GE(written_for(kiln::detail::Why::chain_inputs), 4000 * 4 / 1024 - 1) << last_plan();
   EXPECT_GE(stats().kernels_run, 4000 * 2 / 1024);
   EXPECT_LE(stats().kernels_run, 4000 * 4 / 512 + 1);
   for (float v : y.to_vector<float>()) EXPECT_EQ(v, float(want));
