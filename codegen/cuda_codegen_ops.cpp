@@ -4,6 +4,7 @@
 // as int 0/1; integer add/sub/mul/neg/abs/pow wrap; float->int casts saturate with NaN -> 0;
 // maximum/minimum propagate NaN. Declared in cuda_codegen_internal.h for the emitter.
 #include "codegen/cuda_codegen_internal.h"
+#include "kiln_embedded_sources.h" // codegen/device/*.cuh
 
 #include <fmt/format.h>
 
@@ -16,126 +17,11 @@ namespace kiln::detail::cg {
 // Only kernels that touch f16/bf16 include NVRTC's half headers: parsing them is most of a
 // small kernel's compile time.
 const char* half_preamble() {
-  return R"(#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-// f16/bf16 values compute in float and are rounded to their precision after every op. From
-// sm_80 the rounding is the paired conversion (cvt.rn.*x2.f32, an F2FP on the ALU) given the
-// value twice: the single one (F2F) issues at 16 per clock per SM and bounded bf16 softmax at
-// 63% of copy bandwidth (80% with F2FP; same bits).
-__device__ __forceinline__ __half k_to_f16(float x) {
-#if __CUDA_ARCH__ >= 800
-  unsigned r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));
-  return __ushort_as_half((unsigned short)r);
-#else
-  return __float2half_rn(x);
-#endif
-}
-__device__ __forceinline__ __nv_bfloat16 k_to_bf16(float x) {
-#if __CUDA_ARCH__ >= 800
-  unsigned r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));
-  return __ushort_as_bfloat16((unsigned short)r);
-#else
-  return __float2bfloat16_rn(x);
-#endif
-}
-__device__ __forceinline__ float k_rh(float x) { return __half2float(k_to_f16(x)); }
-__device__ __forceinline__ float k_rb(float x) {
-  return __uint_as_float((unsigned)__bfloat16_as_ushort(k_to_bf16(x)) << 16);
-}
-// exp and division of f16/bf16 values, which keep 8 or 11 bits: the hardware approximations
-// (ex2.approx of x * log2(e); div.full, at most 2 float ulps over the whole range) are over
-// 100x closer than half an ulp of either type, at a third of the instructions of the correctly
-// rounded float sequences. The rounded value can differ from the CPU's only when the exact one
-// lies that close to a rounding boundary (none did in 67M softmax values). exp flushes results
-// below 2^-126 to zero (.ftz: 5% faster bf16 softmax): f16 rounds those to zero anyway; bf16
-// loses its subnormals there (exp(x) for x < -87.3).
-__device__ __forceinline__ float k_exp_h(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
-  return y;
-}
-__device__ __forceinline__ float k_div_h(float a, float b) {
-  float y;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
-  return y;
-}
-)";
+  return kHalfSource; // codegen/device/half.cuh
 }
 
 const char* preamble() {
-  return R"(#define KD __device__ __forceinline__
-typedef unsigned long long k_u64;
-// Wrapping integer arithmetic (signed overflow is undefined in C++).
-KD int k_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
-KD int k_sub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
-KD int k_mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
-KD long long k_add(long long a, long long b) { return (long long)((k_u64)a + (k_u64)b); }
-KD long long k_sub(long long a, long long b) { return (long long)((k_u64)a - (k_u64)b); }
-KD long long k_mul(long long a, long long b) { return (long long)((k_u64)a * (k_u64)b); }
-// Integer power by squaring; negative exponents: 1 for base 1, +-1 for base -1, else 0.
-template <class T> KD T k_ipow(T base, T e) {
-  if (e < 0) return base == 1 ? T(1) : base == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0);
-  T r = 1;
-  while (e) {
-    if (e & 1) r = k_mul(r, base);
-    base = k_mul(base, base);
-    e >>= 1;
-  }
-  return r;
-}
-// float -> int: truncate toward zero, saturate at the range, NaN -> 0.
-KD int k_sat_i32(double v) {
-  if (v != v) return 0;
-  if (v <= -2147483648.0) return -2147483647 - 1;
-  if (v >= 2147483647.0) return 2147483647;
-  return (int)v;
-}
-KD long long k_sat_i64(double v) {
-  if (v != v) return 0;
-  if (v <= -9223372036854775808.0) return -9223372036854775807LL - 1;
-  if (v >= 9223372036854775807.0) return 9223372036854775807LL;
-  return (long long)v;
-}
-// maximum/minimum: NaN in either operand gives NaN (b's first, as the CPU).
-template <class T> KD T k_max(T a, T b) {
-  T r = a > b ? a : b;
-  return b != b ? b : (a != a ? a : r);
-}
-template <class T> KD T k_min(T a, T b) {
-  T r = a < b ? a : b;
-  return b != b ? b : (a != a ? a : r);
-}
-KD double k_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
-// Reduction folds (also used to combine partial results): NaN wins and stays.
-template <class A> KD void k_fold_max(A& a, A x) {
-  if ((x > a || x != x) && a == a) a = x;
-}
-template <class A> KD void k_fold_min(A& a, A x) {
-  if ((x < a || x != x) && a == a) a = x;
-}
-#if __CUDA_ARCH__ >= 800
-// The same folds for float in one instruction each: max.NaN/min.NaN return NaN when either
-// operand is NaN.
-KD void k_fold_max(float& a, float x) { asm("max.NaN.f32 %0, %0, %1;" : "+f"(a) : "f"(x)); }
-KD void k_fold_min(float& a, float x) { asm("min.NaN.f32 %0, %0, %1;" : "+f"(a) : "f"(x)); }
-#endif
-// argmax: the first maximum; the first NaN wins. ia < 0: no element yet.
-template <class A> KD void k_fold_argmax(A& a, long long& ia, A b, long long ib) {
-  if (ib < 0) return;
-  bool take;
-  if (ia < 0) take = true;
-  else if (a != a || b != b) take = b != b && (a == a || ib < ia);
-  else take = b > a || (b == a && ib < ia);
-  if (take) {
-    a = b;
-    ia = ib;
-  }
-}
-// N consecutive elements, loaded/stored with 16-byte accesses (fewer bytes when N is small).
-template <class T, int N> struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) * N) k_vec { T v[N]; };
-)";
+  return kCommonSource; // codegen/device/common.cuh
 }
 
 /// Type a value of dtype t computes in.

@@ -3,6 +3,7 @@
 // combined by warp shuffles), which hands reductions that keep the innermost dim to the column
 // layout (cuda_emit_column.cpp).
 #include "codegen/cuda_codegen_internal.h"
+#include "kiln_embedded_sources.h" // codegen/device/*.cuh
 
 #include <fmt/format.h>
 
@@ -55,23 +56,7 @@ bool Emitter::has_dsum() const {
 // --fmad=false (an fma would break TwoSum). A non-finite hi is the result (lo is NaN then).
 // An aggregate, so that it can live in __shared__ arrays.
 const char* Emitter::dsum_helpers() {
-  return R"(struct k_dsum {
-  double hi, lo;
-  __device__ __forceinline__ void operator+=(double x) {
-    const double s = hi + x, b = s - hi;
-    lo += (hi - (s - b)) + (x - b);
-    hi = s;
-  }
-  __device__ __forceinline__ void operator+=(const k_dsum& o) {
-    *this += o.hi;
-    lo += o.lo;
-  }
-};
-__device__ __forceinline__ double k_value(const k_dsum& a) { return isfinite(a.hi) ? a.hi + a.lo : a.hi; }
-__device__ __forceinline__ k_dsum k_shfl_down(const k_dsum& a, int s) {
-  return k_dsum{__shfl_down_sync(0xffffffffu, a.hi, s), __shfl_down_sync(0xffffffffu, a.lo, s)};
-}
-)";
+  return kDsumSource; // codegen/device/dsum.cuh
 }
 
 // Folds x (element index ix, for argmax) into the accumulator acc (and its index arg).
