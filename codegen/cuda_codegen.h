@@ -19,11 +19,12 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 7; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 8; // 2: --fmad=false; 3: column layout, float max/min
                                           // accumulators, per-row constants; 4: f16/bf16 exp and
                                           // division approximated, row-vector weights; 5: f16/bf16
                                           // exp flushes subnormal results; 6: GEMM-tile layout;
-                                          // 7: its K groups
+                                          // 7: its K groups; 8: entry points named by FNV-1a
+                                          // (older caches hold binaries with other names)
 
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
@@ -108,7 +109,10 @@ struct ParamTemplate {
   };
   std::vector<Pointer> pointers;
   /// Write the pointers of this launch (slot_base[i]: slot i's device pointer; null -> 0).
-  void patch(llvm::ArrayRef<void*> slot_base);
+  void patch(llvm::ArrayRef<void*> slot_base) { patch_pointers(bytes, pointers, slot_base); }
+  /// The same into `params` (a copy of `bytes`); true if any pointer changed.
+  static bool patch_pointers(std::vector<std::byte>& params, llvm::ArrayRef<Pointer> pointers,
+                             llvm::ArrayRef<void*> slot_base);
 };
 ParamTemplate param_template(const FusedKernel& k, const CudaVariant& v);
 /// The bytes of the Params struct for a launch; slot_base[i] is slot i's device pointer.

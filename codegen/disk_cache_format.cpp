@@ -53,12 +53,6 @@ struct Lines {
 
 } // namespace
 
-uint64_t fnv1a64(std::string_view data) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
 std::string entry_base_name(std::string_view key) {
   std::string text = fmt::format("{} {}\n", kEntryMagic, kCacheFormatVersion);
   text.append(key);

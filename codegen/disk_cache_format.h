@@ -1,6 +1,7 @@
 #pragma once
 // Byte format of kernel cache entries (<hash>.kce) and use records (<hash>.kcu); specified in
 // docs/kernel-cache.md. Internal to codegen/disk_cache*.cpp (and its tests); pure C++.
+#include "ir/hash.h"
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -20,8 +21,6 @@ inline constexpr std::string_view kTempPrefix = ".tmp-";
 inline constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 30;
 inline constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
-/// 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
-uint64_t fnv1a64(std::string_view data);
 /// An entry's file name without its suffix: 16 lowercase hex digits of
 /// fnv1a64("kiln-kernel-cache <format version>\n" + key).
 std::string entry_base_name(std::string_view key);

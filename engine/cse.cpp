@@ -11,6 +11,7 @@
 // Only pending nodes are in the table: a realized value is not recomputed anyway, and keeping
 // realized nodes would let the table decide what memory stays alive.
 #include "engine/cse.h"
+#include "ir/hash.h"
 
 #include <llvm/ADT/DenseSet.h>
 
@@ -65,8 +66,7 @@ uint64_t rotl(uint64_t x, int r) {
 // (measured with bench/record_cost), a sixth of the recording budget; this costs a few. The
 // rarely set attributes are folded into one word first: a collision only costs a comparison.
 uint64_t mix(uint64_t h, uint64_t v) {
-  h = (h ^ v) * 0x9e3779b97f4a7c15ull;
-  return h ^ (h >> 29);
+  return hash_mix(h, v);
 }
 
 unsigned structural_hash(const Node* n) {

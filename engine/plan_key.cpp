@@ -8,6 +8,7 @@
 #include "engine/plan_key.h"
 
 #include "engine/graph.h"
+#include "ir/hash.h"
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
@@ -47,13 +48,9 @@ void put_view(std::vector<uint64_t>& k, const ViewPrim& v) {
 // llvm::hash_combine_range took ~0.3 us of an LSTM step's ~2 us of evaluation host work (perf);
 // this saves ~0.2 us of it (bench/plan_cost).
 uint64_t hash_words(const std::vector<uint64_t>& k) {
-  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
   uint64_t lane[4] = {k.size(), 0x243f6a8885a308d3ull, 0x13198a2e03707344ull,
                       0xa4093822299f31d0ull};
-  auto mix = [](uint64_t h, uint64_t v) {
-    h = (h ^ v) * kMul;
-    return h ^ (h >> 29);
-  };
+  constexpr auto mix = hash_mix;
   size_t i = 0;
   for (; i + 4 <= k.size(); i += 4)
     for (int j = 0; j < 4; ++j) lane[j] = mix(lane[j], k[i + j]);

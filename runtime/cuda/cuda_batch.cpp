@@ -16,22 +16,6 @@ bool empty_gemm(const GemmStep& g) {
   return g.out_shape[rank - 2] == 0 || g.out_shape[rank - 1] == 0;
 }
 
-// Write this run's pointers into a kernel's Params bytes; true if any differs from before.
-bool repoint(std::vector<std::byte>& bytes, llvm::ArrayRef<ParamTemplate::Pointer> pointers,
-             llvm::ArrayRef<void*> base) {
-  bool changed = false;
-  for (const ParamTemplate::Pointer& f : pointers) {
-    uintptr_t v = 0;
-    if (f.slot >= 0 && static_cast<size_t>(f.slot) < base.size() && base[f.slot])
-      v = reinterpret_cast<uintptr_t>(static_cast<const char*>(base[f.slot]) + f.byte_offset);
-    if (std::memcmp(bytes.data() + f.at, &v, sizeof v) != 0) {
-      std::memcpy(bytes.data() + f.at, &v, sizeof v);
-      changed = true;
-    }
-  }
-  return changed;
-}
-
 // Bytes from an operand's first element to its last (0 when it cannot be staged as one span:
 // negative strides, or empty).
 size_t operand_span(const Layout& l, DType t) {
@@ -111,7 +95,7 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
       continue;
     }
     if (!l.fn) continue;
-    repoint(l.params.bytes, l.params.pointers, base);
+    ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
     void* args[] = {l.params.bytes.data()};
     cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(l.fn), grid_dims(l.shape),
                                 dim3(l.shape.block), args, l.shape.shared_bytes, stream),
@@ -167,7 +151,7 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
         cuda_check(e, "eval", "cudaGraphAddChildGraphNode");
       } else {
         if (!l.fn) continue;
-        repoint(l.params.bytes, l.params.pointers, base);
+        ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
         in.args[i] = l.params.bytes;
         void* args[] = {in.args[i].data()};
         cudaKernelNodeParams p = kernel_node_params(l.shape, l.fn, args);
@@ -232,7 +216,7 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* qu
       changed = true;
       continue;
     }
-    if (!repoint(in.args[i], l.params.pointers, base)) continue;
+    if (!ParamTemplate::patch_pointers(in.args[i], l.params.pointers, base)) continue;
     set_node(in, in.nodes[i], l.fn, l.shape, in.args[i], queued);
     changed = true;
   }
@@ -300,7 +284,7 @@ void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*
              "cudaMalloc (GEMM operand staging)");
   void* ends[2] = {const_cast<void*>(operand_start(*l.item.gemm, which, base)), st.buffer};
   st.args = l.copy[which].params.bytes;
-  repoint(st.args, l.copy[which].params.pointers, ends);
+  ParamTemplate::patch_pointers(st.args, l.copy[which].params.pointers, ends);
   void* args[] = {st.args.data()};
   cudaKernelNodeParams p = kernel_node_params(l.copy[which].shape, l.copy[which].fn, args);
   cuda_check(cudaGraphAddKernelNode(&st.copy, in.graph, &prev, prev ? 1 : 0, &p), "eval",
@@ -313,7 +297,7 @@ bool CudaBatch::repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<v
   const Launch& l = launches_[i];
   Instance::Staging& st = in.staging[i][which];
   void* ends[2] = {const_cast<void*>(operand_start(*l.item.gemm, which, base)), st.buffer};
-  if (!repoint(st.args, l.copy[which].params.pointers, ends)) return false;
+  if (!ParamTemplate::patch_pointers(st.args, l.copy[which].params.pointers, ends)) return false;
   set_node(in, st.copy, l.copy[which].fn, l.copy[which].shape, st.args, queued);
   return true;
 }
