@@ -72,10 +72,17 @@ inline int nproc() {
   return 0; // unknown
 }
 
-/// Median microseconds per call of `body`, timed on the host: after a warm-up, `iters` calls
-/// are queued, then `sync()` waits for the device; repeated `batches` times. Suits work issued
+/// Microseconds per call over repeated timed batches: the median, and the fastest and slowest
+/// batch (the spread README figures quote beside the median).
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+
+/// Microseconds per call of `body`, timed on the host: after a warm-up, `iters` calls are
+/// queued, then `sync()` waits for the device; repeated `batches` times. Suits work issued
 /// asynchronously (a GPU stream), where host overhead overlaps device time as it does for users.
-template <class F, class S> double time_us(F&& body, S&& sync, int iters = 20, int batches = 7) {
+template <class F, class S>
+Spread time_spread(F&& body, S&& sync, int iters = 20, int batches = 7) {
   body();
   sync();
   std::vector<double> per;
@@ -85,7 +92,13 @@ template <class F, class S> double time_us(F&& body, S&& sync, int iters = 20, i
     sync();
     per.push_back((now_ns() - t0) / 1e3 / iters);
   }
-  return median(per);
+  const auto [lo, hi] = std::minmax_element(per.begin(), per.end());
+  return {median(per), *lo, *hi};
+}
+
+/// The median of time_spread.
+template <class F, class S> double time_us(F&& body, S&& sync, int iters = 20, int batches = 7) {
+  return time_spread(body, sync, iters, batches).median;
 }
 
 /// The header every benchmark prints first: what ran, where and when.

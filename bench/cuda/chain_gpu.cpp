@@ -39,12 +39,12 @@ int main(int argc, char** argv) {
   double copy = bench::copy_bandwidth(static_cast<size_t>(n) * 4);
   std::printf("\ndevice-to-device copy of %lld MiB: %.0f GB/s (read + write)\n\n",
               (long long)(n * 4 >> 20), copy);
-  std::printf("| case | elements | bytes moved | median us | GB/s | %% of copy |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|\n");
-  auto row = [&](const char* name, int64_t elems, double bytes, double us) {
-    double gbs = bytes / (us * 1e3);
-    std::printf("| %s | %lld | %.0f MB | %.1f | %.0f | %.0f%% |\n", name, (long long)elems,
-                bytes / 1e6, us, gbs, 100 * gbs / copy);
+  std::printf("| case | elements | bytes moved | median us | min-max us | GB/s | %% of copy |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  auto row = [&](const char* name, int64_t elems, double bytes, const bench::Spread& t) {
+    double gbs = bytes / (t.median * 1e3);
+    std::printf("| %s | %lld | %.0f MB | %.1f | %.1f-%.1f | %.0f | %.0f%% |\n", name,
+                (long long)elems, bytes / 1e6, t.median, t.min, t.max, gbs, 100 * gbs / copy);
   };
   Device gpu = Device::cuda(0);
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
     Tensor x = randn({n}, t, gpu), y = randn({n}, t, gpu);
     eval(x, y);
     Tensor o;
-    double us = bench::time_us([&] { eval(o = chain(x, y)); }, [] { kiln::sync(); });
+    const bench::Spread us =
+        bench::time_spread([&] { eval(o = chain(x, y)); }, [] { kiln::sync(); });
     reset_stats();
     eval(o = chain(x, y));
     Stats s = stats();
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
     // Not eval(o = tanh(m + row_v) * col): the temporaries m + row_v and tanh(..) would live
     // until the end of that statement, through the eval, and be written as live values (three
     // outputs instead of one; see docs/semantics.md, "What eval writes").
-    double us = bench::time_us(
+    const bench::Spread us = bench::time_spread(
         [&] {
           o = tanh(m + row_v) * col;
           eval(o);

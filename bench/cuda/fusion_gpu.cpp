@@ -26,19 +26,19 @@ int main(int argc, char** argv) {
   std::printf("- GPU: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   const double copy = bench::copy_bandwidth(size_t(1) << 30);
   std::printf("\ndevice-to-device copy of 1 GiB: %.0f GB/s (read + write)\n\n", copy);
-  std::printf("| case | kernels | bytes moved | median us | GB/s | %% of copy |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  std::printf("| case | kernels | bytes moved | median us | min-max us | GB/s | %% of copy |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
   Device gpu = Device::cuda(0);
   auto run = [&](const char* name, double bytes, const std::function<Tensor()>& f) {
     Tensor o;
-    double us = bench::time_us([&] { eval(o = f()); }, [] { kiln::sync(); }, 10, 7);
+    const bench::Spread t = bench::time_spread([&] { eval(o = f()); }, [] { kiln::sync(); }, 10, 7);
     reset_stats();
     eval(o = f());
     kiln::sync();
     int64_t kernels = stats().kernels_run;
-    double gbs = bytes / (us * 1e3);
-    std::printf("| %s | %lld | %.0f MB | %.1f | %.0f | %.0f%% |\n", name, (long long)kernels,
-                bytes / 1e6, us, gbs, 100 * gbs / copy);
+    double gbs = bytes / (t.median * 1e3);
+    std::printf("| %s | %lld | %.0f MB | %.1f | %.1f-%.1f | %.0f | %.0f%% |\n", name,
+                (long long)kernels, bytes / 1e6, t.median, t.min, t.max, gbs, 100 * gbs / copy);
     std::fflush(stdout);
   };
   manual_seed(3);

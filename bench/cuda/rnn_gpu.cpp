@@ -76,7 +76,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 struct Timing {
-  double us_per_step = 0;
+  double us_per_step = 0, us_min = 0, us_max = 0; // median, fastest and slowest loop
   // One more loop, its sync timed apart: host time per step to enqueue, and how long the GPU
   // still had to run at the end. A drain near zero means the host is the bound. That loop also
   // times the two halves of each step: recording its op calls and `kiln::eval`.
@@ -96,7 +96,11 @@ template <class Cell> Timing time_mode(Cell cell, int steps, int reps) {
   Timing r;
   r.steps = std::clamp(int(kBudgetUs / probe_us), std::min(kMinSteps, steps), steps);
   reset_stats();
-  r.us_per_step = bench::time_us([&] { cell.step(); }, [] { kiln::sync(); }, r.steps, reps);
+  const bench::Spread spread =
+      bench::time_spread([&] { cell.step(); }, [] { kiln::sync(); }, r.steps, reps);
+  r.us_per_step = spread.median;
+  r.us_min = spread.min;
+  r.us_max = spread.max;
   r.st = stats();
   r.stat_steps = int64_t(r.steps) * reps + 1; // time_us warms up with one more step
   kiln::sync();
@@ -164,10 +168,11 @@ std::vector<Row> run_case(const char* name, const Cell& cpu_base, int steps, int
     Row row;
     row.us_per_step = t.us_per_step;
     std::snprintf(line, sizeof line,
-                  "| %s | %s | %d | %.2f | %.3f | %.1f | %.2fx | %.2f | %.2f | %.2f | %.0f |", name,
-                  m.name, t.steps, t.us_per_step, t.us_per_step / Cell::kOpCalls,
-                  double(s.ops_recorded) / n, cpu_us / t.us_per_step, t.host_us_per_step,
-                  t.record_us, t.eval_us, t.drain_us);
+                  "| %s | %s | %d | %.2f | %.2f-%.2f | %.3f | %.1f | %.2fx | %.2f | %.2f | %.2f | "
+                  "%.0f |",
+                  name, m.name, t.steps, t.us_per_step, t.us_min, t.us_max,
+                  t.us_per_step / Cell::kOpCalls, double(s.ops_recorded) / n,
+                  cpu_us / t.us_per_step, t.host_us_per_step, t.record_us, t.eval_us, t.drain_us);
     row.text = line;
     std::snprintf(line, sizeof line,
                   "| %s | %s | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | "
@@ -200,10 +205,11 @@ int main(int argc, char** argv) try {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::printf("- GPU: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  std::printf("- f32 (no TF32); %d steps per timed loop (fewer where a loop would pass ~2 s), "
-              "median of %d loops, each after %d warm-up steps; wall clock including the final "
-              "kiln::sync()\n",
-              steps, reps, kWarmup);
+  std::printf(
+      "- f32 (no TF32); %d steps per timed loop (fewer where a loop would pass ~2 s), "
+      "median (min-max) of %d loops, each after %d warm-up steps; wall clock including the final "
+      "kiln::sync()\n",
+      steps, reps, kWarmup);
   std::printf("- seed loop: `y = matmul(x, W); y = tanh(y + b) * 0.5f + x; x = sigmoid(y) - "
               "0.5f; eval(x)`, x and W d x d, %d op calls per step\n",
               bench::Seed::kOpCalls);
@@ -230,9 +236,9 @@ int main(int argc, char** argv) try {
               "launch); `drain us`: that "
               "sync alone (the GPU work still queued at the end; near 0 means the host is the "
               "bound)\n\n");
-  std::printf("| case | mode | steps timed | us/step | us/op call | ops recorded/step | speed "
-              "vs CPU backend | host us/step | record | eval | drain us |\n");
-  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| case | mode | steps timed | us/step | min-max | us/op call | ops recorded/step "
+              "| speed vs CPU backend | host us/step | record | eval | drain us |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::vector<std::string> checks;
   std::vector<Row> rows;
   bool ok = true;

@@ -1,6 +1,6 @@
 """PyTorch eager and torch.compile on the cases of bench/cuda/fusion_gpu.cpp, on the same GPU.
 
-Timed with CUDA events after warm-up; median of 20 runs. Prints a markdown table.
+Timed with CUDA events after warm-up; median (min-max) of 20 runs. Prints a markdown table.
 Usage: python3 bench/torch/fusion_torch.py
 """
 import statistics
@@ -23,7 +23,12 @@ def time_us(fn, reps=20):
         b.record()
         b.synchronize()
         times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times), min(times), max(times)
+
+
+def cell(t):
+    """A (median, min, max) timing as two table cells."""
+    return f"{t[0]:.1f} | {t[1]:.1f}-{t[2]:.1f}"
 
 
 def main():
@@ -31,12 +36,13 @@ def main():
     torch.manual_seed(0)
     src = torch.empty(1 << 28, dtype=torch.float32, device=dev).fill_(1)
     dst = torch.empty_like(src)
-    copy_us = time_us(lambda: dst.copy_(src))
+    copy_us = time_us(lambda: dst.copy_(src))[0]
     copy = 2 * src.numel() * 4 / (copy_us * 1e3)
     print(f"# PyTorch {torch.__version__} on {torch.cuda.get_device_name()}")
     print(f"\ndevice-to-device copy of 1 GiB: {copy:.0f} GB/s (read + write)\n")
-    print("| case | eager us | eager % of copy | torch.compile us | compile % of copy |")
-    print("|---|---:|---:|---:|---:|")
+    print("| case | eager us | min-max | eager % of copy | torch.compile us | min-max "
+          "| compile % of copy |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     cases = []
     for dt in (torch.float32, torch.bfloat16):
         x = torch.randn(8192, 8192, device=dev, dtype=dt)
@@ -59,10 +65,11 @@ def main():
         try:
             compiled = torch.compile(fn)
             comp = time_us(compiled)
-            comp_s = f"{comp:.1f} | {100 * nbytes / (comp * 1e3) / copy:.0f}%"
+            comp_s = f"{cell(comp)} | {100 * nbytes / (comp[0] * 1e3) / copy:.0f}%"
         except Exception as e:  # noqa: BLE001 - report and go on
-            comp_s = f"failed ({type(e).__name__}) | -"
-        print(f"| {name} | {eager:.1f} | {100 * nbytes / (eager * 1e3) / copy:.0f}% | {comp_s} |")
+            comp_s = f"failed ({type(e).__name__}) | - | -"
+        eager_pct = 100 * nbytes / (eager[0] * 1e3) / copy
+        print(f"| {name} | {cell(eager)} | {eager_pct:.0f}% | {comp_s} |")
         sys.stdout.flush()
 
 

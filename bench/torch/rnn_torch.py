@@ -6,10 +6,15 @@ torch.cuda.synchronize() is timed with the wall clock; median of `--reps` loops.
 loop would take more than ~2 s (the CPU at the larger sizes) times fewer steps; the table says
 how many. The LSTM reads its input as a row slice of a [steps * batch, 256] sequence, a new
 offset every step, like rnn_gpu. Modes: eager on the CPU, eager on the GPU (the same math in
-separate ops; for the LSTM also nn.LSTMCell with the same weights), and torch.compile of the
+separate ops; for the LSTM also nn.LSTMCell with the same weights), torch.compile of the
 step function (default mode, and mode="reduce-overhead", which replays CUDA graphs; its outputs
-are cloned each step because the next replay overwrites them). torch.compile cases stop being
-started once `--compile-budget` seconds have gone into compiling.
+are cloned each step because the next replay overwrites them), and the step captured by hand
+with torch.cuda.CUDAGraph (state in static tensors updated inside the graph; the LSTM's input
+row copied into a static buffer before each replay, one more launch per step). torch.compile
+cases stop being started once `--compile-budget` seconds have gone into compiling. For the
+LSTM, nn.LSTM (cuDNN) over the whole sequence in one call is listed as a reference: it needs
+every input in advance, which a step-by-step loop does not have; its us/step is the call's time
+over the sequence length.
 
 Every mode also runs 50 steps from the same data; the last column is the max abs difference
 from eager GPU (separate ops). Prints markdown tables.
@@ -69,7 +74,7 @@ def run_loop(step, state, t0, n):
 
 
 def time_loop(step, state, dev, steps, reps):
-    """Median us per step over `reps` timed loops, and the steps per loop."""
+    """(median, min, max) us per step over `reps` timed loops, and the steps per loop."""
     sync = sync_of(dev)
     state = run_loop(step, state, 0, WARMUP)
     sync()
@@ -85,7 +90,7 @@ def time_loop(step, state, dev, steps, reps):
         sync()
         per.append((time.perf_counter() - start) / n * 1e6)
         t += n
-    return statistics.median(per), n
+    return (statistics.median(per), min(per), max(per)), n
 
 
 def compiled(fn, mode):
@@ -105,6 +110,25 @@ def compiled(fn, mode):
     return cloned
 
 
+def captured(step_into, state):
+    """A step captured by hand with torch.cuda.CUDAGraph: step_into(state) computes one step and
+    copies it into the static state tensors. Warm-up on a side stream, as the PyTorch docs
+    direct; the state is restored after capture, so the first replay is step 1."""
+    start = tuple(s.clone() for s in state)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step_into(state)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step_into(state)
+    for s, s0 in zip(state, start):
+        s.copy_(s0)
+    return graph
+
+
 def seed_case(d, seed):
     """(name, make, op calls per step): make(device, compile mode, nn.LSTMCell) gives a step
     function and the initial state on that device, from data made here on the CPU."""
@@ -116,6 +140,10 @@ def seed_case(d, seed):
     def make(dev, mode, cell):
         del cell  # the seed loop has no module form
         wd, bd = w.to(dev), b.to(dev)
+        if mode == "graph":
+            state = (x.to(dev),)
+            graph = captured(lambda s: s[0].copy_(seed_step(s[0], wd, bd)), state)
+            return (lambda s, t: (graph.replay(), s)[1]), state
         f = compiled(seed_step, mode)
         return (lambda s, t: (f(s[0], wd, bd),)), (x.to(dev),)
 
@@ -147,10 +175,45 @@ def lstm_case(batch, steps, seed, hidden=256):
             m.bias_ih.copy_(bd)
             m.bias_hh.zero_()
             return (lambda s, t: m(x_at(t), s)), state
+        if mode == "graph":
+            x_s = torch.zeros(batch, hidden, device=dev)
+
+            def step_into(s):
+                h, c = lstm_step(x_s, s[0], s[1], wxd, whd, bd)
+                s[0].copy_(h)
+                s[1].copy_(c)
+
+            graph = captured(step_into, state)
+            return (lambda s, t: (x_s.copy_(x_at(t)), graph.replay(), s)[2]), state
         f = compiled(lstm_step, mode)
         return (lambda s, t: f(x_at(t), s[0], s[1], wxd, whd, bd)), state
 
+    def cudnn(dev, n):
+        """nn.LSTM (cuDNN) with the same weights over the first n steps in one call: (h, c)."""
+        m = torch.nn.LSTM(hidden, hidden).to(dev)
+        m.weight_ih_l0.copy_(wx.t())
+        m.weight_hh_l0.copy_(wh.t())
+        m.bias_ih_l0.copy_(bias)
+        m.bias_hh_l0.zero_()
+        inp = seq[: n * batch].reshape(n, batch, hidden).to(dev)
+        h0 = zero.to(dev).unsqueeze(0)
+        return lambda: tuple(o.squeeze(0) for o in m(inp, (h0, h0))[1])
+
+    make.cudnn = cudnn
     return f"LSTM batch {batch}", make, 15
+
+
+def time_whole_sequence(run, steps, reps):
+    """(median, min, max) us per step of `reps` calls of run() over a sequence of `steps`."""
+    run()
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        per.append((time.perf_counter() - start) / steps * 1e6)
+    return statistics.median(per), min(per), max(per)
 
 
 def max_abs_diff(a, b):
@@ -173,11 +236,11 @@ def main():
           f"torch threads {torch.get_num_threads()}")
     print(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC")
     print(f"- f32 (no TF32); {args.steps} steps per timed loop (fewer where a loop would pass "
-          f"~{BUDGET_S:.0f} s), median of {args.reps} loops, each after {WARMUP} warm-up steps; "
-          "wall clock including the final torch.cuda.synchronize(); torch.no_grad\n")
-    print("| case | mode | steps timed | us/step | us/op call | max abs diff vs eager GPU "
-          f"({CHECK_STEPS} steps) |")
-    print("|---|---|---:|---:|---:|---:|")
+          f"~{BUDGET_S:.0f} s), median (min-max) of {args.reps} loops, each after {WARMUP} "
+          "warm-up steps; wall clock including the final torch.cuda.synchronize(); torch.no_grad\n")
+    print("| case | mode | steps timed | us/step | min-max | us/op call | max abs diff vs eager "
+          f"GPU ({CHECK_STEPS} steps) |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     sys.stdout.flush()
     # (name, device, torch.compile mode, nn.LSTMCell)
     modes = [
@@ -185,6 +248,7 @@ def main():
         ("eager GPU", gpu, None, False),
         ("torch.compile GPU", gpu, "default", False),
         ("torch.compile reduce-overhead GPU", gpu, "reduce-overhead", False),
+        ("CUDAGraph captured by hand GPU", gpu, "graph", False),
     ]
     cell_modes = [("nn.LSTMCell CPU", cpu, None, True), ("nn.LSTMCell GPU", gpu, None, True)]
     cases = [seed_case(64, 1), seed_case(256, 2), lstm_case(1, args.steps, 3),
@@ -194,21 +258,33 @@ def main():
         step, state = make(gpu, None, False)
         want = run_loop(step, state, 0, CHECK_STEPS)
         for mname, dev, mode, cell in modes + (cell_modes if name.startswith("LSTM") else []):
-            if mode and compile_s > args.compile_budget:
-                print(f"| {name} | {mname} | - | skipped (compile budget spent) | - | - |")
+            compiles = mode in ("default", "reduce-overhead")
+            if compiles and compile_s > args.compile_budget:
+                print(f"| {name} | {mname} | - | skipped (compile budget spent) | - | - | - |")
                 continue
             try:
                 start = time.perf_counter()
                 step, state = make(dev, mode, cell)
                 diff = max_abs_diff(run_loop(step, state, 0, CHECK_STEPS), want)
-                if mode:
+                if compiles:
                     compile_s += time.perf_counter() - start
                 us, n = time_loop(step, state, dev, args.steps, args.reps)
-                per_op = "-" if cell else f"{us / ops:.2f}"  # LSTMCell is one call
-                print(f"| {name} | {mname} | {n} | {us:.2f} | {per_op} | {diff:.3g} |")
+                per_op = "-" if cell else f"{us[0] / ops:.2f}"  # LSTMCell is one call
+                print(f"| {name} | {mname} | {n} | {us[0]:.2f} | {us[1]:.2f}-{us[2]:.2f} "
+                      f"| {per_op} | {diff:.3g} |")
             except Exception as e:  # noqa: BLE001 - report (torch.compile may fail) and go on
                 why = str(e).splitlines()[0][:80] if str(e) else ""
-                print(f"| {name} | {mname} | - | failed ({type(e).__name__}: {why}) | - | - |")
+                print(f"| {name} | {mname} | - | failed ({type(e).__name__}: {why}) | - | - | - |")
+            sys.stdout.flush()
+        if hasattr(make, "cudnn"):
+            mname = "nn.LSTM (cuDNN), whole sequence in one call GPU"
+            try:
+                diff = max_abs_diff(make.cudnn(gpu, CHECK_STEPS)(), want)
+                us = time_whole_sequence(make.cudnn(gpu, args.steps), args.steps, args.reps)
+                print(f"| {name} | {mname} | {args.steps} | {us[0]:.2f} | {us[1]:.2f}-{us[2]:.2f} "
+                      f"| - | {diff:.3g} |")
+            except Exception as e:  # noqa: BLE001 - report and go on
+                print(f"| {name} | {mname} | - | failed ({type(e).__name__}: {e}) | - | - | - |")
             sys.stdout.flush()
 
 
