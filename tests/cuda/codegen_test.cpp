@@ -239,30 +239,20 @@ struct Job {
   CudaKernelSource src;
 };
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-} // namespace
-
-TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
-  ASSERT_GT(nvrtc_version(), 0);
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<FusedKernel> all = catalogue();
-  ASSERT_GT(all.size(), 100u);
-  // Unique structures, then one job per (structure, variant, arch).
+// The catalogue's kernels as compile jobs: every unique structure once for sm_90 (the vec
+// variant where it applies, else 32-bit indices); every 8th also with 64-bit indices; about 20
+// for sm_80. Reductions also with the variant a launch on 16-byte aligned buffers chooses (row
+// or column layout, vectors, cached rows), every 4th of those for sm_80 too; kernels with dot
+// products in the layout launches choose. `unique` and `sm80` count structures and sm_80 jobs.
+std::vector<Job> catalogue_jobs(const std::vector<FusedKernel>& all, size_t& unique_count,
+                                int& sm80) {
   std::map<std::string, FusedKernel> unique;
   for (const FusedKernel& k : all) unique.emplace(kernel_key(k), k);
-  // Every structure once for sm_90 (the vec variant where it applies, else 32-bit indices);
-  // every 8th also with 64-bit indices; about 20 for sm_80. Reductions also with the variant
-  // a launch on 16-byte aligned buffers chooses (row or column layout, vectors, cached rows),
-  // every 4th of those for sm_80 too.
+  unique_count = unique.size();
   std::vector<Job> jobs;
   std::map<std::string, bool> seen;
-  int sm80 = 0, n = 0, nred = 0;
+  int n = 0, nred = 0;
+  sm80 = 0;
   const std::vector<void*> aligned_bases(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
   for (auto& [key, k] : unique) {
     std::vector<std::pair<CudaVariant, int>> todo = {{{true, vec_possible(k)}, 90}};
@@ -288,6 +278,26 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
       if (seen.emplace(src.key, true).second) jobs.push_back({k, v, arch, src});
     }
   }
+  return jobs;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
+  ASSERT_GT(nvrtc_version(), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<FusedKernel> all = catalogue();
+  ASSERT_GT(all.size(), 100u);
+  size_t unique = 0;
+  int sm80 = 0;
+  const std::vector<Job> jobs = catalogue_jobs(all, unique, sm80);
   // Basic shape of every source and of its parameters.
   bool ops[64] = {};
   for (const Job& j : jobs) {
@@ -344,10 +354,47 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
     total_ms += ms[i];
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "[codegen] " << all.size() << " kernels run, " << unique.size() << " structures, "
+  std::cout << "[codegen] " << all.size() << " kernels run, " << unique << " structures, "
             << jobs.size() << " compiles (" << sm80 << " for sm_80), NVRTC " << total_ms / 1000
             << " s total, " << total_ms / std::max<size_t>(1, jobs.size()) << " ms each, wall "
             << wall << " s\n";
+}
+
+// For refactoring the emitters: with KILN_TEST_SOURCES_DIR set, writes every source of the
+// catalogue's jobs there (no compiles), so that two builds'
+// outputs can be compared with diff -r. Skipped otherwise.
+TEST_F(Codegen, CatalogueSourcesToDirectory) {
+  const char* dir = std::getenv("KILN_TEST_SOURCES_DIR");
+  if (!dir || !*dir) GTEST_SKIP() << "KILN_TEST_SOURCES_DIR not set";
+  size_t unique = 0;
+  int sm80 = 0;
+  std::vector<Job> jobs = catalogue_jobs(catalogue(), unique, sm80);
+  // More layouts than the compile test takes: the variants launches choose on a small GPU, and
+  // every cluster size and GEMM tile for kernels with dot products.
+  const std::vector<void*> aligned_bases(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
+  CudaTarget small = target();
+  small.sm_count = 16;
+  const size_t catalogue_jobs_count = jobs.size();
+  for (size_t i = 0; i < catalogue_jobs_count; ++i) {
+    const FusedKernel k = jobs[i].kernel;
+    std::vector<CudaVariant> more = {choose_variant(k, aligned_bases, small)};
+    if (!k.dots.empty())
+      for (int tile : {0, 16, 32, 64})
+        for (int cluster : {1, 2, 4, 8}) {
+          CudaVariant v = more[0];
+          v.gemm_tile = tile;
+          v.dot_bx = tile ? 0 : std::max(v.dot_bx, 8);
+          v.dot_cluster = cluster;
+          more.push_back(v);
+        }
+    for (const CudaVariant& v : more) jobs.push_back({k, v, 90, render_cuda(k, v, target())});
+  }
+  fs::create_directories(dir);
+  for (const Job& j : jobs) {
+    std::ofstream f(fs::path(dir) / (j.src.name + "_sm" + std::to_string(j.arch) + ".cu"));
+    f << j.src.key << "\n" << j.src.source;
+  }
+  EXPECT_GT(jobs.size(), 100u);
 }
 
 // ---- golden sources -------------------------------------------------------------------------
