@@ -16,6 +16,7 @@
 #include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,13 +28,6 @@ uint64_t bits(double d) {
   uint64_t u;
   std::memcpy(&u, &d, sizeof u); // bitwise: 0.0 and -0.0 are different constants
   return u;
-}
-
-bool same_view(const Node* a, const Node* b) {
-  const ViewPrim &x = a->view, &y = b->view;
-  return a->layout.strides == b->layout.strides && a->layout.offset == b->layout.offset &&
-         x.kind == y.kind && x.shape == y.shape && x.dim == y.dim && x.start == y.start &&
-         x.step == y.step && x.length == y.length;
 }
 
 // Pending constants are compared by value (see cse.h), other inputs by identity.
@@ -49,17 +43,12 @@ bool same_structure(const Node* a, const Node* b) {
     return false;
   for (size_t i = 0; i < a->inputs.size(); ++i)
     if (!same_input(a->inputs[i], b->inputs[i])) return false;
-  // Attributes unused by an op are zero on every node of that op, so comparing all is exact.
   // Random sources compare seed and counter: two draws are merged only when they would
   // produce the same numbers.
-  return bits(a->scalar) == bits(b->scalar) && a->iscalar == b->iscalar &&
-         bits(a->scalar2) == bits(b->scalar2) && a->seed == b->seed && a->counter == b->counter &&
-         a->axes == b->axes && a->keepdim == b->keepdim && a->dim == b->dim &&
-         (a->op != OpCode::view || same_view(a, b));
-}
-
-uint64_t rotl(uint64_t x, int r) {
-  return (x << r) | (x >> (64 - r));
+  llvm::SmallVector<uint64_t, 8> wa, wb;
+  a->visit_attrs(a->op, a->layout, [&](uint64_t w) { wa.push_back(w); });
+  b->visit_attrs(b->op, b->layout, [&](uint64_t w) { wb.push_back(w); });
+  return wa == wb;
 }
 
 // One multiply-xorshift round per word. llvm::hash_combine over every field cost ~30 ns per op
@@ -81,12 +70,10 @@ unsigned structural_hash(const Node* n) {
                    ? bits(in->scalar) ^ static_cast<uint64_t>(in->shape().size()) << 56 ^
                          static_cast<uint64_t>(in->dtype) << 48
                    : reinterpret_cast<uintptr_t>(in));
-  uint64_t attrs = bits(n->scalar) ^ rotl(static_cast<uint64_t>(n->iscalar), 17) ^
-                   rotl(bits(n->scalar2), 31) ^ n->seed ^ rotl(n->counter, 43) ^
-                   static_cast<uint64_t>(n->axes) << 8 ^ static_cast<uint64_t>(n->dim) << 40;
-  if (n->op == OpCode::view)
-    attrs ^= rotl(static_cast<uint64_t>(n->layout.offset), 13) ^
-             rotl(static_cast<uint64_t>(n->view.start), 23) ^ static_cast<uint64_t>(n->view.kind);
+  uint64_t attrs = 0;
+  int r = 0;
+  n->visit_attrs(n->op, n->layout,
+                 [&](uint64_t w) { attrs ^= std::rotl(w, r), r = (r + 13) & 63; });
   h = mix(h, attrs);
   return static_cast<unsigned>(h ^ (h >> 32));
 }

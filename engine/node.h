@@ -14,11 +14,50 @@
 
 #include <llvm/ADT/SmallVector.h>
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 
 namespace kiln::detail {
 
-struct Node {
+/// What an op node carries besides its op, inputs, dtype, device and shape (meaning depends on
+/// the op). Attributes an op does not use are zero on every node of that op, so comparing all
+/// of them is exact.
+struct NodeAttrs {
+  double scalar = 0;    // constant value; iota start
+  int64_t iscalar = 0;  // constant value for integer dtypes (exact beyond 2^53)
+  double scalar2 = 0;   // iota step
+  uint64_t seed = 0;    // rand: Philox key
+  uint64_t counter = 0; // rand: first counter
+  ViewPrim view;        // view (its layout, derived from its input's, is Node::layout)
+  uint32_t axes = 0;    // reduce: bitmask over input dims
+  bool keepdim = false; // reduce
+  int dim = 0;          // concat
+
+  /// Every attribute as 64-bit words, in one fixed order, and for a view its layout. CSE's
+  /// comparison and hash and the plan key all read attributes through this one list, so an
+  /// attribute added above and here reaches all three.
+  template <class Put> void visit_attrs(OpCode op, const Layout& layout, Put&& put) const {
+    put(std::bit_cast<uint64_t>(scalar)); // bitwise: 0.0 and -0.0 are different constants
+    put(static_cast<uint64_t>(iscalar));
+    put(std::bit_cast<uint64_t>(scalar2));
+    put(seed);
+    put(counter);
+    put(axes | static_cast<uint64_t>(static_cast<uint32_t>(dim)) << 32 |
+        static_cast<uint64_t>(keepdim) << 63);
+    if (op != OpCode::view) return;
+    put(static_cast<uint64_t>(view.kind) | static_cast<uint64_t>(view.shape.size()) << 8 |
+        static_cast<uint64_t>(static_cast<uint32_t>(view.dim)) << 32);
+    for (int64_t d : view.shape) put(static_cast<uint64_t>(d));
+    put(static_cast<uint64_t>(view.start));
+    put(static_cast<uint64_t>(view.step));
+    put(static_cast<uint64_t>(view.length));
+    for (int64_t d : layout.strides) put(static_cast<uint64_t>(d));
+    put(static_cast<uint64_t>(layout.offset));
+  }
+};
+
+struct Node : NodeAttrs {
   OpCode op = OpCode::buffer;
   DType dtype = DType::f32;
   Device device;
@@ -31,18 +70,8 @@ struct Node {
   llvm::SmallVector<Node*, 3> inputs; // pending nodes only; each holds one use
   BufferRef buffer;                   // set once realized
 
-  // Attributes (meaning depends on op).
-  double scalar = 0;     // constant value; iota start
-  int64_t iscalar = 0;   // constant value for integer dtypes (exact beyond 2^53)
-  double scalar2 = 0;    // iota step
-  uint64_t seed = 0;     // rand: Philox key
-  uint64_t counter = 0;  // rand: first counter
-  ViewPrim view;         // view
-  uint32_t axes = 0;     // reduce: bitmask over input dims
-  bool keepdim = false;  // reduce
   bool internal = false; // an op's own operand (cast, scalar): its handle is not the user's
   bool fused = false;    // computed in registers by a kernel that ran (not "dropped")
-  int dim = 0;           // concat
 
   // Common subexpression elimination (engine/cse.cpp).
   unsigned cse_hash = 0;  // structural hash, set when the node is published

@@ -29,20 +29,6 @@ void put_shape(std::vector<uint64_t>& k, const Shape& s) {
   for (int i = 0; i < s.size(); ++i) k.push_back(static_cast<uint64_t>(s[i]));
 }
 
-void put_layout(std::vector<uint64_t>& k, const Layout& l) {
-  put_shape(k, l.strides);
-  k.push_back(static_cast<uint64_t>(l.offset));
-}
-
-void put_view(std::vector<uint64_t>& k, const ViewPrim& v) {
-  k.push_back(static_cast<uint64_t>(v.kind) | static_cast<uint64_t>(v.shape.size()) << 8 |
-              static_cast<uint64_t>(static_cast<uint32_t>(v.dim)) << 32);
-  put_shape(k, v.shape);
-  k.push_back(static_cast<uint64_t>(v.start));
-  k.push_back(static_cast<uint64_t>(v.step));
-  k.push_back(static_cast<uint64_t>(v.length));
-}
-
 // A hash of the key for the cache's map (a hit compares the whole key anyway). Four independent
 // multiply-xorshift lanes: the key has a few hundred words per small step, and
 // llvm::hash_combine_range took ~0.3 us of an LSTM step's ~2 us of evaluation host work (perf);
@@ -122,7 +108,6 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
                 static_cast<uint64_t>(static_cast<uint8_t>(n->device.index)) << 24 |
                 static_cast<uint64_t>(realized) << 32 | static_cast<uint64_t>(n->internal) << 33 |
                 static_cast<uint64_t>(n->handles > 0) << 34 |
-                static_cast<uint64_t>(n->keepdim) << 35 |
                 static_cast<uint64_t>(n->shape().size()) << 40 |
                 static_cast<uint64_t>(n->inputs.size()) << 48);
     k.push_back(n->uses);
@@ -143,16 +128,7 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
       put_shape(k, n->layout.strides);
       continue;
     }
-    if (n->op == OpCode::view) {
-      put_layout(k, n->layout);
-      put_view(k, n->view);
-    }
-    k.push_back(std::bit_cast<uint64_t>(n->scalar));
-    k.push_back(static_cast<uint64_t>(n->iscalar));
-    k.push_back(std::bit_cast<uint64_t>(n->scalar2));
-    k.push_back(n->seed);
-    k.push_back(n->counter);
-    k.push_back(n->axes | static_cast<uint64_t>(static_cast<uint32_t>(n->dim)) << 32);
+    n->visit_attrs(n->op, n->layout, [&](uint64_t w) { k.push_back(w); });
     for (Node* in : n->inputs) k.push_back(in->walk_index);
   }
   for (Node* t : targets) {
