@@ -85,20 +85,21 @@ void Planner::reuse_buffers() {
   std::vector<int> last_read(slots.size(), -1);
   for (int i = 0; i < static_cast<int>(sched_.steps.size()); ++i) {
     const Step& st = sched_.steps[i];
-    if (st.kind == Step::Kind::gemm) {
-      last_read[st.gemm.a_slot] = last_read[st.gemm.b_slot] = i;
-    } else if (st.kind == Step::Kind::transfer) {
-      last_read[st.transfer.src_slot] = i;
+    if (const GemmStep* g = st.gemm()) {
+      last_read[g->a_slot] = last_read[g->b_slot] = i;
+    } else if (const TransferStep* t = st.transfer()) {
+      last_read[t->src_slot] = i;
     } else {
-      for (const KernelInput& in : st.kernel.inputs) last_read[in.slot] = i;
+      for (const KernelInput& in : st.kernel()->kernel.inputs) last_read[in.slot] = i;
     }
   }
 
   std::vector<bool> donated(slots.size(), false);
   for (int i = 0; i < static_cast<int>(sched_.steps.size()); ++i) {
     Step& st = sched_.steps[i];
-    const FusedKernel& k = st.kernel;
-    if (st.kind != Step::Kind::kernel || k.kind != FusedKernel::Kind::elementwise) continue;
+    KernelStep* ks = st.kernel();
+    if (!ks || ks->kernel.kind != FusedKernel::Kind::elementwise) continue;
+    const FusedKernel& k = ks->kernel;
     for (int oi = 0; oi < static_cast<int>(k.outputs.size()); ++oi) {
       const KernelOutput& o = k.outputs[oi];
       const Slot& out = slots[o.slot];
@@ -114,7 +115,7 @@ void Planner::reuse_buffers() {
             b->use_count() != h->second.nodes || !reads_slot_only_as(k, s, o))
           continue;
         donated[s] = true;
-        st.in_place.push_back({oi, ii});
+        ks->in_place.push_back({oi, ii});
         break;
       }
     }

@@ -102,7 +102,7 @@ struct FlushGuard {
 
 // Device-to-device copies go through the host when neither side is the CPU.
 void run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs) {
-  const auto& t = st.transfer;
+  const TransferStep& t = *st.transfer();
   if (t.bytes == 0) return;
   Buffer& src = *bufs[t.src_slot];
   Buffer& dst = *bufs[t.dst_slot];
@@ -122,11 +122,12 @@ void run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs) {
 // The buffer an output slot is written into: an input's, when the planner found that the
 // input's last reference dies with this evaluation (buffer_reuse.cpp), else a new one.
 BufferRef output_buffer(Run& r, const Step& st, int w, Backend& be, Stats& stats) {
-  for (const Step::InPlace& ip : st.in_place)
-    if (st.kernel.outputs[ip.output].slot == w) {
-      stats.buffers_reused++;
-      return r.buffers[st.kernel.inputs[ip.input].slot];
-    }
+  if (const KernelStep* ks = st.kernel())
+    for (const KernelStep::InPlace& ip : ks->in_place)
+      if (ks->kernel.outputs[ip.output].slot == w) {
+        stats.buffers_reused++;
+        return r.buffers[ks->kernel.inputs[ip.input].slot];
+      }
   BufferRef b = be.allocate(r.s.slots[w].bytes, r.hints[w]);
   r.hints[w] = b->data;
   return b;
@@ -141,13 +142,14 @@ void allocate_outputs(Run& r, const Step& st, Backend& be, Stats& stats) {
 
 // After a step ran: count it and realize the nodes it computed.
 void finish_step(Run& r, const Step& st, Stats& stats) {
-  if (st.kind == Step::Kind::gemm) {
+  const KernelStep* ks = st.kernel();
+  if (st.gemm()) {
     stats.gemms_run++;
-  } else if (st.kind == Step::Kind::transfer ||
-             (st.kernel.kind == FusedKernel::Kind::elementwise && st.kernel.compute_ops() == 0)) {
+  } else if (!ks ||
+             (ks->kernel.kind == FusedKernel::Kind::elementwise && ks->kernel.compute_ops() == 0)) {
     stats.copies_run++;
   } else {
-    int ops = st.kernel.compute_ops();
+    int ops = ks->kernel.compute_ops();
     stats.kernels_run++;
     stats.fused_ops += ops;
     stats.max_fused_ops = std::max<int64_t>(stats.max_fused_ops, ops);
@@ -163,13 +165,14 @@ void run_step(Run& r, const Step& st, Stats& stats) {
   Backend& be = backend_for(st.device, "eval");
   allocate_outputs(r, st, be, stats);
   llvm::ArrayRef<Buffer*> bufs = r.raw;
-  if (st.kind == Step::Kind::gemm) {
-    be.run_gemm(st.gemm, bufs);
-  } else if (st.kind == Step::Kind::transfer) {
+  if (const GemmStep* g = st.gemm()) {
+    be.run_gemm(*g, bufs);
+  } else if (st.transfer()) {
     run_transfer(st, bufs);
   } else {
-    if (observer()) observer()(st.kernel);
-    be.run_kernel(st.kernel, bufs);
+    const FusedKernel& k = st.kernel()->kernel;
+    if (observer()) observer()(k);
+    be.run_kernel(k, bufs);
   }
   finish_step(r, st, stats);
 }
@@ -180,7 +183,7 @@ void run_batch(Run& r, const CachedPlan::Batch& b, Stats& stats) {
   for (int i = b.begin; i < b.end; ++i) {
     const Step& st = r.s.steps[i];
     allocate_outputs(r, st, be, stats);
-    if (observer() && st.kind == Step::Kind::kernel) observer()(st.kernel);
+    if (const KernelStep* ks = st.kernel(); ks && observer()) observer()(ks->kernel);
   }
   b.run->run(r.raw, engine().graphs, stats);
   for (int i = b.begin; i < b.end; ++i) finish_step(r, r.s.steps[i], stats);
@@ -193,8 +196,7 @@ size_t written_bytes(const Schedule& s, const Step& st) {
 }
 
 bool batchable(const Schedule& s, const Step& st) {
-  return (st.kind == Step::Kind::kernel || st.kind == Step::Kind::gemm) && !st.device.is_cpu() &&
-         written_bytes(s, st) <= kBatchStepBytes;
+  return !st.transfer() && !st.device.is_cpu() && written_bytes(s, st) <= kBatchStepBytes;
 }
 
 // Runs of consecutive small steps on one GPU, each prepared by its backend (once per plan).
@@ -215,8 +217,8 @@ void find_batches(CachedPlan& p) {
     llvm::SmallVector<BatchItem, 8> items;
     for (int k = i; k < j; ++k) {
       const Step& st = s.steps[k];
-      items.push_back(st.kind == Step::Kind::gemm ? BatchItem{nullptr, &st.gemm}
-                                                  : BatchItem{&st.kernel, nullptr});
+      items.push_back(st.gemm() ? BatchItem{nullptr, st.gemm()}
+                                : BatchItem{&st.kernel()->kernel, nullptr});
     }
     if (auto b = backend_for(s.steps[i].device, "eval").prepare_batch(items))
       p.batches.push_back({i, j, std::move(b)});

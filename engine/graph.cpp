@@ -20,7 +20,9 @@ namespace {
 EngineState make_engine() {
   EngineState e;
   e.eager = setting_flag(Setting::eager).value_or(e.eager);
-  e.dump_plan = setting_text(Setting::dump).has_value();
+  const std::optional<std::string> dump = setting_text(Setting::dump);
+  e.dump_plan = dump.has_value();
+  e.dump_passes = dump == "passes";
   e.max_nodes = setting_int(Setting::max_pending_nodes).value_or(e.max_nodes);
   e.max_bytes = setting_int(Setting::max_pending_bytes).value_or(e.max_bytes);
   e.graphs = setting_flag(Setting::graphs).value_or(e.graphs);

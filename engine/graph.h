@@ -18,7 +18,8 @@ struct EngineState {
   int64_t max_nodes = 10000;
   int64_t max_bytes = int64_t(1) << 30;
   bool eager = false;
-  bool dump_plan = false;
+  bool dump_plan = false;   // KILN_DUMP=plan or passes: print each new plan
+  bool dump_passes = false; // KILN_DUMP=passes: also the planner's state after each pass
   bool flushing = false;
   bool graphs = true;      // replay repeated GPU schedules as CUDA graphs (KILN_GRAPHS)
   int64_t max_plans = 256; // plan cache entries (KILN_PLAN_CACHE)

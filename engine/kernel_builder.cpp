@@ -393,7 +393,7 @@ Step Planner::integer_matmul(Node* mm) {
   auto [sa, la] = operand(*this, mm->inputs[0]);
   auto [sb, lb] = operand(*this, mm->inputs[1]);
   const int rank = mm->shape().size(); // batch + 2
-  FusedKernel& k = st.kernel;
+  FusedKernel& k = st.kernel()->kernel;
   k.kind = FusedKernel::Kind::reduce;
   k.shape = mm->shape();
   k.shape.push_back(la.shape[rank - 1]); // K
@@ -435,87 +435,83 @@ Step Planner::integer_matmul(Node* mm) {
   return st;
 }
 
-std::optional<Retry> Planner::build_group(int g) {
+// A floating matmul too large to be computed inside a kernel: a BLAS (cuBLAS) call.
+Step Planner::gemm_step(Node* mm) {
+  Step st;
+  st.device = mm->device;
+  GemmStep& g = st.work.emplace<GemmStep>();
+  g.dtype = mm->dtype;
+  g.out_shape = mm->shape();
+  auto [sa, la] = operand(*this, mm->inputs[0]);
+  auto [sb, lb] = operand(*this, mm->inputs[1]);
+  g.a_slot = sa;
+  g.b_slot = sb;
+  g.a = la;
+  g.b = lb;
+  g.out_slot = slot_for_leaf(mm);
+  st.writes.push_back(g.out_slot);
+  st.realizes.push_back(static_cast<int>(mm->walk_index));
+  note_input(*this, st, sa, origin(mm->inputs[0]));
+  note_input(*this, st, sb, origin(mm->inputs[1]));
+  note_outputs(*this, st);
+  return st;
+}
+
+// A value moved to another device: one contiguous block from device to device.
+Step Planner::transfer_step(Node* t) {
+  Node* x = t->inputs[0];
+  auto [slot, l] = operand(*this, x);
+  Step st;
+  st.device = t->device;
+  TransferStep& tr = st.work.emplace<TransferStep>();
+  tr.from = x->device;
+  tr.src_slot = slot;
+  tr.src_offset = static_cast<size_t>(l.offset) * itemsize(x->dtype);
+  tr.bytes = static_cast<size_t>(t->nbytes());
+  tr.dst_slot = slot_for_leaf(t);
+  st.writes.push_back(tr.dst_slot);
+  st.realizes.push_back(static_cast<int>(t->walk_index));
+  note_input(*this, st, slot, origin(x));
+  note_outputs(*this, st);
+  return st;
+}
+
+// concat: one copy kernel per piece, into slices of one buffer.
+void Planner::concat_steps(Node* c) {
+  int out = slot_for_leaf(c);
+  Shape ostrides = contiguous_strides(c->shape());
+  int64_t at = 0;
+  bool first = true;
+  for (Node* x : c->inputs) {
+    Step piece;
+    piece.device = c->device;
+    auto [slot, l] = operand(*this, x);
+    FusedKernel& k = piece.kernel()->kernel;
+    k.shape = x->shape();
+    KernelInput in{slot, x->dtype, l.strides, l.offset, classify(k.shape, l.strides), origin(x)};
+    k.inputs.push_back(in);
+    TapeInst ld;
+    ld.dtype = x->dtype;
+    ld.a = 0;
+    k.tape.push_back(ld);
+    KernelOutput o{0, out, c->dtype, ostrides, at * ostrides[c->dim], origin(c)};
+    k.outputs.push_back(o);
+    at += x->shape()[c->dim];
+    if (first) piece.writes.push_back(out);
+    first = false;
+    note_input(*this, piece, slot, origin(x));
+    sched_.steps.push_back(std::move(piece));
+  }
+  sched_.steps.back().realizes.push_back(static_cast<int>(c->walk_index));
+  note_outputs(*this, sched_.steps.back());
+}
+
+// An elementwise or reduce group: one fused kernel writing the group's roots.
+std::optional<Retry> Planner::kernel_step(int g) {
   Group& grp = groups_[g];
   Step st;
   st.device = grp.roots[0]->device;
-
-  if (grp.kind == Group::Kind::gemm && !is_floating(grp.roots[0]->dtype)) {
-    sched_.steps.push_back(integer_matmul(grp.roots[0]));
-    return std::nullopt;
-  }
-
-  if (grp.kind == Group::Kind::gemm) {
-    Node* mm = grp.roots[0];
-    st.kind = Step::Kind::gemm;
-    st.gemm.dtype = mm->dtype;
-    st.gemm.out_shape = mm->shape();
-    auto [sa, la] = operand(*this, mm->inputs[0]);
-    auto [sb, lb] = operand(*this, mm->inputs[1]);
-    st.gemm.a_slot = sa;
-    st.gemm.b_slot = sb;
-    st.gemm.a = la;
-    st.gemm.b = lb;
-    st.gemm.out_slot = slot_for_leaf(mm);
-    st.writes.push_back(st.gemm.out_slot);
-    st.realizes.push_back(static_cast<int>(mm->walk_index));
-    note_input(*this, st, sa, origin(mm->inputs[0]));
-    note_input(*this, st, sb, origin(mm->inputs[1]));
-    note_outputs(*this, st);
-    sched_.steps.push_back(std::move(st));
-    return std::nullopt;
-  }
-
-  if (grp.kind == Group::Kind::transfer) { // one contiguous block from device to device
-    Node* t = grp.roots[0];
-    Node* x = t->inputs[0];
-    auto [slot, l] = operand(*this, x);
-    st.kind = Step::Kind::transfer;
-    st.transfer.from = x->device;
-    st.transfer.src_slot = slot;
-    st.transfer.src_offset = static_cast<size_t>(l.offset) * itemsize(x->dtype);
-    st.transfer.bytes = static_cast<size_t>(t->nbytes());
-    st.transfer.dst_slot = slot_for_leaf(t);
-    st.writes.push_back(st.transfer.dst_slot);
-    st.realizes.push_back(static_cast<int>(t->walk_index));
-    note_input(*this, st, slot, origin(x));
-    note_outputs(*this, st);
-    sched_.steps.push_back(std::move(st));
-    return std::nullopt;
-  }
-
-  if (grp.kind == Group::Kind::concat) { // one copy kernel per piece, into slices of one buffer
-    Node* c = grp.roots[0];
-    int out = slot_for_leaf(c);
-    Shape ostrides = contiguous_strides(c->shape());
-    int64_t at = 0;
-    bool first = true;
-    for (Node* x : c->inputs) {
-      Step piece;
-      piece.device = c->device;
-      auto [slot, l] = operand(*this, x);
-      FusedKernel& k = piece.kernel;
-      k.shape = x->shape();
-      KernelInput in{slot, x->dtype, l.strides, l.offset, classify(k.shape, l.strides), origin(x)};
-      k.inputs.push_back(in);
-      TapeInst ld;
-      ld.dtype = x->dtype;
-      ld.a = 0;
-      k.tape.push_back(ld);
-      KernelOutput o{0, out, c->dtype, ostrides, at * ostrides[c->dim], origin(c)};
-      k.outputs.push_back(o);
-      at += x->shape()[c->dim];
-      if (first) piece.writes.push_back(out);
-      first = false;
-      note_input(*this, piece, slot, origin(x));
-      sched_.steps.push_back(std::move(piece));
-    }
-    sched_.steps.back().realizes.push_back(static_cast<int>(c->walk_index));
-    note_outputs(*this, sched_.steps.back());
-    return std::nullopt;
-  }
-
-  FusedKernel& k = st.kernel;
+  FusedKernel& k = st.kernel()->kernel;
   k.shape = grp.shape;
   k.kind =
       grp.kind == Group::Kind::reduce ? FusedKernel::Kind::reduce : FusedKernel::Kind::elementwise;
@@ -540,6 +536,26 @@ std::optional<Retry> Planner::build_group(int g) {
   note_outputs(*this, st);
   sched_.steps.push_back(std::move(st));
   return std::nullopt;
+}
+
+std::optional<Retry> Planner::build_group(int g) {
+  const Group& grp = groups_[g];
+  Node* root = grp.roots[0];
+  switch (grp.kind) {
+  case Group::Kind::gemm:
+    sched_.steps.push_back(is_floating(root->dtype) ? gemm_step(root) : integer_matmul(root));
+    return std::nullopt;
+  case Group::Kind::transfer:
+    sched_.steps.push_back(transfer_step(root));
+    return std::nullopt;
+  case Group::Kind::concat:
+    concat_steps(root);
+    return std::nullopt;
+  case Group::Kind::elementwise:
+  case Group::Kind::reduce:
+    break;
+  }
+  return kernel_step(g);
 }
 
 std::optional<Retry> Planner::build_all() {

@@ -74,27 +74,26 @@ std::string dump_schedule(const Schedule& s) {
       fmt::format("plan: {} step(s), {} buffer(s) written\n", s.steps.size(), written);
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
-    if (st.kind == Step::Kind::transfer) {
-      out += fmt::format("[{}] copy {} bytes from {} to {}\n", i, st.transfer.bytes,
-                         st.transfer.from.str(), st.device.str());
-    } else if (st.kind == Step::Kind::gemm) {
-      const GemmStep& g = st.gemm;
-      out += fmt::format("[{}] gemm {} {} @ {} -> {} on {}\n", i, dtype_name(g.dtype),
-                         g.a.shape.str(), g.b.shape.str(), g.out_shape.str(), st.device.str());
+    if (const TransferStep* t = st.transfer()) {
+      out += fmt::format("[{}] copy {} bytes from {} to {}\n", i, t->bytes, t->from.str(),
+                         st.device.str());
+    } else if (const GemmStep* g = st.gemm()) {
+      out += fmt::format("[{}] gemm {} {} @ {} -> {} on {}\n", i, dtype_name(g->dtype),
+                         g->a.shape.str(), g->b.shape.str(), g->out_shape.str(), st.device.str());
     } else {
-      const FusedKernel& k = st.kernel;
+      const FusedKernel& k = st.kernel()->kernel;
       out += fmt::format("[{}] kernel {} ({}) over {} on {}: {} op(s) fused, {} node(s) kept in "
                          "registers\n",
                          i, kernel_name(k),
                          k.kind == FusedKernel::Kind::reduce ? "reduction" : "elementwise",
                          k.shape.str(), st.device.str(), k.compute_ops(), st.fused.size());
       dump_kernel(out, k);
+      for (const KernelStep::InPlace& r : st.kernel()->in_place)
+        out += fmt::format("    in place: out{} ({}) is written into the buffer of in{} ({}), "
+                           "whose last reference dies with this evaluation\n",
+                           r.output, name(k.outputs[r.output].origin), r.input,
+                           name(k.inputs[r.input].origin));
     }
-    for (const Step::InPlace& r : st.in_place)
-      out += fmt::format("    in place: out{} ({}) is written into the buffer of in{} ({}), whose "
-                         "last reference dies with this evaluation\n",
-                         r.output, name(st.kernel.outputs[r.output].origin), r.input,
-                         name(st.kernel.inputs[r.input].origin));
     for (const Note& n : st.notes)
       out += fmt::format("    why: {} {}: {}\n", name(n.value),
                          n.written ? "written" : "read from memory", why_text(n.reason));

@@ -6,6 +6,7 @@
 #include <llvm/ADT/SmallVector.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kiln::detail {
@@ -79,6 +80,8 @@ public:
   /// A reduction that joined group g's kernel (join_consumer_kernel), if any.
   Node* joined_reduction(int g);
   size_t size() const { return infos_.size(); }
+  /// The marks and groups as text, for KILN_DUMP=passes (pass_dump.cpp).
+  std::string dump_state(const char* pass) const;
 
   // Used by the kernel builder.
   std::vector<Group> groups_;
@@ -98,7 +101,11 @@ private:
   bool cheap_to_recompute(Node* n);
   int merge_siblings(llvm::ArrayRef<int> groups);
   std::optional<Retry> build_group(int g);
+  std::optional<Retry> kernel_step(int g);
+  Step gemm_step(Node* mm);
   Step integer_matmul(Node* mm);
+  Step transfer_step(Node* t);
+  void concat_steps(Node* c);
 
   const Walk& walk_;
   llvm::DenseMap<Node*, unsigned> index_;

@@ -8,6 +8,7 @@
 #include "ir/fused_kernel.h"
 
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace kiln::detail {
@@ -27,27 +28,37 @@ struct Note {
   Why reason = Why::none;
 };
 
-struct Step {
-  enum class Kind : uint8_t { kernel, gemm, transfer } kind = Kind::kernel;
-  Device device; // where the step runs (for a transfer: the destination)
-  struct {
-    Device from;
-    int src_slot = 0, dst_slot = 0;
-    size_t src_offset = 0, bytes = 0; // bytes
-  } transfer;
+/// A generated kernel: the CPU backend interprets it, the CUDA backend compiles it.
+struct KernelStep {
   FusedKernel kernel;
-  GemmStep gemm;
-  std::vector<int> writes;   // slots this step produces (allocated before it runs)
-  std::vector<int> realizes; // nodes (walk indices) realized when the step is done
-  std::string name;          // readable kernel name
-  std::vector<Note> notes;   // why fusion stopped at this step's inputs and outputs
-  std::vector<int> fused;    // nodes (walk indices) computed in registers, never stored
   /// Outputs written in place into an input's buffer instead of a new one (buffer_reuse.cpp).
   struct InPlace {
     int output = 0; // index into kernel.outputs
     int input = 0;  // index into kernel.inputs: the slot whose buffer the output takes over
   };
   std::vector<InPlace> in_place;
+};
+
+/// One contiguous block copied from one device to another (Step::device, the destination).
+struct TransferStep {
+  Device from;
+  int src_slot = 0, dst_slot = 0;
+  size_t src_offset = 0, bytes = 0; // bytes
+};
+
+struct Step {
+  std::variant<KernelStep, GemmStep, TransferStep> work; // what runs
+  Device device;             // where the step runs (for a transfer: the destination)
+  std::vector<int> writes;   // slots this step produces (allocated before it runs)
+  std::vector<int> realizes; // nodes (walk indices) realized when the step is done
+  std::string name;          // readable kernel name
+  std::vector<Note> notes;   // why fusion stopped at this step's inputs and outputs
+  std::vector<int> fused;    // nodes (walk indices) computed in registers, never stored
+
+  KernelStep* kernel() { return std::get_if<KernelStep>(&work); }
+  const KernelStep* kernel() const { return std::get_if<KernelStep>(&work); }
+  const GemmStep* gemm() const { return std::get_if<GemmStep>(&work); }
+  const TransferStep* transfer() const { return std::get_if<TransferStep>(&work); }
 };
 
 struct Schedule {

@@ -1,0 +1,131 @@
+// Planner pass 4: nodes into groups, one kernel (or GEMM, concat, transfer) each, walking
+// consumers before producers (see planner.cpp for the rule); sibling_fusion.cpp merges
+// sibling kernels.
+#include "engine/planner_impl.h"
+
+#include <algorithm>
+
+namespace kiln::detail {
+
+// A constant, or one cheap op (a cast, a comparison, add/sub/mul/neg) of values in memory
+// or constants: recomputing it in each kernel that reads it costs less than a kernel writing
+// it and each reading it back (common subexpression elimination shares such nodes, e.g. one
+// cast read by two kernels). Transcendentals are not cheap: read through a broadcast they
+// would be recomputed once per element of the larger space.
+bool Planner::cheap_to_recompute(Node* n) {
+  OpKind k = op_kind(n->op);
+  if (k == OpKind::Source) return n->op == OpCode::constant;
+  bool cheap = k == OpKind::Cast || k == OpKind::Compare || k == OpKind::Logical ||
+               n->op == OpCode::add || n->op == OpCode::sub || n->op == OpCode::mul ||
+               n->op == OpCode::neg;
+  if (!cheap) return false;
+  for (Node* x : n->inputs)
+    if (!x->realized() && x->op != OpCode::constant) return false;
+  return true;
+}
+
+// Groups of the kernels that consume n, looking through views and recomputed values.
+void Planner::consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view) {
+  for (Node* c : info(n)->consumers) {
+    if (info(c)->recompute) {
+      consumer_groups(c, out, through_view);
+      continue;
+    }
+    if (c->op == OpCode::view) {
+      through_view = true;
+      consumer_groups(c, out, through_view);
+      continue;
+    }
+    int g = info(c)->group;
+    if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+  }
+}
+
+int Planner::new_group(Node* root) {
+  Group g;
+  OpKind k = op_kind(root->op);
+  g.kind = k == OpKind::Reduce                        ? Group::Kind::reduce
+           : k == OpKind::Gemm && !fused_matmul(root) ? Group::Kind::gemm
+           : k == OpKind::Concat                      ? Group::Kind::concat
+           : k == OpKind::Transfer                    ? Group::Kind::transfer
+                                                      : Group::Kind::elementwise;
+  g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();
+  if (g.kind == Group::Kind::reduce) g.axes = root->axes;
+  g.roots.push_back(root);
+  groups_.push_back(std::move(g));
+  return static_cast<int>(groups_.size()) - 1;
+}
+
+// A reduction whose consumers all sit in one kernel over the reduction's own input space
+// (softmax's max and sum, layer_norm's mean and variance) joins that kernel: the kernel walks
+// each output row once per reduction level and the result never goes to memory, unless a
+// handle holds it (then it is also a per-row output of the kernel).
+bool Planner::join_consumer_kernel(Info& in) {
+  Node* n = in.n;
+  if (in.no_merge) return false;
+  llvm::SmallVector<int, 4> cg;
+  bool through_view = false;
+  consumer_groups(n, cg, through_view);
+  if (cg.size() != 1) return false;
+  Group& g = groups_[cg[0]];
+  bool fits =
+      g.shape == n->inputs[0]->shape() &&
+      (g.kind == Group::Kind::elementwise || (g.kind == Group::Kind::reduce && g.axes == n->axes));
+  if (!fits) return false;
+  g.kind = Group::Kind::reduce;
+  g.axes = n->axes;
+  in.group = cg[0];
+  if (in.materialize) g.roots.push_back(n);
+  return true;
+}
+
+void Planner::group_all() {
+  groups_.clear();
+  for (Info& in : infos_) {
+    in.group = -1;
+    in.recompute = false;
+  }
+  for (auto it = infos_.rbegin(); it != infos_.rend(); ++it) {
+    Info& in = *it;
+    Node* n = in.n;
+    if (n->op == OpCode::view) continue; // views are index maps, never computed
+    bool elementwise = is_elementwise(op_kind(n->op)) || n->op == OpCode::copy || fused_matmul(n);
+    llvm::SmallVector<int, 4> cg;
+    bool through_view = false;
+    if (elementwise) consumer_groups(n, cg, through_view);
+    if (elementwise && !in.materialize) {
+      if (cg.size() == 1) {
+        in.group = cg[0];
+        continue;
+      }
+      if (int g = merge_siblings(cg); g >= 0) { // one kernel computes n once for all of them
+        in.group = g;
+        continue;
+      }
+      if (cheap_to_recompute(n)) {
+        in.recompute = true;
+        continue;
+      }
+      in.materialize = true;
+      in.reason = Why::several_kernels;
+    }
+    if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
+        groups_[cg[0]].kind != Group::Kind::gemm && groups_[cg[0]].shape == n->shape() &&
+        groups_[cg[0]].kind != Group::Kind::concat &&
+        groups_[cg[0]].kind != Group::Kind::transfer) {
+      in.group = cg[0];
+      groups_[cg[0]].roots.push_back(n); // multi-output: written by its consumers' kernel
+      continue;
+    }
+    if (op_kind(n->op) == OpKind::Reduce) {
+      if (join_consumer_kernel(in)) continue;
+      if (!in.materialize) {
+        in.materialize = true;
+        in.reason = in.consumers.empty() ? Why::reduction_result : Why::reduction_shared;
+      }
+    }
+    in.group = new_group(n);
+  }
+}
+
+} // namespace kiln::detail

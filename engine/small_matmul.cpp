@@ -1,0 +1,60 @@
+// The planner's rule for which matmuls are computed inside a kernel (see below).
+#include "engine/planner_impl.h"
+
+#include "engine/graph.h"
+
+namespace kiln::detail {
+
+// Small matmuls: a floating matmul with at most kDotRows output rows (batch x M: a matrix
+// times a vector, an RNN cell at batch 1), K <= kDotMaxK and at most kDotMaxMacs
+// multiply-adds is not a BLAS call but a value of the kernel that reads it, each element one
+// dot product (FusedKernel::dots). Such a GEMM is too small to fill the GPU either way, and as
+// a separate cuBLAS call it costs a launch (a graph node), a written result, and a staged
+// operand whenever its input moves; fused, `x @ wx + h @ wh + b` and the gates that follow are
+// one kernel. Past these bounds cuBLAS's GEMV is faster than the generated dot layout, which
+// reads B once per row and leaves each element's K to one block, or one cluster of at most 8
+// on sm_90 (bench/cuda/matmul_gpu on the H100, before clusters: 1 x 256 x 1024 f32 3.6 us
+// fused vs 4.1 through cuBLAS; 1 x 1024 x 4096 8.7 vs 6.0; 1 x 4096 x 256 bf16 10.0 vs 6.5;
+// 4 x 4096 x 4096 bf16 55 vs 9.8; bench/results/2026-11-22-h100-small-matmul.md).
+//
+// More rows (tiled matmuls): with more than kDotRows columns too, K <= kDotMaxK and at most
+// kTileMaxMacs multiply-adds, an f32 or f64 matmul read at its own (row, column) by an
+// elementwise kernel is computed there, tile by tile (the GEMM-tile layout,
+// codegen/cuda_emit_gemm.cpp): the seed loop's 256 x 256 x 256 step is one kernel. Read any other
+// way (through a view such as the LSTM's chunk of its gates, by a reduction, transposed) the
+// value the view reads gets a GEMM-tile kernel of its own (never a cuBLAS call, whose rounding
+// differs: the choice must not depend on the reader, or lazy and eager would differ). Measured
+// on the H100, an LSTM step at batch 32 as one kernel of eight tiled dots was slower than
+// cuBLAS's two GEMMs and a kernel (21.6 vs 19.7 us per step), f16/bf16 GEMMs run on cuBLAS's tensor
+// cores at about half the generated tiles' time (bf16 256 x 256 x 256: 4.1 vs 7.9 us), and larger
+// GEMMs fill the GPU, where cuBLAS's kernels are faster than the generated tiles
+// (bench/results/2026-11-22-h100-gemm-tile.md).
+constexpr int64_t kDotRows = 4;
+constexpr int64_t kDotMaxK = 1024;
+constexpr int64_t kDotMaxMacs = int64_t(1) << 20;
+constexpr int64_t kTileMaxMacs = int64_t(1) << 24;
+
+bool Planner::small_matmul(const Node* n) {
+  if (n->op != OpCode::matmul || !is_floating(n->dtype)) return false;
+  const int mode = engine().small_matmul;
+  if (mode == 0 || (mode == 1 && !n->device.is_cuda())) return false;
+  const Shape& s = n->shape();
+  const int64_t N = s[s.size() - 1], K = n->inputs[0]->shape()[s.size() - 1];
+  if (N <= 0 || K > kDotMaxK) return false;
+  if (!tiled_matmul(n)) return s.numel() * K <= kDotMaxMacs;
+  // Many matrices of at most kDotRows rows each: cuBLAS's batched GEMM (the GEMM-tile layout
+  // wants more rows per matrix, choose_gemm_tile).
+  if (s[s.size() - 2] <= kDotRows) return false;
+  // A few columns: cuBLAS's GEMV. f16/bf16: cuBLAS's tensor-core kernels, even with the
+  // epilogue as a kernel of its own.
+  return N > kDotRows && s.numel() * K <= kTileMaxMacs &&
+         (n->dtype == DType::f32 || n->dtype == DType::f64);
+}
+
+bool Planner::tiled_matmul(const Node* n) {
+  const Shape& s = n->shape();
+  const int64_t N = s.size() > 0 ? s[s.size() - 1] : 1;
+  return N > 0 && s.numel() / N > kDotRows;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,65 @@
+// Planner pass 3: chains one kernel could not hold are cut before grouping.
+#include "engine/planner_impl.h"
+
+#include <llvm/ADT/DenseSet.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace kiln::detail {
+
+// Chains that one kernel could not hold are cut before grouping, in one pass over the nodes in
+// creation (topological) order: each cut is a kernel of its own. The builder would find the
+// cuts one per planning pass over the whole graph, which made planning quadratic (100,000
+// chained ops: 34 s). Two measures, each the heaviest chain of pending inputs below a node:
+// - depth, its ops (views excepted: index maps, not computed), at most kMaxChainDepth;
+// - the Params fields of its leaves (each distinct view of a realized value or of a cut: its
+//   pointer and strides; each constant: two), cut at kMaxParamFields - 64 (the node that
+//   crosses that line still fits, with the leaves it adds). A loop such as `y = y * 0.5f + x[i]`
+//   reads a new input every op. Leaves are counted once per segment of chain (between cuts); where
+//   branches join, only the heaviest is followed, so the estimate is exact for chains and the
+//   builder still splits what it misses (Builder::spend).
+void Planner::split_long_chains() {
+  constexpr int64_t kFieldBudget = kMaxParamFields - 64;
+  struct Chain {
+    uint32_t depth = 0;
+    int64_t fields = 0;
+    size_t segment = 0; // the node that started this chain's segment
+  };
+  std::vector<Chain> chain(infos_.size());
+  llvm::DenseSet<std::pair<size_t, Node*>> counted; // (segment, leaf)
+  // The Params fields of x if this kernel reads it as a leaf (from memory: a realized value,
+  // or a cut, seen through views; or a constant), else 0: x is computed in the kernel.
+  auto leaf_fields = [&](Node* x) -> int64_t {
+    Info* ri = info(view_root(x));
+    if (!ri || ri->no_merge) return 1 + int64_t(x->shape().size());
+    return op_kind(x->op) == OpKind::Source ? 2 : 0;
+  };
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    Info& in = infos_[i];
+    Chain c{0, 0, i};
+    for (Node* x : in.n->inputs) {
+      auto it = index_.find(x);
+      if (it == index_.end()) continue;
+      const Chain& below = chain[it->second];
+      c.depth = std::max(c.depth, below.depth); // constants too: the builder recurses into them
+      if (leaf_fields(x) == 0 && below.fields >= c.fields) {
+        c.fields = below.fields;
+        c.segment = below.segment;
+      }
+    }
+    for (Node* x : in.n->inputs)
+      if (int64_t f = leaf_fields(x); f > 0 && counted.insert({c.segment, x}).second) c.fields += f;
+    if (in.n->op != OpCode::view) ++c.depth;
+    if (c.depth >= kMaxChainDepth || c.fields >= kFieldBudget) {
+      // n is a kernel's root: it and the chain below it
+      in.materialize = true;
+      in.no_merge = true;
+      in.reason = c.depth >= kMaxChainDepth ? Why::long_chain : Why::chain_inputs;
+      c = Chain{0, 0, i};
+    }
+    chain[i] = c;
+  }
+}
+
+} // namespace kiln::detail
