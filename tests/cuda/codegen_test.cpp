@@ -361,8 +361,8 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
 }
 
 // For refactoring the emitters: with KILN_TEST_SOURCES_DIR set, writes every source of the
-// catalogue's jobs there (no compiles), so that two builds'
-// outputs can be compared with diff -r. Skipped otherwise.
+// catalogue's jobs there, with their launch shapes in launches.txt (no compiles), so that two
+// builds' outputs can be compared with diff -r. Skipped otherwise.
 TEST_F(Codegen, CatalogueSourcesToDirectory) {
   const char* dir = std::getenv("KILN_TEST_SOURCES_DIR");
   if (!dir || !*dir) GTEST_SKIP() << "KILN_TEST_SOURCES_DIR not set";
@@ -372,12 +372,14 @@ TEST_F(Codegen, CatalogueSourcesToDirectory) {
   // More layouts than the compile test takes: the variants launches choose on a small GPU, and
   // every cluster size and GEMM tile for kernels with dot products.
   const std::vector<void*> aligned_bases(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
+  const std::vector<void*> unaligned_bases(64, reinterpret_cast<void*>((uintptr_t(1) << 20) + 4));
   CudaTarget small = target();
   small.sm_count = 16;
   const size_t catalogue_jobs_count = jobs.size();
   for (size_t i = 0; i < catalogue_jobs_count; ++i) {
     const FusedKernel k = jobs[i].kernel;
-    std::vector<CudaVariant> more = {choose_variant(k, aligned_bases, small)};
+    std::vector<CudaVariant> more = {choose_variant(k, aligned_bases, small),
+                                     choose_variant(k, unaligned_bases, target())};
     if (!k.dots.empty())
       for (int tile : {0, 16, 32, 64})
         for (int cluster : {1, 2, 4, 8}) {
@@ -390,9 +392,16 @@ TEST_F(Codegen, CatalogueSourcesToDirectory) {
     for (const CudaVariant& v : more) jobs.push_back({k, v, 90, render_cuda(k, v, target())});
   }
   fs::create_directories(dir);
+  std::ofstream launches(fs::path(dir) / "launches.txt");
   for (const Job& j : jobs) {
     std::ofstream f(fs::path(dir) / (j.src.name + "_sm" + std::to_string(j.arch) + ".cu"));
     f << j.src.key << "\n" << j.src.source;
+    for (const CudaTarget& t : {target(j.arch), small}) {
+      const CudaLaunch l = launch_for(j.kernel, j.variant, t);
+      launches << j.src.name << " sm" << j.arch << " on " << t.sm_count << " SMs: grid " << l.grid
+               << " x " << l.grid_y << " x " << l.grid_z << ", block " << l.block << ", shared "
+               << l.shared_bytes << "\n";
+    }
   }
   EXPECT_GT(jobs.size(), 100u);
 }
@@ -697,6 +706,7 @@ TEST_F(Codegen, GemmTileChoice) {
   Tensor a = randn({256, 256}), b = randn({256, 256});
   eval(a, b);
   FusedKernel k = kernel_of([&] { return tanh(matmul(a, b)); });
+  const std::vector<void*> unaligned_bases(64, reinterpret_cast<void*>((uintptr_t(1) << 20) + 4));
   CudaTarget small = target();
   small.sm_count = 40;
   EXPECT_EQ(choose_variant(k, aligned, small).gemm_tile, 32);
