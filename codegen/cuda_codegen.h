@@ -77,6 +77,20 @@ struct CudaVariant {
   int gemm_tile = 0;
 };
 
+/// The CUDA layouts: how a kernel's elements map to blocks and threads. A kernel and variant
+/// are in exactly one (layout_of); each layout's choice rule, launch shape and emitter live in
+/// codegen/layouts/<name>.cpp.
+enum class CudaLayout : uint8_t {
+  elementwise,  // a grid-stride loop over the flat index, optionally by 16-byte vectors
+  tiled,        // elementwise over a transposed read, through 32 x 32 shared-memory tiles
+  dot,          // elementwise with small dot products, a block (or cluster) splitting each K
+  gemm_tile,    // elementwise over a matrix of dot products, T x T output tiles per block
+  row_reduce,   // one output row per block
+  column_reduce // the innermost dim kept: neighbouring outputs on neighbouring threads
+};
+CudaLayout layout_of(const FusedKernel& k, const CudaVariant& v);
+const char* layout_name(CudaLayout l);
+
 struct CudaKernelSource {
   std::string name;   // readable name + short hash of `key`; also the extern "C" entry point
   std::string key;    // structural key: kernel_key(k) + variant + target + versions

@@ -3,7 +3,9 @@
 // included outside codegen/; the public API is cuda_codegen.h). Everything lives in namespace
 // cg. Who defines what:
 //   cuda_codegen_ops.cpp    the CUDA spelling of the tape (types, conversions, instructions)
-//   cuda_variant.cpp        per-variant shapes (elems_per_vec, ...), variant choice, launches
+//   cuda_variant.cpp        variant choice and launches across the layouts (layout_of), keys
+//   layouts/<layout>.cpp    each layout's choice rule, launch shape and numbers it shares with
+//                           its emitter (elems_per_vec, column_vec, gemm_bk, ...)
 //   cuda_params.cpp         the plan shared by renderer and packer (the Params fields)
 //   cuda_emit.cpp           class Emitter: shared helpers, elementwise and tiled kernels
 //   cuda_emit_reduce.cpp    Emitter: reductions, the row layout
@@ -36,9 +38,35 @@ std::string from_double(DType to, const std::string& e);
 std::string from_i64(DType to, const std::string& e);
 std::string inst_expr(const FusedKernel& k, int id);
 
-// ---- per-variant shapes (cuda_variant.cpp), shared by the emitter, keys and launches ---------
+// ---- the layouts (layouts/<layout>.cpp), shared by the emitter, keys and launches ----------
 
-inline constexpr int kBlock = 256; // elementwise block size (and the reduce maximum)
+inline constexpr int kBlock = 256;         // elementwise block size (and the reduce maximum)
+inline constexpr int kMaxCachedVecs = 8;   // registers per thread for a cached row: 8 x 16 bytes
+inline constexpr int kMaxCachedRowOps = 8; // longest tape that keeps its rows in registers
+
+// Choice rules, in the order choose_variant tries them: each fills its fields of v; a bool
+// one returns false (v untouched) when the kernel does not suit its layout. `blocks`: about
+// two per SM of the target.
+bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks);
+void choose_dot(const FusedKernel& k, CudaVariant& v, int64_t blocks);
+bool choose_column_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v);
+void choose_row_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v);
+bool choose_tiled(const FusedKernel& k, CudaVariant& v);
+void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v);
+// Launch shapes.
+CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+CudaLaunch launch_tiled(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+CudaLaunch launch_dot(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+CudaLaunch launch_gemm_tile(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+CudaLaunch launch_row_reduce(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+CudaLaunch launch_column_reduce(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
+// Both reduction layouts: bx = rows_per_block threads side by side along bx * V outputs, the
+// rest of the block down the reduced axis while each thread gets `per_thread` elements a step.
+CudaLaunch reduce_launch(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t,
+                         int64_t per_thread, int V);
+/// Whether slot's base plus offset elements of dt is 16-byte aligned (false: no such slot).
+bool aligned16(llvm::ArrayRef<void*> slot_base, int slot, int64_t offset, DType dt);
+
 // Elements per thread per step in the vec variant: enough that the narrowest operand moves 16
 // bytes per access (4 for 4-byte types, 8 for 16-bit and 1-byte ones), never fewer than 4.
 int elems_per_vec(const FusedKernel& k);

@@ -255,13 +255,17 @@ std::vector<Job> catalogue_jobs(const std::vector<FusedKernel>& all, size_t& uni
   sm80 = 0;
   const std::vector<void*> aligned_bases(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
   for (auto& [key, k] : unique) {
-    std::vector<std::pair<CudaVariant, int>> todo = {{{true, vec_possible(k)}, 90}};
-    if (n % 8 == 0) todo.push_back({{false, false}, 90});
-    if (n % 20 == 0) todo.push_back({{true, false}, 80}), ++sm80;
-    if (!k.dots.empty()) { // the dot layout as launches choose it (clusters on sm_90)
-      todo.push_back({choose_variant(k, aligned_bases, target()), 90});
-      todo.push_back({choose_variant(k, aligned_bases, target()), 80}), ++sm80;
-    }
+    // Kernels with dot products only in a layout launches choose (dot or GEMM tile).
+    const bool dots = !k.dots.empty();
+    const CudaVariant base =
+        dots ? choose_variant(k, aligned_bases, target()) : CudaVariant{true, vec_possible(k)};
+    CudaVariant wide = base, plain = base; // 64-bit indices; for sm_80 without vectors
+    wide.index32 = wide.vec = false;
+    plain.vec = false;
+    std::vector<std::pair<CudaVariant, int>> todo = {{base, 90}};
+    if (n % 8 == 0) todo.push_back({wide, 90});
+    if (n % 20 == 0) todo.push_back({plain, 80}), ++sm80;
+    if (dots) todo.push_back({base, 80}), ++sm80; // clusters on sm_90 only
     if (k.kind == FusedKernel::Kind::reduce) {
       CudaVariant chosen = choose_variant(k, aligned_bases, target());
       todo.push_back({chosen, 90});

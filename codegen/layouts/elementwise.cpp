@@ -1,0 +1,64 @@
+// The elementwise layout: a grid-stride loop over the flat index, one element per thread per
+// step, or one 16-byte vector per operand with `vec` (the emitter: Emitter::elementwise_body).
+#include "codegen/cuda_codegen_internal.h"
+
+#include <algorithm>
+
+namespace kiln::detail::cg {
+
+int elems_per_vec(const FusedKernel& k) {
+  int narrowest = 8;
+  for (const KernelInput& in : k.inputs)
+    if (in.cls != IndexClass::scalar) narrowest = std::min(narrowest, itemsize(in.dtype));
+  for (const KernelOutput& o : k.outputs) narrowest = std::min(narrowest, itemsize(o.dtype));
+  return std::clamp(16 / narrowest, 4, 8);
+}
+
+void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v) {
+  const int64_t n = k.shape.numel();
+  // Vector accesses: elementwise, every output contiguous and 16-byte aligned, every input
+  // scalar, contiguous and aligned, or strided such that each vector's elements (consecutive
+  // along the last dim, never straddling a row: its extent is a multiple of the vector) are
+  // one aligned vector of it (stride 1 along the last dim, the other strides multiples of the
+  // vector) or one element (stride 0 along the last dim).
+  const int epv = elems_per_vec(k);
+  if (n < epv) return;
+  const int last = k.shape.size() - 1;
+  bool vec = true;
+  for (size_t j = 0; j < k.inputs.size(); ++j) {
+    const KernelInput& in = k.inputs[j];
+    if (in.cls == IndexClass::scalar) continue;
+    if (in.cls == IndexClass::contiguous) {
+      vec &= aligned16(slot_base, in.slot, in.offset, in.dtype);
+      continue;
+    }
+    if (j >= 32 || last < 0 || k.shape[last] % epv != 0) {
+      vec = false;
+      break;
+    }
+    bool whole = in.strides[last] == 1 && aligned16(slot_base, in.slot, in.offset, in.dtype);
+    for (int d = 0; d < last; ++d) whole &= in.strides[d] % epv == 0;
+    if (whole)
+      v.vec_inputs |= 1u << j;
+    else if (in.strides[last] == 0)
+      v.splat_inputs |= 1u << j;
+    else
+      vec = false;
+  }
+  for (const KernelOutput& o : k.outputs)
+    vec &= out_contiguous(k, o) && aligned16(slot_base, o.slot, o.offset, o.dtype);
+  v.vec = vec;
+  if (!vec) v.vec_inputs = v.splat_inputs = 0;
+}
+
+CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
+  CudaLaunch l;
+  const int64_t n = k.shape.numel();
+  const int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(k) : 1);
+  l.block = kBlock;
+  l.grid = static_cast<uint32_t>(
+      std::min<int64_t>((n + per_block - 1) / per_block, int64_t(std::max(1, t.sm_count)) * 8));
+  return l; // grid 0 (n == 0): nothing to launch
+}
+
+} // namespace kiln::detail::cg
