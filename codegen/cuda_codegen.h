@@ -89,7 +89,6 @@ enum class CudaLayout : uint8_t {
   column_reduce // the innermost dim kept: neighbouring outputs on neighbouring threads
 };
 CudaLayout layout_of(const FusedKernel& k, const CudaVariant& v);
-const char* layout_name(CudaLayout l);
 
 struct CudaKernelSource {
   std::string name;   // readable name + short hash of `key`; also the extern "C" entry point

@@ -113,24 +113,6 @@ CudaLayout layout_of(const FusedKernel& k, const CudaVariant& v) {
   return v.tile_dim >= 0 ? CudaLayout::tiled : CudaLayout::elementwise;
 }
 
-const char* layout_name(CudaLayout l) {
-  switch (l) {
-  case CudaLayout::elementwise:
-    return "elementwise";
-  case CudaLayout::tiled:
-    return "tiled";
-  case CudaLayout::dot:
-    return "dot";
-  case CudaLayout::gemm_tile:
-    return "gemm_tile";
-  case CudaLayout::row_reduce:
-    return "row_reduce";
-  case CudaLayout::column_reduce:
-    return "column_reduce";
-  }
-  return "?";
-}
-
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                            const CudaTarget& t) {
   CudaVariant v;
