@@ -209,10 +209,43 @@ private:
   std::string row_value(const Red& r, const std::string& acc, const std::string& ia) const;
   void reduce_body();
   void combine(int ind, const Red& r);
+  // What the steps of reduce_body() and column_body() share: the kernel's passes over each row
+  // (see ReducePasses), its reductions and row constants, and the pass being emitted.
+  struct ReduceState {
+    ReducePasses rp;
+    std::vector<Red> reds;
+    std::vector<bool> consts; // row_constants()
+    int pass = 0;
+  };
+  bool folded_in_pass(const ReduceState& st, const Red& r) const;
+  bool stored_in_pass(const ReduceState& st, size_t j) const;
+  void open_output_loop(int step, const std::string& first_o);
+  void reduce_declare_shared(const std::vector<Red>& reds);
+  void reduce_shared_row_pointers();
+  void reduce_cache_row();
+  void reduce_pass(const ReduceState& st);
+  void reduce_vector_loop(const ReduceState& st);
+  void reduce_vector_loads(const ReduceState& st, int epv);
+  void reduce_element(int ind, const ReduceState& st, const Load& load, bool vec_out);
 
   // The column layout of reductions (cuda_emit_column.cpp).
   void column_body();
   void column_combine(int ind, const std::vector<const Red*>& rs, int V, int bx);
+  // The column layout's shape, and what it knows of the reductions as its passes are emitted.
+  struct ColumnState : ReduceState {
+    int bx = 0, V = 0, U = 0; // threads along the columns, columns per thread, rows per step
+    std::vector<bool> vec_in; // input j is read as one vector of V columns
+    bool flat_index = false;  // the tape uses the flat index (iota, random numbers)
+    std::vector<const Red*> now, known; // folded in this pass, combined in earlier ones
+    bool stores = false;                // this pass stores elementwise outputs
+  };
+  void column_declare_shared(const ColumnState& st);
+  void column_pass(ColumnState& st);
+  void column_declare_accumulators(const ColumnState& st);
+  void column_rows(int ind, int u_count, const ColumnState& st);
+  void column_row(int ind, int u, const ColumnState& st);
+  void column_known_values(int ind, const ColumnState& st);
+  void column_store_row_results(const ColumnState& st);
 
   const FusedKernel& k_;
   const CudaVariant& v_;

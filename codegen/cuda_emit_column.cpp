@@ -31,171 +31,195 @@ namespace kiln::detail::cg {
 // extents not a multiple of V, operands not of stride 1 along the columns) bx = 32 threads
 // read 32 columns and U = 8 rows per step.
 void Emitter::column_body() {
-  const ReducePasses rp = reduce_passes(k_);
-  const std::vector<Red> reds = reductions();
-  const int bx = v_.rows_per_block, V = column_vec(k_, v_), U = column_rows_per_step(k_, v_);
-  const int C = bx * V, last_kept = pl_.nkept - 1;
+  ColumnState st;
+  st.rp = reduce_passes(k_);
+  st.reds = reductions();
+  st.bx = v_.rows_per_block;
+  st.V = column_vec(k_, v_);
+  st.U = column_rows_per_step(k_, v_);
   // Row constants are per column: hoisted with one column per thread (with V they would be
   // arrays like the reductions' k_v; left per element).
-  const std::vector<bool> consts = row_constants();
-  if (V == 1) hoist_ = &consts;
+  st.consts = row_constants();
+  if (st.V == 1) hoist_ = &st.consts;
   // Input j is read as a vector of V columns when it moves along them (stride 1, checked by
   // choose_variant), as one element shared by the V columns when it is constant along them.
-  auto vload = [&](size_t j) {
-    const std::vector<int>& dims = pl_.in[j].dims;
-    return V > 1 && pl_.in[j].mode == M::strided &&
-           std::find(dims.begin(), dims.end(), last_kept) != dims.end();
-  };
-  auto E = [&](const std::string& name) { return V > 1 ? name + "[e]" : name; };
-  bool flat_index = false;
+  const int last_kept = pl_.nkept - 1;
+  for (const CgOperand& in : pl_.in)
+    st.vec_in.push_back(st.V > 1 && in.mode == M::strided &&
+                        std::find(in.dims.begin(), in.dims.end(), last_kept) != in.dims.end());
   for (const TapeInst& in : k_.tape)
-    flat_index |=
+    st.flat_index |=
         in.op == OpCode::iota || in.op == OpCode::rand_uniform || in.op == OpCode::rand_normal;
-  // Two buffers per reduction when V > 1: column e + 1 writes one while column e is read.
-  const int nbuf = V > 1 ? 2 : 1;
-  for (const Red& r : reds) {
-    line(1, fmt::format("__shared__ {} k_s{}[{}];", r.A, r.t, nbuf * kBlock));
-    if (r.arg) line(1, fmt::format("__shared__ long long k_sa{}[{}];", r.t, nbuf * kBlock));
-  }
+  column_declare_shared(st);
   line(1, "const idx_t O = (idx_t)p.O, R = (idx_t)p.R;");
   line(1, fmt::format("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0}, by = "
                       "blockDim.x / {0};",
-                      bx));
-  line(1, fmt::format("for (idx_t ob = (idx_t)blockIdx.x * {0}; ob < O; ob += (idx_t)gridDim.x * "
-                      "{0}) {{",
-                      C));
-  line(2, V > 1 ? fmt::format("const idx_t o = ob + tx * {}; // the first of {} columns", V, V)
-                : std::string("const idx_t o = ob + tx;"));
-  line(2, "const bool valid = o < O;");
-  declare_offsets(2, "ki", nullptr, "ko");
-  if (pl_.shape_fields && pl_.nkept > 0) { // else unravel emits nothing: no dangling if
-    line(2, "if (valid)");
-    unravel(2, "o", 0, pl_.nkept, "ki", "ko");
-  }
-  // The row values of the reductions combined so far, per column.
-  std::vector<const Red*> known;
-  auto row_values = [&](int ind) {
-    if (V == 1) return; // v<t> are declared where they are combined
-    for (const Red* r : known)
-      line(ind, fmt::format("const {0} v{1} = k_v{1}[e];", cg::ct_name(k_.tape[r->t].dtype), r->t));
-  };
-  for (int pass = 0; pass < rp.passes; ++pass) {
-    if (V == 1) row_constants_of(2, consts, rp, pass);
-    std::vector<const Red*> now; // folded in this pass
-    for (const Red& r : reds)
-      if (rp.level[k_.tape[r.t].a] == pass) now.push_back(&r);
-    for (const Red* r : now) {
-      line(2, V > 1 ? fmt::format("{} acc{}[{}];", r->A, r->t, V)
-                    : fmt::format("{} acc{} = {};", r->A, r->t, r->init));
-      if (r->arg)
-        line(2, V > 1 ? fmt::format("long long arg{}[{}];", r->t, V)
-                      : fmt::format("long long arg{} = -1;", r->t));
-    }
-    if (V > 1 && !now.empty()) {
-      line(2, "#pragma unroll");
-      line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
-      for (const Red* r : now) {
-        line(3, fmt::format("acc{}[e] = {};", r->t, r->init));
-        if (r->arg) line(3, fmt::format("arg{}[e] = -1;", r->t));
-      }
-      line(2, "}");
-    }
-    bool stores = false;
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      stores |= !k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass;
-    // `u` rows from row rb + u * by: offsets and loads of all of them, then their elements.
-    auto rows = [&](int ind, int u_count) {
-      for (int u = 0; u < u_count; ++u) {
-        const std::string in_var = fmt::format("u{}oi", u), out_var = fmt::format("u{}oo", u);
-        declare_offsets(ind, in_var.c_str(), "ki", stores ? out_var.c_str() : nullptr, "ko");
-        unravel(ind, u ? fmt::format("rb + {} * by", u) : "rb", pl_.nkept, pl_.rank, in_var,
-                stores ? out_var : "");
-      }
-      for (int u = 0; u < u_count; ++u)
-        for (size_t j = 0; j < pl_.in.size(); ++j) {
-          if (pl_.in[j].mode == M::scalar) continue; // unused loads are dead code
-          const char* st = cg::st_name(k_.inputs[j].dtype);
-          if (vload(j))
-            line(ind, fmt::format("const k_vec<{0}, {1}> u{2}x{3} = *reinterpret_cast<const "
-                                  "k_vec<{0}, {1}>*>(p.in{3} + u{2}oi{3});",
-                                  st, V, u, j));
-          else
-            line(ind, fmt::format("const {0} u{1}x{2} = p.in{2}[u{1}oi{2}];", st, u, j));
-        }
-      for (int u = 0; u < u_count; ++u) {
-        line(ind, "{");
-        const int in = ind + 1;
-        if (flat_index || std::any_of(now.begin(), now.end(), [](const Red* r) { return r->arg; }))
-          line(in, u ? fmt::format("const idx_t r = rb + {} * by;", u) : "const idx_t r = rb;");
-        for (size_t j = 0; j < pl_.out.size(); ++j)
-          if (V > 1 && !k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
-            line(in, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), V, j));
-        int ein = in;
-        if (V > 1) {
-          line(in, "#pragma unroll");
-          line(in, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
-          ein = in + 1;
-        }
-        if (flat_index) // iota and random numbers: the flat index in (kept, reduced) order
-          line(ein, V > 1 ? "const idx_t i = (o + e) * R + r;" : "const idx_t i = o * R + r;");
-        row_values(ein);
-        tape(
-            ein,
-            [&](int j) {
-              if (pl_.in[j].mode == M::scalar) return fmt::format("p.in{}[0]", j);
-              return vload(j) ? fmt::format("u{}x{}.v[e]", u, j) : fmt::format("u{}x{}", u, j);
-            },
-            rp.level.data(), pass);
-        for (const Red* r : now)
-          fold(ein, *r, E(fmt::format("acc{}", r->t)), E(fmt::format("arg{}", r->t)),
-               fmt::format("({})v{}", r->X, k_.tape[r->t].a), "(long long)r");
-        for (size_t j = 0; j < pl_.out.size(); ++j) {
-          const KernelOutput& o = k_.outputs[j];
-          if (o.reduced || rp.level[o.value] != pass) continue;
-          line(ein, V > 1 ? fmt::format("y{}.v[e] = {};", j, stored(j))
-                          : fmt::format("p.out{}[u{}oo{}] = {};", j, u, j, stored(j)));
-        }
-        if (V > 1) {
-          line(in, "}");
-          for (size_t j = 0; j < pl_.out.size(); ++j)
-            if (!k_.outputs[j].reduced && rp.level[k_.outputs[j].value] == pass)
-              line(in, fmt::format("*reinterpret_cast<k_vec<{0}, {1}>*>(p.out{2} + u{3}oo{2}) = "
-                                   "y{2};",
-                                   cg::st_name(k_.outputs[j].dtype), V, j, u));
-        }
-        line(ind, "}");
-      }
-    };
-    line(2, pass == 0 ? "idx_t rb = ty;" : "rb = ty;");
-    line(2, fmt::format("for (; valid && rb + {} * by < R; rb += {} * by) {{", U - 1, U));
-    rows(3, U);
-    line(2, "}");
-    line(2, "for (; valid && rb < R; rb += by) {");
-    rows(3, 1);
-    line(2, "}");
-    if (!now.empty()) column_combine(2, now, V, bx);
-    for (const Red* r : now) known.push_back(r);
-  }
-  bool per_row = false;
-  for (const KernelOutput& o : k_.outputs) per_row |= o.reduced;
-  if (per_row) {
-    line(2, "if (ty == 0 && valid) {");
-    int in = 3;
-    if (V > 1) {
-      line(3, "#pragma unroll");
-      line(3, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
-      in = 4;
-      row_values(in);
-    }
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      if (k_.outputs[j].reduced)
-        line(in, fmt::format("p.out{}[o{}] = {};", j, V > 1 ? " + e" : "", stored(j)));
-    if (V > 1) line(3, "}");
-    line(2, "}");
-  }
+                      st.bx));
+  open_output_loop(
+      st.bx * st.V,
+      st.V > 1 ? fmt::format("const idx_t o = ob + tx * {}; // the first of {} columns", st.V, st.V)
+               : std::string("const idx_t o = ob + tx;"));
+  for (st.pass = 0; st.pass < st.rp.passes; ++st.pass) column_pass(st);
+  column_store_row_results(st);
   line(2, "__syncthreads(); // the shared accumulators are reused by the next columns");
   line(1, "}");
   hoist_ = nullptr;
+}
+
+// The shared arrays through which column_combine() meets the by partial accumulators of each
+// column: two buffers per reduction when V > 1, so that column e + 1 writes one while column e
+// is read from the other.
+void Emitter::column_declare_shared(const ColumnState& st) {
+  const int nbuf = st.V > 1 ? 2 : 1;
+  for (const Red& r : st.reds) {
+    line(1, fmt::format("__shared__ {} k_s{}[{}];", r.A, r.t, nbuf * kBlock));
+    if (r.arg) line(1, fmt::format("__shared__ long long k_sa{}[{}];", r.t, nbuf * kBlock));
+  }
+}
+
+// One pass down the reduced axis: the row constants it needs, the accumulators of the
+// reductions it folds, the loop taking U rows per step (all their loads issue before any of
+// their arithmetic) and then the rest one row at a time, and the shared-memory combine that
+// gives every thread its columns' row values for the passes after this one.
+void Emitter::column_pass(ColumnState& st) {
+  if (st.V == 1) row_constants_of(2, st.consts, st.rp, st.pass);
+  st.now.clear();
+  for (const Red& r : st.reds)
+    if (folded_in_pass(st, r)) st.now.push_back(&r);
+  column_declare_accumulators(st);
+  st.stores = false;
+  for (size_t j = 0; j < pl_.out.size(); ++j) st.stores |= stored_in_pass(st, j);
+  line(2, st.pass == 0 ? "idx_t rb = ty;" : "rb = ty;");
+  line(2, fmt::format("for (; valid && rb + {} * by < R; rb += {} * by) {{", st.U - 1, st.U));
+  column_rows(3, st.U, st);
+  line(2, "}");
+  line(2, "for (; valid && rb < R; rb += by) {");
+  column_rows(3, 1, st);
+  line(2, "}");
+  if (!st.now.empty()) column_combine(2, st.now, st.V, st.bx);
+  for (const Red* r : st.now) st.known.push_back(r);
+}
+
+// The accumulators (and argmax indices) of the reductions folded in this pass, set to their
+// initial values: arrays of V, one per column, when a thread owns V columns.
+void Emitter::column_declare_accumulators(const ColumnState& st) {
+  const int V = st.V;
+  for (const Red* r : st.now) {
+    line(2, V > 1 ? fmt::format("{} acc{}[{}];", r->A, r->t, V)
+                  : fmt::format("{} acc{} = {};", r->A, r->t, r->init));
+    if (r->arg)
+      line(2, V > 1 ? fmt::format("long long arg{}[{}];", r->t, V)
+                    : fmt::format("long long arg{} = -1;", r->t));
+  }
+  if (V > 1 && !st.now.empty()) {
+    line(2, "#pragma unroll");
+    line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
+    for (const Red* r : st.now) {
+      line(3, fmt::format("acc{}[e] = {};", r->t, r->init));
+      if (r->arg) line(3, fmt::format("arg{}[e] = -1;", r->t));
+    }
+    line(2, "}");
+  }
+}
+
+// `u_count` rows from row rb + u * by: the offsets and loads of all of them first (so that the
+// loads are in flight together), then each row's elements (column_row()).
+void Emitter::column_rows(int ind, int u_count, const ColumnState& st) {
+  for (int u = 0; u < u_count; ++u) {
+    const std::string in_var = fmt::format("u{}oi", u), out_var = fmt::format("u{}oo", u);
+    declare_offsets(ind, in_var.c_str(), "ki", st.stores ? out_var.c_str() : nullptr, "ko");
+    unravel(ind, u ? fmt::format("rb + {} * by", u) : "rb", pl_.nkept, pl_.rank, in_var,
+            st.stores ? out_var : "");
+  }
+  for (int u = 0; u < u_count; ++u)
+    for (size_t j = 0; j < pl_.in.size(); ++j) {
+      if (pl_.in[j].mode == M::scalar) continue; // unused loads are dead code
+      const char* t = cg::st_name(k_.inputs[j].dtype);
+      if (st.vec_in[j])
+        line(ind, fmt::format("const k_vec<{0}, {1}> u{2}x{3} = *reinterpret_cast<const "
+                              "k_vec<{0}, {1}>*>(p.in{3} + u{2}oi{3});",
+                              t, st.V, u, j));
+      else
+        line(ind, fmt::format("const {0} u{1}x{2} = p.in{2}[u{1}oi{2}];", t, u, j));
+    }
+  for (int u = 0; u < u_count; ++u) column_row(ind, u, st);
+}
+
+// Row u of a step, from the values column_rows() loaded: for each of the thread's columns the
+// tape, the folds into the accumulators and the elementwise outputs; with V columns those are
+// gathered into one vector per output and stored once.
+void Emitter::column_row(int ind, int u, const ColumnState& st) {
+  const int V = st.V;
+  line(ind, "{");
+  const int in = ind + 1;
+  if (st.flat_index ||
+      std::any_of(st.now.begin(), st.now.end(), [](const Red* r) { return r->arg; }))
+    line(in, u ? fmt::format("const idx_t r = rb + {} * by;", u) : "const idx_t r = rb;");
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    if (V > 1 && stored_in_pass(st, j))
+      line(in, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), V, j));
+  int ein = in;
+  if (V > 1) {
+    line(in, "#pragma unroll");
+    line(in, fmt::format("for (int e = 0; e < {}; ++e) {{", V));
+    ein = in + 1;
+  }
+  if (st.flat_index) // iota and random numbers: the flat index in (kept, reduced) order
+    line(ein, V > 1 ? "const idx_t i = (o + e) * R + r;" : "const idx_t i = o * R + r;");
+  column_known_values(ein, st);
+  tape(
+      ein,
+      [&](int j) {
+        if (pl_.in[j].mode == M::scalar) return fmt::format("p.in{}[0]", j);
+        return st.vec_in[j] ? fmt::format("u{}x{}.v[e]", u, j) : fmt::format("u{}x{}", u, j);
+      },
+      st.rp.level.data(), st.pass);
+  const std::string el = V > 1 ? "[e]" : "";
+  for (const Red* r : st.now)
+    fold(ein, *r, fmt::format("acc{}{}", r->t, el), fmt::format("arg{}{}", r->t, el),
+         fmt::format("({})v{}", r->X, k_.tape[r->t].a), "(long long)r");
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    if (stored_in_pass(st, j))
+      line(ein, V > 1 ? fmt::format("y{}.v[e] = {};", j, stored(j))
+                      : fmt::format("p.out{}[u{}oo{}] = {};", j, u, j, stored(j)));
+  if (V > 1) {
+    line(in, "}");
+    for (size_t j = 0; j < pl_.out.size(); ++j)
+      if (stored_in_pass(st, j))
+        line(in, fmt::format("*reinterpret_cast<k_vec<{0}, {1}>*>(p.out{2} + u{3}oo{2}) = y{2};",
+                             cg::st_name(k_.outputs[j].dtype), V, j, u));
+  }
+  line(ind, "}");
+}
+
+// Inside a loop over the thread's V columns (e): the row values v<t> of column e of the
+// reductions combined in earlier passes, read from the k_v<t> arrays column_combine() filled.
+// With one column per thread, column_combine() declares v<t> itself.
+void Emitter::column_known_values(int ind, const ColumnState& st) {
+  if (st.V == 1) return;
+  for (const Red* r : st.known)
+    line(ind, fmt::format("const {0} v{1} = k_v{1}[e];", cg::ct_name(k_.tape[r->t].dtype), r->t));
+}
+
+// The per-row outputs (reductions' results) after the last pass: thread ty = 0 of each column
+// stores them, once per column, V consecutive ones when a thread owns V.
+void Emitter::column_store_row_results(const ColumnState& st) {
+  bool per_row = false;
+  for (const KernelOutput& o : k_.outputs) per_row |= o.reduced;
+  if (!per_row) return;
+  line(2, "if (ty == 0 && valid) {");
+  int in = 3;
+  if (st.V > 1) {
+    line(3, "#pragma unroll");
+    line(3, fmt::format("for (int e = 0; e < {}; ++e) {{", st.V));
+    in = 4;
+    column_known_values(in, st);
+  }
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    if (k_.outputs[j].reduced)
+      line(in, fmt::format("p.out{}[o{}] = {};", j, st.V > 1 ? " + e" : "", stored(j)));
+  if (st.V > 1) line(3, "}");
+  line(2, "}");
 }
 
 // Combines the partial accumulators of the reductions `rs` (folded in the same pass) of the
