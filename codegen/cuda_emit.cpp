@@ -20,10 +20,26 @@ std::string Emitter::run(const std::string& name) {
                       kBlock,
                       cluster ? fmt::format(" __cluster_dims__({}, 1, 1)", v_.dot_cluster) : "",
                       name));
-  if (pl_.reduce)
-    reduce_body();
-  else
+  switch (layout_of(k_, v_)) {
+  case CudaLayout::elementwise:
     elementwise_body();
+    break;
+  case CudaLayout::tiled:
+    tiled_body();
+    break;
+  case CudaLayout::dot:
+    dot_body();
+    break;
+  case CudaLayout::gemm_tile:
+    gemm_body();
+    break;
+  case CudaLayout::row_reduce:
+    reduce_body();
+    break;
+  case CudaLayout::column_reduce:
+    column_body();
+    break;
+  }
   line(0, "}");
   return std::move(s_);
 }
@@ -210,8 +226,6 @@ void Emitter::tiled_body() {
 }
 
 void Emitter::elementwise_body() {
-  if (!k_.dots.empty()) return v_.gemm_tile > 0 ? gemm_body() : dot_body();
-  if (v_.tile_dim >= 0) return tiled_body();
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, "const idx_t tid = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");
   line(1, "const idx_t stride = (idx_t)gridDim.x * blockDim.x;");

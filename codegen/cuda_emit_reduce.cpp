@@ -96,9 +96,8 @@ std::string Emitter::row_value(const Red& r, const std::string& acc, const std::
 // partial accumulators combined by warp shuffles. Each row is walked once per pass (see
 // ReducePasses): values are recomputed, and their loads hit the cache, rather than kept
 // (except cached_vecs); a reduction's result is a row variable from the pass after the one
-// that folds it. Reductions that keep the innermost dim take column_body().
+// that folds it.
 void Emitter::reduce_body() {
-  if (v_.rows_per_block > 1) return column_body();
   ReduceState st;
   st.rp = reduce_passes(k_);
   st.consts = row_constants();
