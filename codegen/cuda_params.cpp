@@ -51,8 +51,13 @@ bool out_contiguous(const FusedKernel& k, const KernelOutput& o) {
   return is_contiguous(Layout{k.shape, o.strides, 0});
 }
 
-CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
-  CgPlan pl;
+namespace {
+
+using M = CgOperand::Mode;
+using T = CgField::Type;
+
+// The iteration order (reduce: kept dims, then reduced dims) and how each operand is indexed.
+void plan_operands(const FusedKernel& k, CgPlan& pl) {
   pl.reduce = k.kind == FusedKernel::Kind::reduce;
   pl.rank = k.shape.size();
   for (int d = 0; d < pl.rank; ++d)
@@ -63,8 +68,6 @@ CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
       if (k.reduce_axes & (1u << d)) pl.perm.push_back(d);
   bool identity = true;
   for (int d = 0; d < pl.rank; ++d) identity &= pl.perm[d] == d;
-
-  using M = CgOperand::Mode;
   for (const KernelInput& in : k.inputs) {
     CgOperand op;
     if (in.cls == IndexClass::scalar) {
@@ -88,28 +91,31 @@ CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
     pl.shape_fields |= op.mode == M::strided;
     pl.out.push_back(op);
   }
+}
 
-  auto add = [&](CgField::Type t, std::string name, uint64_t bits, std::string ptr_type = {}) {
-    pl.fields.push_back({t, std::move(name), std::move(ptr_type), bits});
-  };
+void add(CgPlan& pl, T t, std::string name, uint64_t bits, std::string ptr_type = {}) {
+  pl.fields.push_back({t, std::move(name), std::move(ptr_type), bits});
+}
+
+// Sizes, the operands' pointers (their values from slot_base, 0 without) and strides.
+void plan_memory_fields(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CgPlan& pl) {
   auto ptr = [&](int slot, int64_t offset, DType dt) -> uint64_t {
     if (slot < 0 || static_cast<size_t>(slot) >= slot_base.size() || !slot_base[slot]) return 0;
     const char* base = static_cast<const char*>(slot_base[slot]);
     return reinterpret_cast<uintptr_t>(base + offset * itemsize(dt));
   };
-  using T = CgField::Type;
   if (pl.reduce) {
     int64_t O = 1, R = 1;
     for (int d = 0; d < pl.rank; ++d) (d < pl.nkept ? O : R) *= k.shape[pl.perm[d]];
-    add(T::i64, "O", i64_bits(O));
-    add(T::i64, "R", i64_bits(R));
+    add(pl, T::i64, "O", i64_bits(O));
+    add(pl, T::i64, "R", i64_bits(R));
   } else {
-    add(T::i64, "n", i64_bits(k.shape.numel()));
+    add(pl, T::i64, "n", i64_bits(k.shape.numel()));
   }
   if (pl.shape_fields)
-    for (int d = 0; d < pl.rank; ++d) add(T::i64, fmt::format("sh{}", d), k.shape[pl.perm[d]]);
+    for (int d = 0; d < pl.rank; ++d) add(pl, T::i64, fmt::format("sh{}", d), k.shape[pl.perm[d]]);
   auto ptr_field = [&](std::string name, int slot, int64_t offset, DType dt, std::string type) {
-    add(T::ptr, std::move(name), ptr(slot, offset, dt), std::move(type));
+    add(pl, T::ptr, std::move(name), ptr(slot, offset, dt), std::move(type));
     pl.fields.back().slot = slot;
     pl.fields.back().byte_offset = offset * itemsize(dt);
   };
@@ -118,33 +124,38 @@ CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
     ptr_field(fmt::format("in{}", j), in.slot, in.offset, in.dtype,
               fmt::format("const {}*", cg::st_name(in.dtype)));
     for (int d : pl.in[j].dims)
-      add(T::i64, fmt::format("in{}_s{}", j, d), i64_bits(in.strides[pl.perm[d]]));
+      add(pl, T::i64, fmt::format("in{}_s{}", j, d), i64_bits(in.strides[pl.perm[d]]));
   }
   for (size_t j = 0; j < k.outputs.size(); ++j) {
     const KernelOutput& o = k.outputs[j];
     ptr_field(fmt::format("out{}", j), o.slot, o.offset, o.dtype,
               fmt::format("{}*", cg::st_name(o.dtype)));
     for (int d : pl.out[j].dims)
-      add(T::i64, fmt::format("out{}_s{}", j, d), i64_bits(o.strides[pl.perm[d]]));
+      add(pl, T::i64, fmt::format("out{}_s{}", j, d), i64_bits(o.strides[pl.perm[d]]));
   }
+}
+
+// The tape's constants, iota parameters and random keys, and the dot products' K and strides:
+// values, never part of the source, so one compiled kernel serves them all.
+void plan_value_fields(const FusedKernel& k, CgPlan& pl) {
   for (size_t t = 0; t < k.tape.size(); ++t) {
     const TapeInst& in = k.tape[t];
     switch (in.op) {
     case OpCode::constant:
       if (is_floating(in.dtype))
-        add(T::f64, fmt::format("c{}", t), f64_bits(in.imm));
+        add(pl, T::f64, fmt::format("c{}", t), f64_bits(in.imm));
       else
-        add(T::i64, fmt::format("c{}", t),
+        add(pl, T::i64, fmt::format("c{}", t),
             i64_bits(in.dtype == DType::boolean ? (in.imm != 0) : in.iimm));
       break;
     case OpCode::iota:
-      add(T::f64, fmt::format("c{}_a", t), f64_bits(in.imm));
-      add(T::f64, fmt::format("c{}_b", t), f64_bits(in.imm2));
+      add(pl, T::f64, fmt::format("c{}_a", t), f64_bits(in.imm));
+      add(pl, T::f64, fmt::format("c{}_b", t), f64_bits(in.imm2));
       break;
     case OpCode::rand_uniform:
     case OpCode::rand_normal:
-      add(T::u64, fmt::format("c{}_seed", t), in.seed);
-      add(T::u64, fmt::format("c{}_ctr", t), in.counter);
+      add(pl, T::u64, fmt::format("c{}_seed", t), in.seed);
+      add(pl, T::u64, fmt::format("c{}_ctr", t), in.counter);
       break;
     default:
       break;
@@ -152,10 +163,19 @@ CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
   }
   for (size_t j = 0; j < k.dots.size(); ++j) {
     const KernelDot& d = k.dots[j];
-    add(T::i64, fmt::format("d{}_K", j), i64_bits(d.K));
-    add(T::i64, fmt::format("d{}_ak", j), i64_bits(d.a_k));
-    add(T::i64, fmt::format("d{}_bk", j), i64_bits(d.b_k));
+    add(pl, T::i64, fmt::format("d{}_K", j), i64_bits(d.K));
+    add(pl, T::i64, fmt::format("d{}_ak", j), i64_bits(d.a_k));
+    add(pl, T::i64, fmt::format("d{}_bk", j), i64_bits(d.b_k));
   }
+}
+
+} // namespace
+
+CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
+  CgPlan pl;
+  plan_operands(k, pl);
+  plan_memory_fields(k, slot_base, pl);
+  plan_value_fields(k, pl);
   return pl;
 }
 
