@@ -175,10 +175,39 @@ private:
   void elementwise_body();
   // Elementwise kernels with dot products (cuda_emit_dot.cpp).
   void dot_body();
+  struct DotShape; // the layout's sizes, defined in cuda_emit_dot.cpp
+  const char* dot_acc(size_t j) const;
+  void dot_element_loop(const DotShape& ds);
+  void dot_group_sums(const DotShape& ds, size_t g);
+  void dot_k_loops(const DotShape& ds, const std::vector<size_t>& group);
+  std::string dot_term(size_t j, const std::string& a, const std::string& b) const;
+  void dot_tree_sum(const DotShape& ds);
+  void dot_finish(const DotShape& ds);
+  void store_outputs(int ind);
   std::string dot_base(int j) const;
   static const char* cluster_helpers();
   // Elementwise kernels over a matrix of dot products (cuda_emit_gemm.cpp).
   void gemm_body();
+  struct GemmShape; // the layout's sizes, defined in cuda_emit_gemm.cpp
+  void gemm_tile_loop(const GemmShape& g);
+  std::string gemm_in_stride(int j, int dim) const;
+  std::string gemm_in_base(int j) const;
+  void gemm_element(const GemmShape& g, int ind, const std::string& q);
+  void gemm_tile_operands(const GemmShape& g);
+  void gemm_prefetch_epilogue(const GemmShape& g);
+  void gemm_load_chunk(const GemmShape& g, int ind, int d, const std::string& k0);
+  void gemm_k_loops(const GemmShape& g);
+  void gemm_dot_k_loop(const GemmShape& g, int d);
+  void gemm_stage_chunk(const GemmShape& g);
+  std::string gemm_vec_load(const GemmShape& g, const std::string& dst,
+                            const std::string& at) const;
+  void gemm_multiply(const GemmShape& g, int ind, int d, const std::string& end, bool whole);
+  void gemm_park_sums(const GemmShape& g);
+  void gemm_park(const GemmShape& g, const std::string& off, const std::string& what);
+  void gemm_combine_groups(const GemmShape& g, int d);
+  void gemm_epilogue(const GemmShape& g);
+  void gemm_finish(const GemmShape& g, int ind, const Load& load);
+  void gemm_cluster_sum(const GemmShape& g, int ind, int d);
 
   // Reductions and their row layout (cuda_emit_reduce.cpp).
   // A reduction of the tape as the reduce emitters fold it: accumulators are double (floats) or
