@@ -4,14 +4,14 @@
 // cg. Who defines what:
 //   cuda_codegen_ops.cpp    the CUDA spelling of the tape (types, conversions, instructions)
 //   cuda_variant.cpp        variant choice and launches across the layouts (layout_of), keys
-//   layouts/<layout>.cpp    each layout's choice rule, launch shape and numbers it shares with
-//                           its emitter (elems_per_vec, column_vec, gemm_bk, ...)
+//   layouts/<layout>.cpp    one per CudaLayout: its choice rule, launch shape, the numbers it
+//                           shares with its emitter (elems_per_vec, gemm_bk, ...) and its
+//                           emitter (Emitter::<layout>_body and its steps)
 //   cuda_params.cpp         the plan shared by renderer and packer (the Params fields)
-//   cuda_emit.cpp           class Emitter: shared helpers, elementwise and tiled kernels
-//   cuda_emit_reduce.cpp    Emitter: reductions, the row layout
-//   cuda_emit_column.cpp    Emitter: the column layout of reductions
-//   cuda_emit_dot.cpp       Emitter: elementwise kernels with dot products (small matmuls)
-//   cuda_emit_gemm.cpp      Emitter: the GEMM-tile layout of kernels with dot products
+//   cuda_emit.cpp           class Emitter: what every layout shares (offsets, loads, the tape,
+//                           stores, the cluster helpers) and the dispatch over layouts
+//   cuda_emit_reduce.cpp    Emitter: what both reduction layouts share (accumulators, folds,
+//                           the block combine, the loop over output rows)
 //   cuda_codegen.cpp        the public entry points: source and key, packed parameters
 #include "codegen/cuda_codegen.h"
 
@@ -170,12 +170,12 @@ private:
   void row_constants_of(int ind, const std::vector<bool>& c, const ReducePasses& rp, int pass);
   std::string stored(size_t j) const;
 
-  // Elementwise kernels (cuda_emit.cpp).
+  // The elementwise and tiled layouts (layouts/elementwise.cpp, layouts/tiled.cpp).
   void tiled_body();
   void elementwise_body();
-  // Elementwise kernels with dot products (cuda_emit_dot.cpp).
+  // The dot layout: elementwise kernels with dot products (layouts/dot.cpp).
   void dot_body();
-  struct DotShape; // the layout's sizes, defined in cuda_emit_dot.cpp
+  struct DotShape; // the layout's sizes, defined in layouts/dot.cpp
   const char* dot_acc(size_t j) const;
   void dot_element_loop(const DotShape& ds);
   void dot_group_sums(const DotShape& ds, size_t g);
@@ -183,12 +183,13 @@ private:
   std::string dot_term(size_t j, const std::string& a, const std::string& b) const;
   void dot_tree_sum(const DotShape& ds);
   void dot_finish(const DotShape& ds);
-  void store_outputs(int ind);
   std::string dot_base(int j) const;
-  static const char* cluster_helpers();
-  // Elementwise kernels over a matrix of dot products (cuda_emit_gemm.cpp).
+  void store_outputs(int ind);          // cuda_emit.cpp
+  static const char* cluster_helpers(); // cuda_emit.cpp
+  // The GEMM-tile layout: elementwise kernels over a matrix of dot products
+  // (layouts/gemm_tile.cpp).
   void gemm_body();
-  struct GemmShape; // the layout's sizes, defined in cuda_emit_gemm.cpp
+  struct GemmShape; // the layout's sizes, defined in layouts/gemm_tile.cpp
   void gemm_tile_loop(const GemmShape& g);
   std::string gemm_in_stride(int j, int dim) const;
   std::string gemm_in_base(int j) const;
@@ -209,7 +210,7 @@ private:
   void gemm_finish(const GemmShape& g, int ind, const Load& load);
   void gemm_cluster_sum(const GemmShape& g, int ind, int d);
 
-  // Reductions and their row layout (cuda_emit_reduce.cpp).
+  // Reductions (cuda_emit_reduce.cpp) and the row layout (layouts/row_reduce.cpp).
   // A reduction of the tape as the reduce emitters fold it: accumulators are double (floats) or
   // long long (integers, argmax's index), as on the CPU reference.
   struct Red {
@@ -257,7 +258,7 @@ private:
   void reduce_vector_loads(const ReduceState& st, int epv);
   void reduce_element(int ind, const ReduceState& st, const Load& load, bool vec_out);
 
-  // The column layout of reductions (cuda_emit_column.cpp).
+  // The column layout of reductions (layouts/column_reduce.cpp).
   void column_body();
   void column_combine(int ind, const std::vector<const Red*>& rs, int V, int bx);
   // The column layout's shape, and what it knows of the reductions as its passes are emitted.

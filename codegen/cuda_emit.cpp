@@ -1,8 +1,9 @@
 // Source emission: class Emitter (declared in cuda_codegen_internal.h) writes a kernel's body
 // from the plan. This file holds what every layout shares (offsets, loads, the tape, row
-// constants) and the elementwise kernels, plain, vectorized and tiled; reductions are in
-// cuda_emit_reduce.cpp (row layout) and cuda_emit_column.cpp (column layout).
+// constants, stores, the cluster helpers) and picks the layout's emitter; each layout's own
+// emitter is in codegen/layouts/<layout>.cpp.
 #include "codegen/cuda_codegen_internal.h"
+#include "kiln_embedded_sources.h" // codegen/device/*.cuh
 
 #include <fmt/format.h>
 
@@ -159,128 +160,23 @@ std::string Emitter::stored(size_t j) const {
   return cg::store_cvt(o.dtype, k_.tape[o.value].dtype, fmt::format("v{}", o.value));
 }
 
-// Tiled elementwise kernel (CudaVariant::tile_dim): each block takes 32x32 tiles of the
-// (tile_dim, last dim) plane. The tiled inputs are read with threads along tile_dim (their
-// stride-1 dim) into shared memory, then every element is computed and stored with threads
-// along the last dim (the output's stride-1 dim). Padding the rows to 33 avoids bank
-// conflicts on the transposed reads.
-void Emitter::tiled_body() {
-  const int df = v_.tile_dim, last = pl_.rank - 1;
-  auto tiled = [&](size_t j) { return (v_.tile_inputs >> j) & 1u; };
-  for (size_t j = 0; j < pl_.in.size(); ++j)
-    if (tiled(j))
-      line(1, fmt::format("__shared__ {} k_t{}[32][33];", cg::st_name(k_.inputs[j].dtype), j));
-  line(1, "const idx_t n = (idx_t)p.n;");
-  line(1, fmt::format("const idx_t D = (idx_t)p.sh{}, L = (idx_t)p.sh{};", df, last));
-  line(1, "const idx_t td_n = (D + 31) / 32, tl_n = (L + 31) / 32;");
-  line(1, "const idx_t tiles = n == 0 ? 0 : n / (D * L) * td_n * tl_n;");
-  line(1, "const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;");
-  line(1, "for (idx_t t = blockIdx.x; t < tiles; t += gridDim.x) {");
-  line(2, "idx_t rest = t;");
-  line(2, "const idx_t tl = rest % tl_n; rest /= tl_n;");
-  line(2, "const idx_t td = rest % td_n; rest /= td_n;");
-  // Flat output offset of the tile's other dims (row-major, the highest dim fastest).
-  line(2, "idx_t base = 0, cs = 1, cs_df = 1;");
-  for (int d = last; d >= 0; --d) {
-    if (d == df)
-      line(2, "cs_df = cs;");
-    else if (d != last)
-      line(2, fmt::format("base += (rest % (idx_t)p.sh{0}) * cs; rest /= (idx_t)p.sh{0};", d));
-    line(2, fmt::format("cs *= (idx_t)p.sh{};", d));
-  }
-  // Each strided input's offset at (d, l) = 0 of this tile: one unravel per tile; elements
-  // then add d and l times their strides (no division per element).
-  declare_offsets(2, "bi", nullptr);
-  unravel(2, "base", 0, pl_.rank, "bi", "");
-  auto stride_term = [&](size_t j, int dim, const char* var) -> std::string {
-    const std::vector<int>& dims = pl_.in[j].dims;
-    if (std::find(dims.begin(), dims.end(), dim) == dims.end()) return "";
-    return fmt::format(" + {} * {}", var, cast_idx(fmt::format("in{}_s{}", j, dim)));
-  };
-  auto phase = [&](const char* d_expr, const char* l_expr, bool load) {
-    line(2, "#pragma unroll");
-    line(2, "for (int k = 0; k < 32; k += 8) {");
-    line(3, fmt::format("const idx_t d = td * 32 + {}, l = tl * 32 + {};", d_expr, l_expr));
-    line(3, "if (d < D && l < L) {");
-    line(4, "const idx_t i = base + d * cs_df + l;");
-    for (size_t j = 0; j < pl_.in.size(); ++j)
-      if (pl_.in[j].mode == M::strided)
-        line(4, fmt::format("const idx_t oi{0} = bi{0}{1}{2};", j, stride_term(j, df, "d"),
-                            stride_term(j, last, "l")));
-    if (load) {
-      for (size_t j = 0; j < pl_.in.size(); ++j)
-        if (tiled(j)) line(4, fmt::format("k_t{0}[ty + k][tx] = p.in{0}[oi{0}];", j));
-    } else {
-      tape(4,
-           [&](int j) { return tiled(j) ? fmt::format("k_t{}[tx][ty + k]", j) : element_load(j); });
-      for (size_t j = 0; j < pl_.out.size(); ++j)
-        line(4, fmt::format("p.out{}[i] = {};", j, stored(j)));
-    }
-    line(3, "}");
-    line(2, "}");
-    line(2, "__syncthreads();");
-  };
-  phase("tx", "ty + k", true);
-  phase("ty + k", "tx", false);
-  line(1, "}");
-}
-
-void Emitter::elementwise_body() {
-  line(1, "const idx_t n = (idx_t)p.n;");
-  line(1, "const idx_t tid = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");
-  line(1, "const idx_t stride = (idx_t)gridDim.x * blockDim.x;");
-  scalars(1);
-  std::string start = "tid";
-  if (v_.vec) {
-    const int epv = elems_per_vec(k_);
-    line(1, fmt::format("const idx_t nv = n / {};", epv));
-    line(1, "for (idx_t c = tid; c < nv; c += stride) {");
-    line(2, fmt::format("const idx_t i0 = c * {};", epv));
-    if (v_.vec_inputs | v_.splat_inputs) { // strided inputs: their offsets at i0, once a vector
-      declare_offsets(2, "oi", nullptr, nullptr);
-      unravel(2, "i0", 0, pl_.rank, "oi", "");
-    }
-    for (size_t j = 0; j < pl_.in.size(); ++j) {
-      const char* st = cg::st_name(k_.inputs[j].dtype);
-      if (pl_.in[j].mode == M::contiguous || vec_input(j))
-        line(2, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
-                            "{2}>*>(p.in{1} + {3});",
-                            st, j, epv, vec_input(j) ? fmt::format("oi{}", j) : "i0"));
-      else if (splat_input(j))
-        line(2, fmt::format("const {0} x{1} = p.in{1}[oi{1}];", st, j));
-    }
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      line(2, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
-    line(2, "#pragma unroll");
-    line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
-    line(3, "const idx_t i = i0 + e;");
-    tape(3, [&](int j) {
-      return pl_.in[j].mode == M::scalar ? fmt::format("s{}", j)
-             : splat_input(j)            ? fmt::format("x{}", j)
-                                         : fmt::format("x{}.v[e]", j);
-    });
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      line(3, fmt::format("y{}.v[e] = {};", j, stored(j)));
-    line(2, "}");
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      line(2, fmt::format("*reinterpret_cast<k_vec<{}, {}>*>(p.out{} + i0) = y{};",
-                          cg::st_name(k_.outputs[j].dtype), epv, j, j));
-    line(1, "}");
-    start = fmt::format("nv * {} + tid", epv);
-  }
-  line(1, fmt::format("for (idx_t i = {}; i < n; i += stride) {{", start));
-  declare_offsets(2, "oi", nullptr, "oo");
-  unravel(2, "i", 0, pl_.rank, "oi", "oo");
-  tape(2, [&](int j) { return element_load(j); });
-  for (size_t j = 0; j < pl_.out.size(); ++j)
-    line(2, fmt::format("p.out{}[{}] = {};", j,
-                        pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
-  line(1, "}");
-}
-
 std::string render_kernel(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl,
                           const std::string& name) {
   return Emitter(k, v, pl).run(name);
+}
+
+// Thread-block clusters (sm_90): a barrier over the cluster's blocks, and a load from block
+// `rank`'s shared memory at the address p has in this block's (distributed shared memory), in
+// PTX so that NVRTC needs no cooperative_groups header.
+const char* Emitter::cluster_helpers() {
+  return kClusterSource; // codegen/device/cluster.cuh
+}
+
+// Every output's store of the tape's result at element i (or at its strided offset oo<j>).
+void Emitter::store_outputs(int ind) {
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    line(ind, fmt::format("p.out{}[{}] = {};", j,
+                          pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
 }
 
 } // namespace kiln::detail::cg

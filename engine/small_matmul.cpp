@@ -20,8 +20,8 @@ namespace kiln::detail {
 // More rows (tiled matmuls): with more than kDotRows columns too, K <= kDotMaxK and at most
 // kTileMaxMacs multiply-adds, an f32 or f64 matmul read at its own (row, column) by an
 // elementwise kernel is computed there, tile by tile (the GEMM-tile layout,
-// codegen/cuda_emit_gemm.cpp): the seed loop's 256 x 256 x 256 step is one kernel. Read any other
-// way (through a view such as the LSTM's chunk of its gates, by a reduction, transposed) the
+// codegen/layouts/gemm_tile.cpp): the seed loop's 256 x 256 x 256 step is one kernel. Read any
+// other way (through a view such as the LSTM's chunk of its gates, by a reduction, transposed) the
 // value the view reads gets a GEMM-tile kernel of its own (never a cuBLAS call, whose rounding
 // differs: the choice must not depend on the reader, or lazy and eager would differ). Measured
 // on the H100, an LSTM step at batch 32 as one kernel of eight tiled dots was slower than

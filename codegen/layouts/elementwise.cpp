@@ -2,6 +2,8 @@
 // step, or one 16-byte vector per operand with `vec` (the emitter: Emitter::elementwise_body).
 #include "codegen/cuda_codegen_internal.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace kiln::detail::cg {
@@ -59,6 +61,61 @@ CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const 
   l.grid = static_cast<uint32_t>(
       std::min<int64_t>((n + per_block - 1) / per_block, int64_t(std::max(1, t.sm_count)) * 8));
   return l; // grid 0 (n == 0): nothing to launch
+}
+
+// ---- the emitter ---------------------------------------------------------------------------
+
+void Emitter::elementwise_body() {
+  line(1, "const idx_t n = (idx_t)p.n;");
+  line(1, "const idx_t tid = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");
+  line(1, "const idx_t stride = (idx_t)gridDim.x * blockDim.x;");
+  scalars(1);
+  std::string start = "tid";
+  if (v_.vec) {
+    const int epv = elems_per_vec(k_);
+    line(1, fmt::format("const idx_t nv = n / {};", epv));
+    line(1, "for (idx_t c = tid; c < nv; c += stride) {");
+    line(2, fmt::format("const idx_t i0 = c * {};", epv));
+    if (v_.vec_inputs | v_.splat_inputs) { // strided inputs: their offsets at i0, once a vector
+      declare_offsets(2, "oi", nullptr, nullptr);
+      unravel(2, "i0", 0, pl_.rank, "oi", "");
+    }
+    for (size_t j = 0; j < pl_.in.size(); ++j) {
+      const char* st = cg::st_name(k_.inputs[j].dtype);
+      if (pl_.in[j].mode == M::contiguous || vec_input(j))
+        line(2, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
+                            "{2}>*>(p.in{1} + {3});",
+                            st, j, epv, vec_input(j) ? fmt::format("oi{}", j) : "i0"));
+      else if (splat_input(j))
+        line(2, fmt::format("const {0} x{1} = p.in{1}[oi{1}];", st, j));
+    }
+    for (size_t j = 0; j < pl_.out.size(); ++j)
+      line(2, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
+    line(2, "#pragma unroll");
+    line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
+    line(3, "const idx_t i = i0 + e;");
+    tape(3, [&](int j) {
+      return pl_.in[j].mode == M::scalar ? fmt::format("s{}", j)
+             : splat_input(j)            ? fmt::format("x{}", j)
+                                         : fmt::format("x{}.v[e]", j);
+    });
+    for (size_t j = 0; j < pl_.out.size(); ++j)
+      line(3, fmt::format("y{}.v[e] = {};", j, stored(j)));
+    line(2, "}");
+    for (size_t j = 0; j < pl_.out.size(); ++j)
+      line(2, fmt::format("*reinterpret_cast<k_vec<{}, {}>*>(p.out{} + i0) = y{};",
+                          cg::st_name(k_.outputs[j].dtype), epv, j, j));
+    line(1, "}");
+    start = fmt::format("nv * {} + tid", epv);
+  }
+  line(1, fmt::format("for (idx_t i = {}; i < n; i += stride) {{", start));
+  declare_offsets(2, "oi", nullptr, "oo");
+  unravel(2, "i", 0, pl_.rank, "oi", "oo");
+  tape(2, [&](int j) { return element_load(j); });
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    line(2, fmt::format("p.out{}[{}] = {};", j,
+                        pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
+  line(1, "}");
 }
 
 } // namespace kiln::detail::cg

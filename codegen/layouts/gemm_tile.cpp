@@ -4,6 +4,8 @@
 // further on sm_90 (the emitter: Emitter::gemm_body).
 #include "codegen/cuda_codegen_internal.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace kiln::detail::cg {
@@ -93,6 +95,438 @@ CudaLaunch launch_gemm_tile(const FusedKernel& k, const CudaVariant& v, const Cu
   l.grid_y = static_cast<uint32_t>(std::min((M + T - 1) / T, kMaxYZ));
   l.grid_z = static_cast<uint32_t>(std::min(n / (M * N), kMaxYZ));
   return l;
+}
+
+// ---- the emitter ---------------------------------------------------------------------------
+
+// GEMM-tile layout. The kernel's iteration space is [batch..., M, N] and every dot reads row m
+// of its A and column n of its B at element (..., m, n) (choose_variant checks the index maps).
+// A block of 256 threads owns a T x T tile of the outputs. Its threads form G = gemm_groups
+// groups of (T/4)^2 (16 groups at T = 16, 4 at 32, 1 at 64); thread (kg, ty, tx) accumulates
+// the 4 x 4 elements at rows ty * 4.., columns tx * 4.. of every dot in registers, over group
+// kg's share of each chunk's K, reading them from shared memory as 4-wide vectors (a 4 x 4
+// tile feeds 16 multiply-adds per two vector loads, where smaller register tiles were bound by
+// shared-memory wavefronts). K goes in chunks of BK: each chunk of A (T x BK, stored k-major
+// with rows padded by 4 so that the transposed stores conflict less) and of B (BK x T) is
+// loaded into registers while the previous chunk is multiplied out of shared memory, one
+// barrier per chunk (two buffers); the last chunk of a dot prefetches the first of the next
+// dot. Loads run along k for A and along n for B: coalesced for row-major operands, strided
+// but correct for transposed ones. With dot_cluster = C > 1 (sm_90) the C blocks of a cluster
+// take the same tile and split K in BK-aligned ranges (choose_gemm_tile leaves each block two
+// chunks: a block's setup and epilogue cost more than a longer K).
+//
+// The epilogue goes through shared memory: each thread parks its sums there (with G > 1 the
+// groups' partial tiles first, which each element adds in group order); after a (cluster)
+// barrier the tile's T * T elements are split between the cluster's blocks, consecutive
+// elements on consecutive threads, and each element adds every block's sum in rank order (the
+// same rounding whichever block adds), then runs the tape and stores, coalesced along n. When a
+// thread has at most kPrefetchElems elements, the inputs its tape loads are read before the K
+// loop (after the first chunk's loads, which are on the critical path), so that their round
+// trip overlaps the multiply-adds.
+//
+// Why not cuBLAS with a separate epilogue kernel: for the small GEMMs of a recurrent step (the
+// seed loop's 256 x 256 x 256) cuBLAS's kernel plus the epilogue kernel are two graph nodes and
+// a round trip of the result through memory, and either kernel fills a fraction of the GPU;
+// here the step is one kernel, 5.4 us against 9.8
+// (bench/results/2026-11-22-h100-gemm-k-groups.md). Sums use fma in float (double for f64) as in
+// the dot layout: cuBLAS's accumulation, not TF32.
+namespace {
+constexpr int kPrefetchElems = 4;
+} // namespace
+
+// The layout's sizes for this kernel and variant, shared by the gemm_* emitters.
+struct Emitter::GemmShape {
+  GemmShape(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl) {
+    T = v.gemm_tile;
+    TM = kGemmRegTile;
+    TR = T / TM;
+    BK = gemm_bk(k, v);
+    PA = T + TM;
+    G = gemm_groups(v);
+    KG = BK / G;
+    C = std::max(1, v.dot_cluster);
+    r = pl.rank;
+    LA = T * BK / kBlock;
+    f64 = gemm_f64(k);
+    acc = f64 ? "double" : "float";
+    nd = static_cast<int>(k.dots.size());
+    share = T * T / C;
+    E = (share + kBlock - 1) / kBlock;
+    prefetch = E <= kPrefetchElems;
+    loaded.assign(pl.in.size(), false);
+    for (const TapeInst& in : k.tape)
+      if (in.op == OpCode::load && pl.in[in.a].mode != M::scalar) loaded[in.a] = true;
+  }
+  int T;           // the block's tile of outputs is T x T
+  int TM;          // a thread's register tile is TM x TM
+  int TR;          // threads along each side of a group's tile
+  int BK;          // the K chunk staged per step
+  int PA;          // the padded row of A's k-major chunk in shared memory
+  int G, KG;       // K groups, and each one's share of a chunk
+  int C;           // blocks per cluster, each taking a range of K
+  int r;           // the rank of the iteration space
+  int LA;          // chunk elements per thread, of A and of B each
+  bool f64;        // sums in double
+  const char* acc; // the accumulators' type
+  int nd;          // dot products
+  int share, E;    // a block's share of the tile's elements, and epilogue elements per thread
+  bool prefetch;   // the epilogue's inputs are loaded before the K loop
+  std::vector<bool> loaded; // the inputs the tape loads (not scalars: those are hoisted already)
+};
+
+void Emitter::gemm_body() {
+  const GemmShape g(k_, v_, pl_);
+  gemm_tile_loop(g);
+  gemm_tile_operands(g);
+  gemm_k_loops(g);
+  gemm_park_sums(g);
+  gemm_epilogue(g);
+  line(1, "}"); // the tile loop
+}
+
+// The shared array, the thread's place in the tile, and the head of the loop over tiles, up to
+// the strided operands' offsets at this matrix's (0, 0). The grid (launch_for): x the column
+// tiles, C blocks (a cluster) each; y the row tiles and z the matrices of a batch, looped over
+// past 65535. No division by a runtime value (but for the batch dims of a batched matmul,
+// unravelled once per tile).
+void Emitter::gemm_tile_loop(const GemmShape& g) {
+  const int T = g.T, TR = g.TR, r = g.r;
+  line(1, fmt::format("__shared__ __align__(16) {} k_sm[{}];", g.acc, gemm_smem_elems(k_, v_)));
+  line(1, "const idx_t n = (idx_t)p.n;");
+  line(1, fmt::format("const idx_t M = (idx_t)p.sh{}, N = (idx_t)p.sh{};", r - 2, r - 1));
+  line(1, fmt::format("const idx_t tm_n = (M + {}) / {};", T - 1, T));
+  if (g.G == 1)
+    line(1, fmt::format("const int tid = threadIdx.x, tx = tid % {0}, ty = tid / {0};", TR));
+  else
+    line(1, fmt::format("const int tid = threadIdx.x, kg = tid / {0}, tx = tid % {1}, ty = tid / "
+                        "{1} % {1};",
+                        TR * TR, TR));
+  line(1, g.C > 1 ? "const unsigned k_rank = k_cluster_rank();" : "const unsigned k_rank = 0;");
+  line(1, fmt::format("const idx_t tn = (idx_t)blockIdx.x / {};", g.C));
+  scalars(1);
+  line(1, "for (idx_t rest = blockIdx.z; rest * M * N < n; rest += gridDim.z)");
+  line(1, "for (idx_t tm = blockIdx.y; tm < tm_n; tm += gridDim.y) {");
+  line(2, fmt::format("const idx_t m0 = tm * {0}, n0 = tn * {0};", T));
+  line(2, fmt::format("const int mr = (int)min((idx_t){0}, M - m0), nr = (int)min((idx_t){0}, N - "
+                      "n0);",
+                      T));
+  line(2, "const idx_t base = rest * M * N; // flat index of this matrix's element (0, 0)");
+  line(2, fmt::format("const bool whole = mr == {0} && nr == {0}; // no edge in this tile", T));
+  // Each strided operand's offset at this matrix's (0, 0): the batch dims of `rest` unravelled.
+  declare_offsets(2, "bi", nullptr, "bo");
+  unravel(2, "rest", 0, r - 2, "bi", "bo");
+}
+
+// Input j's stride along dim as an expression ("0" unless it is strided along it).
+std::string Emitter::gemm_in_stride(int j, int dim) const {
+  const std::vector<int>& dims = pl_.in[j].dims;
+  if (pl_.in[j].mode != M::strided || std::find(dims.begin(), dims.end(), dim) == dims.end())
+    return "0";
+  return cast_idx(fmt::format("in{}_s{}", j, dim));
+}
+
+// Input j's offset at this matrix's (0, 0).
+std::string Emitter::gemm_in_base(int j) const {
+  return pl_.in[j].mode == M::strided ? fmt::format("bi{}", j) : std::string("0");
+}
+
+// Element q of this thread's share of the tile: its position and flat index, whether it is
+// inside the tile, and the offsets of the strided operands. `q` is the element's number as an
+// expression: a constant when unrolled, else a loop index.
+void Emitter::gemm_element(const GemmShape& g, int ind, const std::string& q) {
+  const int r = g.r;
+  line(ind, fmt::format("const int e = (int)k_rank * {} + tid + {} * {};", g.share, q, kBlock));
+  line(ind, fmt::format("const int mm = e / {0}, nn = e % {0};", g.T));
+  line(ind, fmt::format("const bool valid = tid + {} * {} < {} && mm < mr && nn < nr;", q, kBlock,
+                        g.share));
+  // Past the tile's edge an element's offsets could overflow idx_t: they are taken at (0, 0).
+  line(ind, "const idx_t m = m0 + (valid ? mm : 0), nc = n0 + (valid ? nn : 0);");
+  line(ind, "const idx_t i = base + m * N + nc;");
+  for (size_t j = 0; j < pl_.in.size(); ++j)
+    if (pl_.in[j].mode == M::strided)
+      line(ind, fmt::format("const idx_t oi{0} = bi{0} + m * {1} + nc * {2};", j,
+                            gemm_in_stride(static_cast<int>(j), r - 2),
+                            gemm_in_stride(static_cast<int>(j), r - 1)));
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    if (pl_.out[j].mode == M::strided)
+      line(ind, fmt::format("const idx_t oo{0} = bo{0} + m * {1} + nc * {2};", j,
+                            cast_idx(fmt::format("out{}_s{}", j, r - 2)),
+                            cast_idx(fmt::format("out{}_s{}", j, r - 1))));
+}
+
+// Per tile: the registers the epilogue's inputs are prefetched into, and every dot's operand
+// pointers at the tile's rows (A) and columns (B), its K range for this block (C ranges of
+// whole chunks) and its TM x TM accumulators.
+void Emitter::gemm_tile_operands(const GemmShape& g) {
+  const int r = g.r, BK = g.BK, C = g.C;
+  if (g.prefetch)
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (g.loaded[j])
+        line(2, fmt::format("{} k_p{}[{}];", cg::st_name(k_.inputs[j].dtype), j, g.E));
+  for (int d = 0; d < g.nd; ++d) {
+    const KernelDot& kd = k_.dots[d];
+    line(2, fmt::format("const {0}* A{1} = p.in{2} + {3} + m0 * {4};",
+                        cg::st_name(k_.inputs[kd.a].dtype), d, kd.a, gemm_in_base(kd.a),
+                        gemm_in_stride(kd.a, r - 2)));
+    line(2, fmt::format("const {0}* B{1} = p.in{2} + {3} + n0 * {4};",
+                        cg::st_name(k_.inputs[kd.b].dtype), d, kd.b, gemm_in_base(kd.b),
+                        gemm_in_stride(kd.b, r - 1)));
+    line(2, fmt::format("const idx_t kspan{0} = ((idx_t)p.d{0}_K + {1}) / {2} * {3};", d,
+                        C * BK - 1, C * BK, BK));
+    line(2,
+         fmt::format("const idx_t kb{0} = (idx_t)k_rank * kspan{0}, ke{0} = min((idx_t)p.d{0}_K, "
+                     "kb{0} + kspan{0});",
+                     d));
+    line(2, fmt::format("{} acc{}[{}][{}] = {{}};", g.acc, d, g.TM, g.TM));
+  }
+}
+
+// The epilogue's loads into k_p, issued right after the first chunk's (those are on the
+// critical path, these are not), so that their round trip overlaps the multiply-adds.
+void Emitter::gemm_prefetch_epilogue(const GemmShape& g) {
+  for (int q = 0; q < g.E; ++q) {
+    line(2, "{");
+    gemm_element(g, 3, std::to_string(q));
+    line(3, "if (valid) {");
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (g.loaded[j]) line(4, fmt::format("k_p{}[{}] = {};", j, q, element_load(j)));
+    line(3, "}");
+    line(2, "}");
+  }
+}
+
+// Loads of dot d's chunk at k0 (an expression) into the registers ra, rb, zero past the tile's
+// edges and K. A whole tile and chunk loads without a test per element (the common case).
+void Emitter::gemm_load_chunk(const GemmShape& g, int ind, int d, const std::string& k0) {
+  const KernelDot& kd = k_.dots[d];
+  const char* acc = g.acc;
+  line(ind, "{");
+  line(ind + 1, fmt::format("const idx_t kc = {};", k0));
+  line(ind + 1, fmt::format("const idx_t am = {}, bn = {}, ak = (idx_t)p.d{}_ak, bk = "
+                            "(idx_t)p.d{}_bk;",
+                            gemm_in_stride(kd.a, g.r - 2), gemm_in_stride(kd.b, g.r - 1), d, d));
+  const std::string a_el =
+      cg::load_cvt(k_.inputs[kd.a].dtype, fmt::format("A{}[ma * am + (kc + ka) * ak]", d));
+  const std::string b_el =
+      cg::load_cvt(k_.inputs[kd.b].dtype, fmt::format("B{}[(kc + kq) * bk + nb * bn]", d));
+  for (bool edge : {false, true}) {
+    line(ind + 1,
+         edge ? std::string("else {") : fmt::format("if (whole && kc + {} <= ke{}) {{", g.BK, d));
+    line(ind + 2, "#pragma unroll");
+    line(ind + 2, fmt::format("for (int q = 0; q < {}; ++q) {{", g.LA));
+    line(ind + 3, fmt::format("const int e = tid + q * {};", kBlock));
+    line(ind + 3, fmt::format("const int ka = e % {0}, ma = e / {0};", g.BK));
+    line(ind + 3, fmt::format("const int nb = e % {0}, kq = e / {0};", g.T));
+    if (edge) {
+      line(ind + 3,
+           fmt::format("ra[q] = ma < mr && kc + ka < ke{} ? ({}){} : ({})0;", d, acc, a_el, acc));
+      line(ind + 3,
+           fmt::format("rb[q] = nb < nr && kc + kq < ke{} ? ({}){} : ({})0;", d, acc, b_el, acc));
+    } else {
+      line(ind + 3, fmt::format("ra[q] = ({}){};", acc, a_el));
+      line(ind + 3, fmt::format("rb[q] = ({}){};", acc, b_el));
+    }
+    line(ind + 2, "}");
+    line(ind + 1, "}");
+  }
+  line(ind, "}");
+}
+
+// The loop over K chunks of every dot in turn, the chunks double-buffered in shared memory.
+// `pre` carries the next dot's first chunk, loaded during the last chunk of this one.
+void Emitter::gemm_k_loops(const GemmShape& g) {
+  line(2, fmt::format("{0} ra[{1}], rb[{1}];", g.acc, g.LA));
+  line(2, "int buf = 0;     // the shared buffer the next chunk goes to (alternates across dots)");
+  line(2, "bool pre = false; // ra, rb hold the next dot's first chunk");
+  for (int d = 0; d < g.nd; ++d) gemm_dot_k_loop(g, d);
+}
+
+// Dot d's K loop: its first chunk's loads (unless the previous dot prefetched them), then per
+// chunk: stage it, start the next chunk's loads (or the next dot's first), and multiply. A whole
+// chunk is unrolled; the last one of a dot, shorter, runs in a loop (zeros past K would add
+// nothing but time).
+void Emitter::gemm_dot_k_loop(const GemmShape& g, int d) {
+  const int BK = g.BK, KG = g.KG;
+  line(2, fmt::format("if (!pre && kb{0} < ke{0})", d));
+  gemm_load_chunk(g, 3, d, fmt::format("kb{}", d));
+  if (d == 0 && g.prefetch) gemm_prefetch_epilogue(g);
+  line(2, "pre = false;");
+  line(2, fmt::format("for (idx_t k0 = kb{0}; k0 < ke{0}; k0 += {1}) {{", d, BK));
+  gemm_stage_chunk(g);
+  line(3, "// The next chunk's loads fly while this one is multiplied.");
+  line(3, fmt::format("if (k0 + {} < ke{})", BK, d));
+  gemm_load_chunk(g, 4, d, fmt::format("k0 + {}", BK));
+  if (d + 1 < g.nd) {
+    line(3, fmt::format("else if (kb{0} < ke{0}) {{", d + 1));
+    gemm_load_chunk(g, 4, d + 1, fmt::format("kb{}", d + 1));
+    line(4, "pre = true;");
+    line(3, "}");
+  }
+  line(3, fmt::format("if (k0 + {} <= ke{}) {{", BK, d));
+  gemm_multiply(g, 4, d, std::to_string(BK), true);
+  line(3, "} else {");
+  gemm_multiply(g, 4, d,
+                g.G > 1 ? fmt::format("min(kg * {} + {}, (int)(ke{} - k0))", KG, KG, d)
+                        : fmt::format("(int)(ke{} - k0)", d),
+                false);
+  line(3, "}");
+  line(3, "buf ^= 1;");
+  line(2, "}");
+}
+
+// Stores the chunk in ra, rb into shared buffer `buf`: A k-major with rows padded to PA (so that
+// the transposed stores conflict less), B as it is; then the one barrier per chunk.
+void Emitter::gemm_stage_chunk(const GemmShape& g) {
+  const int BK = g.BK, PA = g.PA, T = g.T;
+  line(3, fmt::format("{0}* As = k_sm + buf * {1}; {0}* Bs = As + {2};", g.acc, BK * (PA + T),
+                      BK * PA));
+  line(3, "#pragma unroll");
+  line(3, fmt::format("for (int q = 0; q < {}; ++q) {{", g.LA));
+  line(4, fmt::format("const int e = tid + q * {};", kBlock));
+  line(4, fmt::format("As[(e % {0}) * {1} + e / {0}] = ra[q];", BK, PA));
+  line(4, fmt::format("Bs[(e / {0}) * {0} + e % {0}] = rb[q];", T));
+  line(3, "}");
+  line(3, "__syncthreads();");
+}
+
+// Vector loads of TM consecutive accumulators from shared memory at `at` into dst[0..TM).
+std::string Emitter::gemm_vec_load(const GemmShape& g, const std::string& dst,
+                                   const std::string& at) const {
+  const int TM = g.TM;
+  if (TM == 1) return fmt::format("{}[0] = {};", dst, at);
+  const int w = g.f64 ? 2 : std::min(TM, 4);
+  std::string s;
+  for (int h = 0; h < TM; h += w) {
+    const std::string vt = fmt::format("{}{}", g.acc, w);
+    s += fmt::format("{{ const {0} u = *reinterpret_cast<const {0}*>(&{1} + {2});", vt, at, h);
+    const char* lanes = "xyzw";
+    for (int l = 0; l < w; ++l) s += fmt::format(" {}[{}] = u.{};", dst, h + l, lanes[l]);
+    s += " }";
+  }
+  return s;
+}
+
+// The register-tile multiply-adds of dot d over the staged chunk's ks up to `end` (whole: the
+// full chunk, unrolled): per k, TM values of A's column and of B's row as vectors, then TM x TM
+// fmas. With K groups, group kg takes ks [kg * KG, kg * KG + KG) of each chunk.
+void Emitter::gemm_multiply(const GemmShape& g, int ind, int d, const std::string& end,
+                            bool whole) {
+  const int TM = g.TM;
+  const std::string first = g.G > 1 ? fmt::format("kg * {}", g.KG) : std::string("0");
+  line(ind, whole ? "#pragma unroll" : "#pragma unroll 4");
+  if (whole && g.G > 1)
+    line(ind, fmt::format("for (int kk = {0}; kk < {0} + {1}; ++kk) {{", first, g.KG));
+  else
+    line(ind, fmt::format("for (int kk = {}; kk < {}; ++kk) {{", first, end));
+  line(ind + 1, fmt::format("{} a[{}], b[{}];", g.acc, TM, TM));
+  line(ind + 1, gemm_vec_load(g, "a", fmt::format("As[kk * {} + ty * {}]", g.PA, TM)));
+  line(ind + 1, gemm_vec_load(g, "b", fmt::format("Bs[kk * {} + tx * {}]", g.T, TM)));
+  line(ind + 1, "#pragma unroll");
+  line(ind + 1, fmt::format("for (int i = 0; i < {0}; ++i)", TM));
+  line(ind + 2, "#pragma unroll");
+  line(ind + 2, fmt::format("for (int j = 0; j < {0}; ++j) acc{1}[i][j] = {2}(a[i], b[j], "
+                            "acc{1}[i][j]);",
+                            TM, d, g.f64 ? "fma" : "fmaf"));
+  line(ind, "}");
+}
+
+// Parks every dot's sums in shared memory at d * T * T, in tile order, after a barrier (every
+// thread is past its last read of the chunk buffers). With K groups each dot's groups park their
+// partial tiles after the dots' sums first, and gemm_combine_groups adds them up. Ends with the
+// (cluster) barrier after which every block's sums can be read.
+void Emitter::gemm_park_sums(const GemmShape& g) {
+  const int T = g.T, nd = g.nd;
+  line(2, "__syncthreads();");
+  for (int d = 0; d < nd; ++d) {
+    if (g.G == 1) {
+      gemm_park(g, std::to_string(d * T * T), fmt::format("acc{}[i][j]", d));
+      continue;
+    }
+    gemm_park(g, fmt::format("{} + kg * {}", nd * T * T, T * T), fmt::format("acc{}[i][j]", d));
+    line(2, "__syncthreads();");
+    gemm_combine_groups(g, d);
+    if (d + 1 < nd) line(2, "__syncthreads(); // the next dot's groups park in the same place");
+  }
+  line(2, g.C > 1 ? "k_cluster_sync(); // every block's sums are in its shared memory"
+                  : "__syncthreads();");
+}
+
+// Stores this thread's TM x TM register tile (`what`, of i and j) at k_sm[off + its element].
+void Emitter::gemm_park(const GemmShape& g, const std::string& off, const std::string& what) {
+  line(2, "#pragma unroll");
+  line(2, fmt::format("for (int i = 0; i < {0}; ++i)", g.TM));
+  line(3, "#pragma unroll");
+  line(3, fmt::format("for (int j = 0; j < {0}; ++j) {{", g.TM));
+  line(4, fmt::format("const int e = (ty * {0} + i) * {1} + tx * {0} + j;", g.TM, g.T));
+  line(4, fmt::format("k_sm[{} + e] = {};", off, what));
+  line(3, "}");
+}
+
+// Dot d's sums from the K groups' parked partial tiles: each element adds them in group order
+// (the same rounding whichever thread adds) and parks the sum at d * T * T.
+void Emitter::gemm_combine_groups(const GemmShape& g, int d) {
+  const int T = g.T, nd = g.nd;
+  line(2, "#pragma unroll");
+  line(2, fmt::format("for (int q = 0; q < {}; ++q) {{", T * T / kBlock));
+  line(3, fmt::format("const int e = tid + q * {};", kBlock));
+  line(3, fmt::format("{} s = k_sm[{} + e];", g.acc, nd * T * T));
+  line(3, "#pragma unroll");
+  line(3, fmt::format("for (int g = 1; g < {}; ++g) s += k_sm[{} + g * {} + e];", g.G, nd * T * T,
+                      T * T));
+  line(3, fmt::format("k_sm[{} + e] = s;", d * T * T));
+  line(2, "}");
+}
+
+// The epilogue over this thread's elements of the block's share of the tile: unrolled over the
+// prefetched inputs, else a loop; then the barrier before k_sm is reused.
+void Emitter::gemm_epilogue(const GemmShape& g) {
+  if (g.prefetch) {
+    for (int q = 0; q < g.E; ++q) {
+      line(2, "{");
+      gemm_element(g, 3, std::to_string(q));
+      line(3, "if (valid) {");
+      gemm_finish(g, 4, [&](int j) {
+        return g.loaded[j] ? fmt::format("k_p{}[{}]", j, q) : element_load(j);
+      });
+      line(3, "}");
+      line(2, "}");
+    }
+  } else {
+    line(2, fmt::format("for (int q = 0; q < {}; ++q) {{", g.E));
+    gemm_element(g, 3, "q");
+    line(3, "if (!valid) continue;");
+    gemm_finish(g, 3, [&](int j) { return element_load(j); });
+    line(2, "}");
+  }
+  line(2, g.C > 1 ? "k_cluster_sync_relaxed(); // the others have read this block's sums: free to "
+                    "reuse"
+                  : "__syncthreads(); // k_sm is written again for the next tile");
+}
+
+// One element of the epilogue: every dot's sum as k_dot<d>, then the tape and the stores.
+void Emitter::gemm_finish(const GemmShape& g, int ind, const Load& load) {
+  for (int d = 0; d < g.nd; ++d) gemm_cluster_sum(g, ind, d);
+  tape(ind, load);
+  store_outputs(ind);
+}
+
+// Dot d's sum of element e as k_dot<d>. With a cluster: every block's parked sum first (C loads
+// in flight, distributed shared memory for the others'), then added in rank order, so that the
+// rounding is the same whichever block adds.
+void Emitter::gemm_cluster_sum(const GemmShape& g, int ind, int d) {
+  const int C = g.C, TT = g.T * g.T;
+  if (C == 1) {
+    line(ind, fmt::format("const {} k_dot{} = k_sm[{} + e];", g.acc, d, d * TT));
+    return;
+  }
+  line(ind, fmt::format("{} k_s{}[{}];", g.acc, d, C));
+  line(ind, "#pragma unroll");
+  line(ind, fmt::format("for (unsigned q = 0; q < {0}; ++q) k_s{1}[q] = q == k_rank ? k_sm[{2} "
+                        "+ e] : k_cluster_ld(&k_sm[{2} + e], q);",
+                        C, d, d * TT));
+  line(ind, fmt::format("{0} k_dot{1} = k_s{1}[0];", g.acc, d));
+  line(ind, "#pragma unroll");
+  line(ind, fmt::format("for (unsigned q = 1; q < {}; ++q) k_dot{} += k_s{}[q];", C, d, d));
 }
 
 } // namespace kiln::detail::cg

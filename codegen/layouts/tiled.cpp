@@ -3,6 +3,8 @@
 // their reads and the output's writes are coalesced (the emitter: Emitter::tiled_body).
 #include "codegen/cuda_codegen_internal.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace kiln::detail::cg {
@@ -48,6 +50,74 @@ CudaLaunch launch_tiled(const FusedKernel& k, const CudaVariant& v, const CudaTa
   l.block = kBlock;
   l.grid = static_cast<uint32_t>(std::min<int64_t>(tiles, int64_t(std::max(1, t.sm_count)) * 8));
   return l;
+}
+
+// ---- the emitter ---------------------------------------------------------------------------
+
+// Tiled elementwise kernel (CudaVariant::tile_dim): each block takes 32x32 tiles of the
+// (tile_dim, last dim) plane. The tiled inputs are read with threads along tile_dim (their
+// stride-1 dim) into shared memory, then every element is computed and stored with threads
+// along the last dim (the output's stride-1 dim). Padding the rows to 33 avoids bank
+// conflicts on the transposed reads.
+void Emitter::tiled_body() {
+  const int df = v_.tile_dim, last = pl_.rank - 1;
+  auto tiled = [&](size_t j) { return (v_.tile_inputs >> j) & 1u; };
+  for (size_t j = 0; j < pl_.in.size(); ++j)
+    if (tiled(j))
+      line(1, fmt::format("__shared__ {} k_t{}[32][33];", cg::st_name(k_.inputs[j].dtype), j));
+  line(1, "const idx_t n = (idx_t)p.n;");
+  line(1, fmt::format("const idx_t D = (idx_t)p.sh{}, L = (idx_t)p.sh{};", df, last));
+  line(1, "const idx_t td_n = (D + 31) / 32, tl_n = (L + 31) / 32;");
+  line(1, "const idx_t tiles = n == 0 ? 0 : n / (D * L) * td_n * tl_n;");
+  line(1, "const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;");
+  line(1, "for (idx_t t = blockIdx.x; t < tiles; t += gridDim.x) {");
+  line(2, "idx_t rest = t;");
+  line(2, "const idx_t tl = rest % tl_n; rest /= tl_n;");
+  line(2, "const idx_t td = rest % td_n; rest /= td_n;");
+  // Flat output offset of the tile's other dims (row-major, the highest dim fastest).
+  line(2, "idx_t base = 0, cs = 1, cs_df = 1;");
+  for (int d = last; d >= 0; --d) {
+    if (d == df)
+      line(2, "cs_df = cs;");
+    else if (d != last)
+      line(2, fmt::format("base += (rest % (idx_t)p.sh{0}) * cs; rest /= (idx_t)p.sh{0};", d));
+    line(2, fmt::format("cs *= (idx_t)p.sh{};", d));
+  }
+  // Each strided input's offset at (d, l) = 0 of this tile: one unravel per tile; elements
+  // then add d and l times their strides (no division per element).
+  declare_offsets(2, "bi", nullptr);
+  unravel(2, "base", 0, pl_.rank, "bi", "");
+  auto stride_term = [&](size_t j, int dim, const char* var) -> std::string {
+    const std::vector<int>& dims = pl_.in[j].dims;
+    if (std::find(dims.begin(), dims.end(), dim) == dims.end()) return "";
+    return fmt::format(" + {} * {}", var, cast_idx(fmt::format("in{}_s{}", j, dim)));
+  };
+  auto phase = [&](const char* d_expr, const char* l_expr, bool load) {
+    line(2, "#pragma unroll");
+    line(2, "for (int k = 0; k < 32; k += 8) {");
+    line(3, fmt::format("const idx_t d = td * 32 + {}, l = tl * 32 + {};", d_expr, l_expr));
+    line(3, "if (d < D && l < L) {");
+    line(4, "const idx_t i = base + d * cs_df + l;");
+    for (size_t j = 0; j < pl_.in.size(); ++j)
+      if (pl_.in[j].mode == M::strided)
+        line(4, fmt::format("const idx_t oi{0} = bi{0}{1}{2};", j, stride_term(j, df, "d"),
+                            stride_term(j, last, "l")));
+    if (load) {
+      for (size_t j = 0; j < pl_.in.size(); ++j)
+        if (tiled(j)) line(4, fmt::format("k_t{0}[ty + k][tx] = p.in{0}[oi{0}];", j));
+    } else {
+      tape(4,
+           [&](int j) { return tiled(j) ? fmt::format("k_t{}[tx][ty + k]", j) : element_load(j); });
+      for (size_t j = 0; j < pl_.out.size(); ++j)
+        line(4, fmt::format("p.out{}[i] = {};", j, stored(j)));
+    }
+    line(3, "}");
+    line(2, "}");
+    line(2, "__syncthreads();");
+  };
+  phase("tx", "ty + k", true);
+  phase("ty + k", "tx", false);
+  line(1, "}");
 }
 
 } // namespace kiln::detail::cg
