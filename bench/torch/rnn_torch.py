@@ -227,6 +227,7 @@ def main():
     ap.add_argument("--compile-budget", type=float, default=240, help="seconds")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False  # as kiln by default
+    torch.backends.cudnn.allow_tf32 = False  # nn.LSTM's GEMMs too (True by default)
     torch.set_float32_matmul_precision("highest")
     torch.set_grad_enabled(False)
     gpu, cpu = torch.device("cuda"), torch.device("cpu")
