@@ -63,9 +63,9 @@ bool contains(const std::vector<int>& v, int x) {
 
 } // namespace
 
-void Planner::reuse_buffers() {
+void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
   llvm::DenseMap<Node*, Leaf> leaves;
-  for (const Info& in : infos_)
+  for (const Info& in : pg.infos)
     for (Node* x : in.n->inputs)
       if (x->realized()) {
         Leaf& l = leaves[x];
@@ -81,10 +81,10 @@ void Planner::reuse_buffers() {
     h.device = x->device;
   }
 
-  std::vector<Slot>& slots = sched_.slots;
+  std::vector<Slot>& slots = sched.slots;
   std::vector<int> last_read(slots.size(), -1);
-  for (int i = 0; i < static_cast<int>(sched_.steps.size()); ++i) {
-    const Step& st = sched_.steps[i];
+  for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i) {
+    const Step& st = sched.steps[i];
     if (const GemmStep* g = st.gemm()) {
       last_read[g->a_slot] = last_read[g->b_slot] = i;
     } else if (const TransferStep* t = st.transfer()) {
@@ -95,8 +95,8 @@ void Planner::reuse_buffers() {
   }
 
   std::vector<bool> donated(slots.size(), false);
-  for (int i = 0; i < static_cast<int>(sched_.steps.size()); ++i) {
-    Step& st = sched_.steps[i];
+  for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i) {
+    Step& st = sched.steps[i];
     KernelStep* ks = st.kernel();
     if (!ks || ks->kernel.kind != FusedKernel::Kind::elementwise) continue;
     const FusedKernel& k = ks->kernel;
@@ -108,7 +108,7 @@ void Planner::reuse_buffers() {
         continue;
       for (int ii = 0; ii < static_cast<int>(k.inputs.size()); ++ii) {
         int s = k.inputs[ii].slot;
-        Buffer* b = leaf_buffer(s);
+        Buffer* b = slots[s].leaf < 0 ? nullptr : pg.node(slots[s].leaf)->buffer.get();
         if (!b || donated[s] || last_read[s] != i || b->bytes != out.bytes) continue;
         auto h = holders.find(b);
         if (h == holders.end() || h->second.survives || h->second.device != st.device ||

@@ -7,12 +7,14 @@
 
 namespace kiln::detail {
 
+namespace {
+
 // A constant, or one cheap op (a cast, a comparison, add/sub/mul/neg) of values in memory
 // or constants: recomputing it in each kernel that reads it costs less than a kernel writing
 // it and each reading it back (common subexpression elimination shares such nodes, e.g. one
 // cast read by two kernels). Transcendentals are not cheap: read through a broadcast they
 // would be recomputed once per element of the larger space.
-bool Planner::cheap_to_recompute(Node* n) {
+bool cheap_to_recompute(Node* n) {
   OpKind k = op_kind(n->op);
   if (k == OpKind::Source) return n->op == OpCode::constant;
   bool cheap = k == OpKind::Cast || k == OpKind::Compare || k == OpKind::Logical ||
@@ -24,24 +26,28 @@ bool Planner::cheap_to_recompute(Node* n) {
   return true;
 }
 
-// Groups of the kernels that consume n, looking through views and recomputed values.
-void Planner::consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view) {
-  for (Node* c : info(n)->consumers) {
-    if (info(c)->recompute) {
-      consumer_groups(c, out, through_view);
+} // namespace
+
+void consumer_groups(const PlanGraph& pg, Node* n, llvm::SmallVectorImpl<int>& out,
+                     bool& through_view) {
+  for (Node* c : pg.info(n)->consumers) {
+    if (pg.info(c)->recompute) {
+      consumer_groups(pg, c, out, through_view);
       continue;
     }
     if (c->op == OpCode::view) {
       through_view = true;
-      consumer_groups(c, out, through_view);
+      consumer_groups(pg, c, out, through_view);
       continue;
     }
-    int g = info(c)->group;
+    int g = pg.info(c)->group;
     if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
   }
 }
 
-int Planner::new_group(Node* root) {
+namespace {
+
+int new_group(std::vector<Group>& groups, Node* root) {
   Group g;
   OpKind k = op_kind(root->op);
   g.kind = k == OpKind::Reduce                        ? Group::Kind::reduce
@@ -52,22 +58,22 @@ int Planner::new_group(Node* root) {
   g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();
   if (g.kind == Group::Kind::reduce) g.axes = root->axes;
   g.roots.push_back(root);
-  groups_.push_back(std::move(g));
-  return static_cast<int>(groups_.size()) - 1;
+  groups.push_back(std::move(g));
+  return static_cast<int>(groups.size()) - 1;
 }
 
 // A reduction whose consumers all sit in one kernel over the reduction's own input space
 // (softmax's max and sum, layer_norm's mean and variance) joins that kernel: the kernel walks
 // each output row once per reduction level and the result never goes to memory, unless a
 // handle holds it (then it is also a per-row output of the kernel).
-bool Planner::join_consumer_kernel(Info& in) {
+bool join_consumer_kernel(const PlanGraph& pg, std::vector<Group>& groups, Info& in) {
   Node* n = in.n;
   if (in.no_merge) return false;
   llvm::SmallVector<int, 4> cg;
   bool through_view = false;
-  consumer_groups(n, cg, through_view);
+  consumer_groups(pg, n, cg, through_view);
   if (cg.size() != 1) return false;
-  Group& g = groups_[cg[0]];
+  Group& g = groups[cg[0]];
   bool fits =
       g.shape == n->inputs[0]->shape() &&
       (g.kind == Group::Kind::elementwise || (g.kind == Group::Kind::reduce && g.axes == n->axes));
@@ -79,26 +85,29 @@ bool Planner::join_consumer_kernel(Info& in) {
   return true;
 }
 
-void Planner::group_all() {
-  groups_.clear();
-  for (Info& in : infos_) {
+} // namespace
+
+std::vector<Group> group_all(PlanGraph& pg) {
+  std::vector<Group> groups;
+  for (Info& in : pg.infos) {
     in.group = -1;
     in.recompute = false;
   }
-  for (auto it = infos_.rbegin(); it != infos_.rend(); ++it) {
+  for (auto it = pg.infos.rbegin(); it != pg.infos.rend(); ++it) {
     Info& in = *it;
     Node* n = in.n;
     if (n->op == OpCode::view) continue; // views are index maps, never computed
     bool elementwise = is_elementwise(op_kind(n->op)) || n->op == OpCode::copy || fused_matmul(n);
     llvm::SmallVector<int, 4> cg;
     bool through_view = false;
-    if (elementwise) consumer_groups(n, cg, through_view);
+    if (elementwise) consumer_groups(pg, n, cg, through_view);
     if (elementwise && !in.materialize) {
       if (cg.size() == 1) {
         in.group = cg[0];
         continue;
       }
-      if (int g = merge_siblings(cg); g >= 0) { // one kernel computes n once for all of them
+      if (int g = merge_siblings(pg, groups, cg);
+          g >= 0) { // one kernel computes n once for all of them
         in.group = g;
         continue;
       }
@@ -110,22 +119,22 @@ void Planner::group_all() {
       in.reason = Why::several_kernels;
     }
     if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
-        groups_[cg[0]].kind != Group::Kind::gemm && groups_[cg[0]].shape == n->shape() &&
-        groups_[cg[0]].kind != Group::Kind::concat &&
-        groups_[cg[0]].kind != Group::Kind::transfer) {
+        groups[cg[0]].kind != Group::Kind::gemm && groups[cg[0]].shape == n->shape() &&
+        groups[cg[0]].kind != Group::Kind::concat && groups[cg[0]].kind != Group::Kind::transfer) {
       in.group = cg[0];
-      groups_[cg[0]].roots.push_back(n); // multi-output: written by its consumers' kernel
+      groups[cg[0]].roots.push_back(n); // multi-output: written by its consumers' kernel
       continue;
     }
     if (op_kind(n->op) == OpKind::Reduce) {
-      if (join_consumer_kernel(in)) continue;
+      if (join_consumer_kernel(pg, groups, in)) continue;
       if (!in.materialize) {
         in.materialize = true;
         in.reason = in.consumers.empty() ? Why::reduction_result : Why::reduction_shared;
       }
     }
-    in.group = new_group(n);
+    in.group = new_group(groups, n);
   }
+  return groups;
 }
 
 } // namespace kiln::detail

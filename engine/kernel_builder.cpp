@@ -31,15 +31,39 @@ Origin origin(Node* n) {
   return {n->id, n->op};
 }
 
+// The schedule under construction: the slots of the values its steps read and write, and the
+// steps, built group by group.
+struct StepBuilder {
+  StepBuilder(PlanGraph& g, const std::vector<Group>& gs) : pg(g), groups(gs) {}
+  PlanGraph& pg;
+  const std::vector<Group>& groups;
+  Schedule sched;
+  llvm::DenseMap<Node*, int> slot_of;          // node (root or realized leaf) -> slot
+  llvm::DenseMap<Buffer*, int> slot_of_buffer; // realized leaves share their buffer's slot
+
+  Info* info(Node* n) { return pg.info(n); }
+  Node* node(int walk_index) const { return pg.node(walk_index); }
+  int slot_for_leaf(Node* n); // realized node or materialized root
+  /// A reduction that joined group g's kernel (grouping.cpp, join_consumer_kernel), if any.
+  Node* joined_reduction(int g);
+  /// Build group g's step(s); a Retry if a node must be materialized first.
+  std::optional<Retry> build_group(int g);
+  std::optional<Retry> kernel_step(int g);
+  Step gemm_step(Node* mm);
+  Step integer_matmul(Node* mm);
+  Step transfer_step(Node* t);
+  void concat_steps(Node* c);
+};
+
 // Slot and layout of an operand that is realized or reached through views of a written root.
-std::pair<int, Layout> operand(Planner& p, Node* x) {
+std::pair<int, Layout> operand(StepBuilder& p, Node* x) {
   Node* r = view_root(x);
   return {p.slot_for_leaf(r), x->layout};
 }
 
 class Builder {
 public:
-  Builder(Planner& p, int group, FusedKernel& k) : p_(p), group_(group), k_(k) {}
+  Builder(StepBuilder& p, int group, FusedKernel& k) : p_(p), group_(group), k_(k) {}
 
   // Value of n evaluated at the kernel's index mapped through transform t.
   int value(Node* n, int t) {
@@ -189,7 +213,7 @@ private:
     ~Computing() { stack.pop_back(); }
   };
 
-  // A small matmul n (Planner::small_matmul) read through transform t: one dot product per
+  // A small matmul n (small_matmul.cpp) read through transform t: one dot product per
   // element. One that cannot be computed where it is read (by a reduction, through a
   // broadcast, a tiled one through another view) or is split off for other reasons (its
   // result is another dot's operand, the parameter budget) gets a kernel of its own (the
@@ -242,11 +266,11 @@ private:
     d.a = input(n->inputs[0], sa, Layout{n->shape(), as, la.offset}, t);
     d.b = input(n->inputs[1], sb, Layout{n->shape(), bs, lb.offset}, t);
     if (retry) return 0;
-    // A tiled matmul (Planner::tiled_matmul) is read at its own (row, column), or what the
+    // A tiled matmul (tiled_matmul) is read at its own (row, column), or what the
     // view reads is written by a kernel of its own (after the retry).
     const int kr = k_.shape.size();
-    if (Planner::tiled_matmul(n) && (t != -1 || kr < 2 || k_.inputs[d.a].strides[kr - 1] != 0 ||
-                                     k_.inputs[d.b].strides[kr - 2] != 0)) {
+    if (tiled_matmul(n) && (t != -1 || kr < 2 || k_.inputs[d.a].strides[kr - 1] != 0 ||
+                            k_.inputs[d.b].strides[kr - 2] != 0)) {
       retry = Retry{viewed(n, t), Why::tiled_matmul_elsewhere};
       return 0;
     }
@@ -332,7 +356,7 @@ private:
     }
   }
 
-  Planner& p_;
+  StepBuilder& p_;
   int group_;
   FusedKernel& k_;
   std::vector<Transform> transforms_;
@@ -344,38 +368,46 @@ private:
 
 } // namespace
 
-int Planner::slot_for_leaf(Node* n) {
+Node* StepBuilder::joined_reduction(int g) {
+  for (Info& in : pg.infos)
+    if (in.group == g && op_kind(in.n->op) == OpKind::Reduce && groups[g].roots[0] != in.n &&
+        !in.no_merge)
+      return in.n;
+  return nullptr;
+}
+
+int StepBuilder::slot_for_leaf(Node* n) {
   if (n->realized()) {
     Buffer* b = n->buffer.get();
-    if (auto it = slot_of_buffer_.find(b); it != slot_of_buffer_.end()) return it->second;
+    if (auto it = slot_of_buffer.find(b); it != slot_of_buffer.end()) return it->second;
     Slot s;
     s.leaf = static_cast<int>(n->walk_index);
     s.leaf_offset = n->layout.offset;
-    sched_.slots.push_back(s);
-    int id = static_cast<int>(sched_.slots.size()) - 1;
-    slot_of_buffer_[b] = id;
+    sched.slots.push_back(s);
+    int id = static_cast<int>(sched.slots.size()) - 1;
+    slot_of_buffer[b] = id;
     return id;
   }
-  if (auto it = slot_of_.find(n); it != slot_of_.end()) return it->second;
+  if (auto it = slot_of.find(n); it != slot_of.end()) return it->second;
   Slot s;
   s.bytes = static_cast<size_t>(n->nbytes());
   s.producer = static_cast<int>(n->walk_index);
-  sched_.slots.push_back(s);
-  int id = static_cast<int>(sched_.slots.size()) - 1;
-  slot_of_[n] = id;
+  sched.slots.push_back(s);
+  int id = static_cast<int>(sched.slots.size()) - 1;
+  slot_of[n] = id;
   return id;
 }
 
 namespace {
 
 // Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
-void note_input(Planner& p, Step& st, int slot, Origin what) {
-  int producer = p.sched_.slots[slot].producer;
+void note_input(StepBuilder& p, Step& st, int slot, Origin what) {
+  int producer = p.sched.slots[slot].producer;
   st.notes.push_back(
       {what, false, producer >= 0 ? p.info(p.node(producer))->reason : Why::realized_before});
 }
 
-void note_outputs(Planner& p, Step& st) {
+void note_outputs(StepBuilder& p, Step& st) {
   for (int i : st.realizes) {
     Node* n = p.node(i);
     st.notes.push_back({origin(n), true, p.info(n)->reason});
@@ -387,7 +419,7 @@ void note_outputs(Planner& p, Step& st) {
 // Integer matmul has no BLAS on either backend: it becomes a reduction kernel over the
 // iteration space (batch..., M, N, K), summing a[..., m, k] * b[..., k, n] over k (products
 // wrap in the element type, the sum accumulates in 64 bits).
-Step Planner::integer_matmul(Node* mm) {
+Step StepBuilder::integer_matmul(Node* mm) {
   Step st;
   st.device = mm->device;
   auto [sa, la] = operand(*this, mm->inputs[0]);
@@ -436,7 +468,7 @@ Step Planner::integer_matmul(Node* mm) {
 }
 
 // A floating matmul too large to be computed inside a kernel: a BLAS (cuBLAS) call.
-Step Planner::gemm_step(Node* mm) {
+Step StepBuilder::gemm_step(Node* mm) {
   Step st;
   st.device = mm->device;
   GemmStep& g = st.work.emplace<GemmStep>();
@@ -458,7 +490,7 @@ Step Planner::gemm_step(Node* mm) {
 }
 
 // A value moved to another device: one contiguous block from device to device.
-Step Planner::transfer_step(Node* t) {
+Step StepBuilder::transfer_step(Node* t) {
   Node* x = t->inputs[0];
   auto [slot, l] = operand(*this, x);
   Step st;
@@ -477,7 +509,7 @@ Step Planner::transfer_step(Node* t) {
 }
 
 // concat: one copy kernel per piece, into slices of one buffer.
-void Planner::concat_steps(Node* c) {
+void StepBuilder::concat_steps(Node* c) {
   int out = slot_for_leaf(c);
   Shape ostrides = contiguous_strides(c->shape());
   int64_t at = 0;
@@ -500,15 +532,15 @@ void Planner::concat_steps(Node* c) {
     if (first) piece.writes.push_back(out);
     first = false;
     note_input(*this, piece, slot, origin(x));
-    sched_.steps.push_back(std::move(piece));
+    sched.steps.push_back(std::move(piece));
   }
-  sched_.steps.back().realizes.push_back(static_cast<int>(c->walk_index));
-  note_outputs(*this, sched_.steps.back());
+  sched.steps.back().realizes.push_back(static_cast<int>(c->walk_index));
+  note_outputs(*this, sched.steps.back());
 }
 
 // An elementwise or reduce group: one fused kernel writing the group's roots.
-std::optional<Retry> Planner::kernel_step(int g) {
-  Group& grp = groups_[g];
+std::optional<Retry> StepBuilder::kernel_step(int g) {
+  const Group& grp = groups[g];
   Step st;
   st.device = grp.roots[0]->device;
   FusedKernel& k = st.kernel()->kernel;
@@ -534,19 +566,19 @@ std::optional<Retry> Planner::kernel_step(int g) {
   for (Node* n : b.fused) st.fused.push_back(static_cast<int>(n->walk_index));
   for (const KernelInput& in : k.inputs) note_input(*this, st, in.slot, in.origin);
   note_outputs(*this, st);
-  sched_.steps.push_back(std::move(st));
+  sched.steps.push_back(std::move(st));
   return std::nullopt;
 }
 
-std::optional<Retry> Planner::build_group(int g) {
-  const Group& grp = groups_[g];
+std::optional<Retry> StepBuilder::build_group(int g) {
+  const Group& grp = groups[g];
   Node* root = grp.roots[0];
   switch (grp.kind) {
   case Group::Kind::gemm:
-    sched_.steps.push_back(is_floating(root->dtype) ? gemm_step(root) : integer_matmul(root));
+    sched.steps.push_back(is_floating(root->dtype) ? gemm_step(root) : integer_matmul(root));
     return std::nullopt;
   case Group::Kind::transfer:
-    sched_.steps.push_back(transfer_step(root));
+    sched.steps.push_back(transfer_step(root));
     return std::nullopt;
   case Group::Kind::concat:
     concat_steps(root);
@@ -558,28 +590,22 @@ std::optional<Retry> Planner::build_group(int g) {
   return kernel_step(g);
 }
 
-std::optional<Retry> Planner::build_all() {
-  sched_ = Schedule{};
-  slot_of_.clear();
-  slot_of_buffer_.clear();
-  for (Info& in : infos_) in.counted = false;
+std::variant<Schedule, Retry> build_all(PlanGraph& pg, const std::vector<Group>& groups) {
+  StepBuilder b(pg, groups);
+  for (Info& in : pg.infos) in.counted = false;
   // Groups were created consumers-first; a group reads only the primary outputs of groups
   // whose primary node is older, so building in reverse creation order is a topological order.
-  for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g)
-    if (auto r = build_group(g)) return r;
+  for (int g = static_cast<int>(groups.size()) - 1; g >= 0; --g)
+    if (auto r = b.build_group(g)) return *r;
   // Pending views that must survive are realized as aliases of their (now written) roots.
-  for (Info& in : infos_) {
+  for (Info& in : pg.infos) {
     Node* n = in.n;
     if (n->op == OpCode::view && n->handles > 0) {
-      sched_.aliases.push_back(static_cast<int>(n->walk_index));
-      sched_.alias_ids.push_back(n->id);
+      b.sched.aliases.push_back(static_cast<int>(n->walk_index));
+      b.sched.alias_ids.push_back(n->id);
     }
   }
-  return std::nullopt;
-}
-
-Schedule Planner::take() {
-  return std::move(sched_);
+  return std::move(b.sched);
 }
 
 } // namespace kiln::detail

@@ -4,19 +4,21 @@
 
 namespace kiln::detail {
 
-void Planner::collect() {
+PlanGraph collect(const Walk& w) {
+  PlanGraph pg(w);
   // The walk lists the pending nodes in creation (= topological) order, realized ones among them.
-  for (Node* n : walk_.nodes)
+  for (Node* n : w.nodes)
     if (!n->realized()) {
-      index_[n] = static_cast<unsigned>(infos_.size());
-      infos_.emplace_back().n = n;
+      pg.index[n] = static_cast<unsigned>(pg.infos.size());
+      pg.infos.emplace_back().n = n;
     }
-  for (Info& in : infos_)
+  for (Info& in : pg.infos)
     for (Node* x : in.n->inputs)
-      if (Info* xi = info(x)) xi->consumers.push_back(in.n);
+      if (Info* xi = pg.info(x)) xi->consumers.push_back(in.n);
+  return pg;
 }
 
-void Planner::mark(Node* n, Why reason) {
+void PlanGraph::mark(Node* n, Why reason) {
   Node* r = view_root(n);
   Info* ri = info(r);
   if (!ri || ri->materialize) return; // realized, or already marked (first reason wins)
@@ -24,9 +26,10 @@ void Planner::mark(Node* n, Why reason) {
   ri->reason = reason;
 }
 
-void Planner::mark_all(llvm::ArrayRef<Node*> targets) {
+void mark_all(PlanGraph& pg, llvm::ArrayRef<Node*> targets) {
+  auto mark = [&](Node* n, Why reason) { pg.mark(n, reason); };
   for (Node* t : targets) mark(t, Why::requested);
-  for (Info& in : infos_) {
+  for (Info& in : pg.infos) {
     Node* n = in.n;
     if (n->handles > 0 && !n->internal)
       mark(n, n->op == OpCode::view ? Why::viewed_by_live_tensor : Why::live_handle);

@@ -31,10 +31,10 @@ std::string node_name(const Node* n) {
 
 } // namespace
 
-std::string Planner::dump_state(const char* pass) const {
-  std::string out = fmt::format("after {}: {} pending node(s)", pass, infos_.size());
-  out += groups_.empty() ? "\n" : fmt::format(", {} group(s)\n", groups_.size());
-  for (const Info& in : infos_) {
+std::string dump_state(const PlanGraph& pg, const std::vector<Group>& groups, const char* pass) {
+  std::string out = fmt::format("after {}: {} pending node(s)", pass, pg.infos.size());
+  out += groups.empty() ? "\n" : fmt::format(", {} group(s)\n", groups.size());
+  for (const Info& in : pg.infos) {
     out += "  " + node_name(in.n);
     if (in.materialize) out += fmt::format(", written: {}", why_text(in.reason));
     if (in.no_merge) out += ", a kernel of its own";
@@ -42,8 +42,8 @@ std::string Planner::dump_state(const char* pass) const {
     if (in.group >= 0) out += fmt::format(", group {}", in.group);
     out += '\n';
   }
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const Group& grp = groups_[g];
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Group& grp = groups[g];
     out += fmt::format("  group {}: {} over {}, writes", g, group_kind_name(grp.kind),
                        grp.shape.str());
     for (const Node* r : grp.roots) out += fmt::format(" %{}", r->id);

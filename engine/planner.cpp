@@ -16,7 +16,9 @@
 // Steps come out in dependency order (see build_all). Then buffer_reuse.cpp lets outputs take
 // over input buffers whose last reference dies with this evaluation.
 //
-// Files: mark.cpp (1, 2), split_chains.cpp (cutting chains one kernel cannot hold, before 3),
+// Each pass is one function over explicit data (planner_impl.h): the PlanGraph (an Info per
+// pending node: marks, reasons, groups), the groups, the Schedule. Files: mark.cpp (1, 2),
+// split_chains.cpp (cutting chains one kernel cannot hold, before 3),
 // grouping.cpp and sibling_fusion.cpp (3), kernel_builder.cpp (4), buffer_reuse.cpp;
 // small_matmul.cpp decides which matmuls kernels compute. KILN_DUMP=passes prints the marks
 // and groups after each pass (pass_dump.cpp).
@@ -30,56 +32,38 @@
 
 namespace kiln::detail {
 
-Node* Planner::joined_reduction(int g) {
-  for (Info& in : infos_)
-    if (in.group == g && op_kind(in.n->op) == OpKind::Reduce && groups_[g].roots[0] != in.n &&
-        !in.no_merge)
-      return in.n;
-  return nullptr;
-}
-
-Info* Planner::info(Node* n) {
-  auto it = index_.find(n);
-  return it == index_.end() ? nullptr : &infos_[it->second];
-}
-
-Buffer* Planner::leaf_buffer(int slot) const {
-  int leaf = sched_.slots[slot].leaf;
-  return leaf < 0 ? nullptr : node(leaf)->buffer.get();
-}
-
 Schedule plan(const Walk& w) {
   llvm::SmallVector<Node*, 4> targets;
   for (int t : w.targets) targets.push_back(w.nodes[t]);
   const bool dump = engine().dump_passes;
-  auto after = [&](const Planner& p, const char* pass) {
-    if (dump) std::fprintf(stderr, "%s", p.dump_state(pass).c_str());
+  auto after = [&](const PlanGraph& pg, const std::vector<Group>& groups, const char* pass) {
+    if (dump) std::fprintf(stderr, "%s", dump_state(pg, groups, pass).c_str());
   };
-  Planner p(w);
-  p.collect();
-  p.mark_all(targets);
-  after(p, "collect and mark");
-  p.split_long_chains();
-  after(p, "split_long_chains");
+  PlanGraph pg = collect(w);
+  mark_all(pg, targets);
+  after(pg, {}, "collect and mark");
+  split_long_chains(pg);
+  after(pg, {}, "split_long_chains");
   // Each retry marks one more node, so the loop ends within one pass per node.
   for (size_t attempt = 0;; ++attempt) {
-    p.group_all();
-    after(p, "group");
-    if (auto retry = p.build_all()) {
-      if (attempt > targets.size() + p.size())
-        fail("eval", "internal error: the planner did not converge ({})", why_text(retry->reason));
-      if (dump)
-        std::fprintf(stderr, "build: %%%llu must be written (%s); grouping again\n",
-                     static_cast<unsigned long long>(retry->node->id), why_text(retry->reason));
-      engine().stats.plan_retries++;
-      Info* ri = p.info(retry->node);
-      ri->materialize = true;
-      ri->no_merge = true;
-      ri->reason = retry->reason;
-      continue;
+    const std::vector<Group> groups = group_all(pg);
+    after(pg, groups, "group");
+    std::variant<Schedule, Retry> built = build_all(pg, groups);
+    if (Schedule* s = std::get_if<Schedule>(&built)) {
+      reuse_buffers(pg, *s);
+      return std::move(*s);
     }
-    p.reuse_buffers();
-    return p.take();
+    const Retry& retry = std::get<Retry>(built);
+    if (attempt > targets.size() + pg.infos.size())
+      fail("eval", "internal error: the planner did not converge ({})", why_text(retry.reason));
+    if (dump)
+      std::fprintf(stderr, "build: %%%llu must be written (%s); grouping again\n",
+                   static_cast<unsigned long long>(retry.node->id), why_text(retry.reason));
+    engine().stats.plan_retries++;
+    Info* ri = pg.info(retry.node);
+    ri->materialize = true;
+    ri->no_merge = true;
+    ri->reason = retry.reason;
   }
 }
 

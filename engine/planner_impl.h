@@ -1,12 +1,12 @@
 #pragma once
-// Planner internals shared by planner.cpp (marking, grouping) and kernel_builder.cpp.
+// The planner's passes and the data they share (planner.cpp runs them in order).
 #include "engine/schedule.h"
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 
-#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace kiln::detail {
@@ -14,7 +14,7 @@ namespace kiln::detail {
 // The longest chain of ops one kernel computes: the builder's compute() recurses once per op
 // of a chain (a loop recorded without evaluation, `acc = acc * 0.5f + x`, chains two per
 // step), and ~7,000 of them overflowed an 8 MB stack. Longer chains are split
-// (Planner::split_long_chains, and the builder as a safety net).
+// (split_long_chains, and the builder as a safety net).
 constexpr size_t kMaxChainDepth = 512;
 
 // The Params fields one kernel may have: 8 KB, a quarter of CUDA's 32 KB parameter limit; a
@@ -53,63 +53,66 @@ struct Retry {
   Why reason;
 };
 
-class Planner {
-public:
-  explicit Planner(const Walk& w) : walk_(w) {}
-  void collect();
-  void mark_all(llvm::ArrayRef<Node*> targets);
-  void split_long_chains();
-  void group_all();
-  /// Build every group's step; a Retry if a node must be materialized first.
-  std::optional<Retry> build_all();
-  /// Let elementwise outputs take over input buffers whose last reference dies with this
-  /// evaluation (buffer_reuse.cpp). Runs on the schedule of a successful build_all.
-  void reuse_buffers();
-  /// The schedule built by the last successful build_all (steps in dependency order).
-  Schedule take();
-  Info* info(Node* n);
-  /// A matmul computed as dot products inside the elementwise kernel that reads it.
-  static bool small_matmul(const Node* n);
-  /// A small matmul with more rows than a dot per element suits: its kernel must read it at
-  /// its own (row, column), so that the GEMM-tile layout computes it tile by tile.
-  static bool tiled_matmul(const Node* n);
-  /// A small matmul, computed in a kernel: where a kernel cannot compute it (read by a
-  /// reduction, through a view or a broadcast), in a kernel of its own. Whether a matmul is a
-  /// GEMM step never depends on its readers, so that lazy and eager give the same bits.
-  bool fused_matmul(Node* n) { return small_matmul(n); }
-  /// A reduction that joined group g's kernel (join_consumer_kernel), if any.
-  Node* joined_reduction(int g);
-  size_t size() const { return infos_.size(); }
-  /// The marks and groups as text, for KILN_DUMP=passes (pass_dump.cpp).
-  std::string dump_state(const char* pass) const;
+/// What the passes know about the pending nodes of one evaluation: an Info per pending node,
+/// in creation (= topological) order, and the walk they came from. collect() makes it, the
+/// passes after it read and fill it in.
+struct PlanGraph {
+  explicit PlanGraph(const Walk& w) : walk(&w) {}
+  const Walk* walk;
+  llvm::DenseMap<Node*, unsigned> index; // pending node -> its Info
+  std::vector<Info> infos;
 
-  // Used by the kernel builder.
-  std::vector<Group> groups_;
-  Schedule sched_;
-  llvm::DenseMap<Node*, int> slot_of_; // node (root or realized leaf) -> slot
-  llvm::DenseMap<Buffer*, int> slot_of_buffer_;
-  int slot_for_leaf(Node* n); // realized node or materialized root
-  Node* node(int walk_index) const { return walk_.nodes[walk_index]; }
-  /// The buffer a slot reads, if it is a realized input.
-  Buffer* leaf_buffer(int slot) const;
-
-private:
+  /// The node's Info; null for a realized node (it is read, never planned).
+  Info* info(Node* n) {
+    auto it = index.find(n);
+    return it == index.end() ? nullptr : &infos[it->second];
+  }
+  const Info* info(Node* n) const { return const_cast<PlanGraph*>(this)->info(n); }
+  Node* node(int walk_index) const { return walk->nodes[walk_index]; }
+  /// Mark the node n stands for (a view's root) to be written, unless it is realized or
+  /// already marked (the first reason wins).
   void mark(Node* n, Why reason);
-  void consumer_groups(Node* n, llvm::SmallVectorImpl<int>& out, bool& through_view);
-  int new_group(Node* root);
-  bool join_consumer_kernel(Info& in);
-  bool cheap_to_recompute(Node* n);
-  int merge_siblings(llvm::ArrayRef<int> groups);
-  std::optional<Retry> build_group(int g);
-  std::optional<Retry> kernel_step(int g);
-  Step gemm_step(Node* mm);
-  Step integer_matmul(Node* mm);
-  Step transfer_step(Node* t);
-  void concat_steps(Node* c);
-
-  const Walk& walk_;
-  llvm::DenseMap<Node*, unsigned> index_;
-  std::vector<Info> infos_;
 };
+
+// The passes, in the order plan() (planner.cpp) runs them, each in a file of its own.
+
+/// The pending nodes the walk's targets need, and their in-plan consumers (mark.cpp).
+PlanGraph collect(const Walk& w);
+/// Mark the nodes that must be written, each with the reason (mark.cpp).
+void mark_all(PlanGraph& pg, llvm::ArrayRef<Node*> targets);
+/// Cut chains one kernel cannot hold, before grouping (split_chains.cpp).
+void split_long_chains(PlanGraph& pg);
+/// Nodes into groups, one step each (grouping.cpp; sibling kernels merge in
+/// sibling_fusion.cpp). Sets each Info's group and recompute.
+std::vector<Group> group_all(PlanGraph& pg);
+/// Every group's step, in dependency order, or a node that must be written first
+/// (kernel_builder.cpp).
+std::variant<Schedule, Retry> build_all(PlanGraph& pg, const std::vector<Group>& groups);
+/// Let elementwise outputs take over input buffers whose last reference dies with this
+/// evaluation (buffer_reuse.cpp).
+void reuse_buffers(const PlanGraph& pg, Schedule& s);
+/// The marks and groups as text, for KILN_DUMP=passes (pass_dump.cpp).
+std::string dump_state(const PlanGraph& pg, const std::vector<Group>& groups, const char* pass);
+
+/// Groups of the kernels that consume n, looking through views and recomputed values; whether
+/// any consumer reads it through a view (grouping.cpp).
+void consumer_groups(const PlanGraph& pg, Node* n, llvm::SmallVectorImpl<int>& out,
+                     bool& through_view);
+/// Merge the groups `gs` (sibling kernels of one unwritten value) into one if that is safe;
+/// the merged group, or -1 (sibling_fusion.cpp).
+int merge_siblings(PlanGraph& pg, std::vector<Group>& groups, llvm::ArrayRef<int> gs);
+
+// Which matmuls a kernel computes (small_matmul.cpp).
+/// A matmul computed as dot products inside the elementwise kernel that reads it.
+bool small_matmul(const Node* n);
+/// A small matmul with more rows than a dot per element suits: its kernel must read it at
+/// its own (row, column), so that the GEMM-tile layout computes it tile by tile.
+bool tiled_matmul(const Node* n);
+/// A small matmul, computed in a kernel: where a kernel cannot compute it (read by a
+/// reduction, through a view or a broadcast), in a kernel of its own. Whether a matmul is a
+/// GEMM step never depends on its readers, so that lazy and eager give the same bits.
+inline bool fused_matmul(const Node* n) {
+  return small_matmul(n);
+}
 
 } // namespace kiln::detail

@@ -15,12 +15,12 @@
 
 namespace kiln::detail {
 
-int Planner::merge_siblings(llvm::ArrayRef<int> gs) {
+int merge_siblings(PlanGraph& pg, std::vector<Group>& groups, llvm::ArrayRef<int> gs) {
   const int first = *std::min_element(gs.begin(), gs.end());
-  const Group& g0 = groups_[first];
+  const Group& g0 = groups[first];
   if (g0.kind != Group::Kind::elementwise) return -1;
   for (int g : gs) {
-    const Group& grp = groups_[g];
+    const Group& grp = groups[g];
     if (grp.kind != Group::Kind::elementwise || grp.shape != g0.shape ||
         grp.roots[0]->device != g0.roots[0]->device)
       return -1;
@@ -28,7 +28,7 @@ int Planner::merge_siblings(llvm::ArrayRef<int> gs) {
     for (Node* r : grp.roots) {
       llvm::SmallVector<int, 4> readers;
       bool through_view = false;
-      consumer_groups(r, readers, through_view);
+      consumer_groups(pg, r, readers, through_view);
       for (int c : readers)
         if (c != g && c >= first) return -1;
     }
@@ -40,10 +40,10 @@ int Planner::merge_siblings(llvm::ArrayRef<int> gs) {
     if (g != first) later.push_back(g);
   std::sort(later.begin(), later.end(), std::greater<int>());
   for (int g : later) {
-    std::vector<Node*>& roots = groups_[first].roots;
-    roots.insert(roots.end(), groups_[g].roots.begin(), groups_[g].roots.end());
-    groups_.erase(groups_.begin() + g);
-    for (Info& in : infos_)
+    std::vector<Node*>& roots = groups[first].roots;
+    roots.insert(roots.end(), groups[g].roots.begin(), groups[g].roots.end());
+    groups.erase(groups.begin() + g);
+    for (Info& in : pg.infos)
       if (in.group == g)
         in.group = first;
       else if (in.group > g)

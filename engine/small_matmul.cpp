@@ -34,7 +34,7 @@ constexpr int64_t kDotMaxK = 1024;
 constexpr int64_t kDotMaxMacs = int64_t(1) << 20;
 constexpr int64_t kTileMaxMacs = int64_t(1) << 24;
 
-bool Planner::small_matmul(const Node* n) {
+bool small_matmul(const Node* n) {
   if (n->op != OpCode::matmul || !is_floating(n->dtype)) return false;
   const int mode = engine().small_matmul;
   if (mode == 0 || (mode == 1 && !n->device.is_cuda())) return false;
@@ -51,7 +51,7 @@ bool Planner::small_matmul(const Node* n) {
          (n->dtype == DType::f32 || n->dtype == DType::f64);
 }
 
-bool Planner::tiled_matmul(const Node* n) {
+bool tiled_matmul(const Node* n) {
   const Shape& s = n->shape();
   const int64_t N = s.size() > 0 ? s[s.size() - 1] : 1;
   return N > 0 && s.numel() / N > kDotRows;

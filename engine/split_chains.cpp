@@ -19,28 +19,28 @@ namespace kiln::detail {
 //   reads a new input every op. Leaves are counted once per segment of chain (between cuts); where
 //   branches join, only the heaviest is followed, so the estimate is exact for chains and the
 //   builder still splits what it misses (Builder::spend).
-void Planner::split_long_chains() {
+void split_long_chains(PlanGraph& pg) {
   constexpr int64_t kFieldBudget = kMaxParamFields - 64;
   struct Chain {
     uint32_t depth = 0;
     int64_t fields = 0;
     size_t segment = 0; // the node that started this chain's segment
   };
-  std::vector<Chain> chain(infos_.size());
+  std::vector<Chain> chain(pg.infos.size());
   llvm::DenseSet<std::pair<size_t, Node*>> counted; // (segment, leaf)
   // The Params fields of x if this kernel reads it as a leaf (from memory: a realized value,
   // or a cut, seen through views; or a constant), else 0: x is computed in the kernel.
   auto leaf_fields = [&](Node* x) -> int64_t {
-    Info* ri = info(view_root(x));
+    Info* ri = pg.info(view_root(x));
     if (!ri || ri->no_merge) return 1 + int64_t(x->shape().size());
     return op_kind(x->op) == OpKind::Source ? 2 : 0;
   };
-  for (size_t i = 0; i < infos_.size(); ++i) {
-    Info& in = infos_[i];
+  for (size_t i = 0; i < pg.infos.size(); ++i) {
+    Info& in = pg.infos[i];
     Chain c{0, 0, i};
     for (Node* x : in.n->inputs) {
-      auto it = index_.find(x);
-      if (it == index_.end()) continue;
+      auto it = pg.index.find(x);
+      if (it == pg.index.end()) continue;
       const Chain& below = chain[it->second];
       c.depth = std::max(c.depth, below.depth); // constants too: the builder recurses into them
       if (leaf_fields(x) == 0 && below.fields >= c.fields) {

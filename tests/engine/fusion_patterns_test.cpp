@@ -520,8 +520,9 @@ int written_for(kiln::detail::Why w) {
 
 TEST_F(FusionPatterns, ALongChainIsCutInOnePlanningPass) {
   // A chain of 20,000 ops recorded without evaluation is cut every 512 ops before grouping
-  // (Planner::split_long_chains). Found one cut per planning pass, it took 39 passes over the
-  // whole graph, and planning was quadratic (100,000 ops: 34 s; bench/long_chain.cpp).
+  // (split_long_chains, engine/split_chains.cpp). Found one cut per planning pass, it took 39
+  // passes over the whole graph, and planning was quadratic (100,000 ops: 34 s;
+  // bench/long_chain.cpp).
   Tensor x = realized_randn({4});
   std::vector<float> xs = x.to_vector<float>(), want = xs;
   Tensor acc = x;
