@@ -160,6 +160,8 @@ std::string unary(const TapeInst& in) {
     return is_half(t) ? fmt::format("k_exp_h({})", a) : fn(t, "exp", a);
   case OpCode::log:
     return fn(t, "log", a);
+  case OpCode::log1p:
+    return fn(t, "log1p", a);
   case OpCode::sqrt:
     return fn(t, "sqrt", a);
   case OpCode::rsqrt: // 1/sqrt as the CPU (rsqrt() is not correctly rounded)

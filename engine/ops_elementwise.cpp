@@ -276,10 +276,68 @@ Tensor rdiv(const Tensor& a, Scalar b) {
   Tensor fn(const Tensor& a) {                                                                     \
     return unary(OpCode::fn, a);                                                                   \
   }
+namespace {
+
+// Compound assignment: a takes the result r of `a op b`, which must keep a's shape and may
+// only be cast down or within its category, as PyTorch's in-place ops.
+Tensor& assign(const char* op, Tensor& a, Tensor r) {
+  const Node* n = a.node();
+  const Node* rn = r.node();
+  if (rn->layout.shape != n->layout.shape)
+    fail(op,
+         "the result has shape {}, the assigned tensor {}; compound assignment cannot change "
+         "a tensor's shape",
+         rn->layout.shape, n->layout.shape);
+  if (rn->dtype != n->dtype) {
+    if (category(rn->dtype) > category(n->dtype))
+      fail(op, "the result type {} cannot be cast to the assigned tensor's type {}",
+           dtype_name(rn->dtype), dtype_name(n->dtype));
+    r = cast(r, n->dtype);
+  }
+  a = std::move(r);
+  return a;
+}
+
+} // namespace
+
+Tensor& operator+=(Tensor& a, const Tensor& b) {
+  arg(a, "operator+=");
+  return assign("operator+=", a, add(a, b));
+}
+Tensor& operator-=(Tensor& a, const Tensor& b) {
+  arg(a, "operator-=");
+  return assign("operator-=", a, sub(a, b));
+}
+Tensor& operator*=(Tensor& a, const Tensor& b) {
+  arg(a, "operator*=");
+  return assign("operator*=", a, mul(a, b));
+}
+Tensor& operator/=(Tensor& a, const Tensor& b) {
+  arg(a, "operator/=");
+  return assign("operator/=", a, div(a, b));
+}
+Tensor& operator+=(Tensor& a, Scalar b) {
+  arg(a, "operator+=");
+  return assign("operator+=", a, add(a, b));
+}
+Tensor& operator-=(Tensor& a, Scalar b) {
+  arg(a, "operator-=");
+  return assign("operator-=", a, sub(a, b));
+}
+Tensor& operator*=(Tensor& a, Scalar b) {
+  arg(a, "operator*=");
+  return assign("operator*=", a, mul(a, b));
+}
+Tensor& operator/=(Tensor& a, Scalar b) {
+  arg(a, "operator/=");
+  return assign("operator/=", a, div(a, b));
+}
+
 KILN_UNARY_FRONTEND(neg)
 KILN_UNARY_FRONTEND(abs)
 KILN_UNARY_FRONTEND(exp)
 KILN_UNARY_FRONTEND(log)
+KILN_UNARY_FRONTEND(log1p)
 KILN_UNARY_FRONTEND(sqrt)
 KILN_UNARY_FRONTEND(rsqrt)
 KILN_UNARY_FRONTEND(sin)

@@ -48,6 +48,16 @@ Tensor ones(const Shape& shape, DType dtype, std::optional<Device> device) {
   return constant("ones", shape, 1, dtype, device);
 }
 
+Tensor zeros_like(const Tensor& a, std::optional<DType> dtype) {
+  Node* n = arg(a, "zeros_like");
+  return constant("zeros_like", n->layout.shape, 0, dtype.value_or(n->dtype), n->device);
+}
+
+Tensor ones_like(const Tensor& a, std::optional<DType> dtype) {
+  Node* n = arg(a, "ones_like");
+  return constant("ones_like", n->layout.shape, 1, dtype.value_or(n->dtype), n->device);
+}
+
 Tensor arange(double start, double stop, double step, DType dtype, std::optional<Device> device) {
   if (step == 0 || !std::isfinite(step))
     fail("arange", "step must be finite and nonzero, got {}", step);

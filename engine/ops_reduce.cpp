@@ -1,6 +1,8 @@
 // Reductions and the composites built from them (softmax, log_softmax, layer_norm).
 #include "engine/ops_common.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 using namespace detail;
@@ -70,20 +72,69 @@ Tensor min(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
   return reduce(OpCode::min, a, axes_mask("min", axes, n->layout.shape.size()), keepdim, n->dtype);
 }
 
-Tensor argmax(const Tensor& a, std::optional<int> axis, bool keepdim) {
-  Node* n = arg(a, "argmax");
+namespace {
+
+// The values argmin finds the first maximum of: the input in reversed order. -x is exact for
+// floats (NaN stays NaN, which both argmax and argmin pick, as PyTorch), -1 - x reverses every
+// integer without overflow (it is ~x), logical_not reverses bools. Ties keep the first index.
+Tensor reversed_order(const Tensor& a) {
+  const DType t = a.dtype();
+  if (is_floating(t)) return neg(a);
+  return t == DType::boolean ? logical_not(a) : rsub(a, Scalar(-1));
+}
+
+// argmax of a, or with `min` argmin (the argmax of reversed_order(a)).
+Tensor arg_extreme(const char* op, const Tensor& a, std::optional<int> axis, bool keepdim,
+                   bool min) {
+  Node* n = arg(a, op);
+  const Tensor x = min ? reversed_order(a) : a;
   if (!axis) {
-    if (n->numel() == 0)
-      fail("argmax", "cannot reduce an empty tensor of shape {}", n->layout.shape);
-    Tensor flat = reshape(a, Shape{n->numel()});
+    if (n->numel() == 0) fail(op, "cannot reduce an empty tensor of shape {}", n->layout.shape);
+    Tensor flat = reshape(x, Shape{n->numel()});
     Tensor r = reduce(OpCode::argmax, flat, 1u, false, DType::i64);
     if (!keepdim) return r;
     Shape ones;
     ones.resize(n->layout.shape.size(), 1);
     return reshape(r, ones);
   }
-  int d = norm_dim("argmax", *axis, n->layout.shape.size());
-  return reduce(OpCode::argmax, a, 1u << d, keepdim, DType::i64);
+  const int d = norm_dim(op, *axis, n->layout.shape.size());
+  if (n->layout.shape[d] == 0)
+    fail(op, "cannot reduce over the zero-size dim {} of shape {}", d, n->layout.shape);
+  return reduce(OpCode::argmax, x, 1u << d, keepdim, DType::i64);
+}
+
+// The number of elements each output of a reduction over `axes` folds.
+int64_t reduced_count(const char* op, const Shape& s, const std::vector<int>& axes) {
+  const uint32_t mask = axes_mask(op, axes, s.size());
+  int64_t n = 1;
+  for (int d = 0; d < s.size(); ++d)
+    if (mask & (1u << d)) n *= s[d];
+  return n;
+}
+
+} // namespace
+
+Tensor argmax(const Tensor& a, std::optional<int> axis, bool keepdim) {
+  return arg_extreme("argmax", a, axis, keepdim, false);
+}
+
+Tensor argmin(const Tensor& a, std::optional<int> axis, bool keepdim) {
+  return arg_extreme("argmin", a, axis, keepdim, true);
+}
+
+Tensor var(const Tensor& a, const std::vector<int>& axes, int64_t correction, bool keepdim) {
+  Node* n = arg(a, "var");
+  if (!is_floating(n->dtype))
+    fail("var", "needs a floating-point input, got {} (cast first)", dtype_name(n->dtype));
+  const int64_t count = reduced_count("var", n->layout.shape, axes);
+  const Tensor d = a - mean(a, axes, true);
+  // As torch.var: the divisor is max(0, N - correction), so too few elements give inf or NaN.
+  return sum(d * d, axes, keepdim) / static_cast<double>(std::max<int64_t>(0, count - correction));
+}
+
+Tensor stddev(const Tensor& a, const std::vector<int>& axes, int64_t correction, bool keepdim) {
+  arg(a, "stddev");
+  return sqrt(var(a, axes, correction, keepdim));
 }
 
 Tensor softmax(const Tensor& a, int axis) {

@@ -262,4 +262,22 @@ Tensor concat(const std::vector<Tensor>& ts, int dim) {
   return publish(c);
 }
 
+Tensor stack(const std::vector<Tensor>& ts, int dim) {
+  if (ts.empty()) fail("stack", "needs at least one tensor");
+  const Node* first = arg(ts[0], "stack");
+  const int rank = first->layout.shape.size();
+  const int d = norm_dim("stack", dim, rank + 1); // a new dim: 0..rank
+  std::vector<Tensor> pieces;
+  pieces.reserve(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Node* n = arg(ts[i], "stack");
+    same_device("stack", first, n);
+    if (n->layout.shape != first->layout.shape)
+      fail("stack", "every tensor must have one shape: tensor 0 has {}, tensor {} has {}",
+           first->layout.shape, i, n->layout.shape);
+    pieces.push_back(unsqueeze(ts[i], d));
+  }
+  return concat(pieces, d);
+}
+
 } // namespace kiln

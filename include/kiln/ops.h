@@ -44,6 +44,9 @@ Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device>
 Tensor ones(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = {});
 Tensor full(const Shape& shape, Scalar value, DType dtype = DType::f32,
             std::optional<Device> device = {});
+/// Zeros / ones of a's shape on a's device, in a's dtype unless another is given.
+Tensor zeros_like(const Tensor& a, std::optional<DType> dtype = {});
+Tensor ones_like(const Tensor& a, std::optional<DType> dtype = {});
 /// [start, stop) in steps of step, like numpy.arange; dtype i64 unless given.
 Tensor arange(double start, double stop, double step = 1, DType dtype = DType::i64,
               std::optional<Device> device = {});
@@ -102,6 +105,8 @@ Tensor neg(const Tensor& a);
 Tensor abs(const Tensor& a);
 Tensor exp(const Tensor& a);
 Tensor log(const Tensor& a);
+/// log(1 + a), accurate where a is small (log(1 + 1e-10f) is 0; log1p(1e-10f) is 1e-10).
+Tensor log1p(const Tensor& a);
 Tensor sqrt(const Tensor& a);
 Tensor rsqrt(const Tensor& a);
 Tensor sin(const Tensor& a);
@@ -154,6 +159,8 @@ std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, in
 Tensor contiguous(const Tensor& a);
 /// Not a view: a new tensor holding the inputs one after another along dim.
 Tensor concat(const std::vector<Tensor>& ts, int dim = 0);
+/// Not a view: the inputs, all of one shape, side by side along a new dim (torch.stack).
+Tensor stack(const std::vector<Tensor>& ts, int dim = 0);
 
 // ---- reductions --------------------------------------------------------------------------
 /// axes empty = all axes. Sum of integers/bool gives i64; mean needs a floating input.
@@ -162,7 +169,18 @@ Tensor mean(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = f
 Tensor max(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
 Tensor min(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
 /// Index (i64) of the first maximum along axis; without an axis, into the flattened tensor.
+/// NaN counts as the maximum, as in PyTorch.
 Tensor argmax(const Tensor& a, std::optional<int> axis = {}, bool keepdim = false);
+/// Index (i64) of the first minimum, as argmax (NaN counts as the minimum).
+Tensor argmin(const Tensor& a, std::optional<int> axis = {}, bool keepdim = false);
+/// Variance over axes (empty: all), dividing the sum of squared deviations by
+/// max(0, N - correction) as torch.var: correction 1 (Bessel's) by default, 0 for the biased
+/// (population) variance; too few elements give inf or NaN. Needs a floating input.
+Tensor var(const Tensor& a, const std::vector<int>& axes = {}, int64_t correction = 1,
+           bool keepdim = false);
+/// sqrt(var(...)): torch.std. (Not named `std`, which a reader would take for the namespace.)
+Tensor stddev(const Tensor& a, const std::vector<int>& axes = {}, int64_t correction = 1,
+              bool keepdim = false);
 /// Each runs as one kernel on every backend (the reductions join the elementwise kernel that
 /// uses them; see docs/architecture.md, "Reductions with consumers").
 Tensor softmax(const Tensor& a, int axis = -1);
@@ -217,6 +235,21 @@ template <Number S> Tensor operator/(const Tensor& a, S b) {
 template <Number S> Tensor operator/(S a, const Tensor& b) {
   return rdiv(b, Scalar(a));
 }
+
+/// Compound assignment rebinds the handle: `w -= lr * g` is `w = w - lr * g`. Other handles
+/// to the old value keep it (unlike PyTorch's in-place ops, nothing aliasing w changes); when
+/// no handle does, buffer reuse writes the result into w's buffer. As in PyTorch, w keeps its
+/// shape and dtype: a result of another shape (b broadcast w to a larger one) throws, and so
+/// does a result of a higher category than w (a float result for an integer w); a wider type
+/// of the same category (f32 + f64) is cast back to w's.
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, Scalar b);
+Tensor& operator-=(Tensor& a, Scalar b);
+Tensor& operator*=(Tensor& a, Scalar b);
+Tensor& operator/=(Tensor& a, Scalar b);
 inline Tensor operator==(const Tensor& a, const Tensor& b) {
   return eq(a, b);
 }

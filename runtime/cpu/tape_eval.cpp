@@ -265,6 +265,9 @@ template <class T> void unary(OpCode op, const T* a, T* o, int n) {
     case OpCode::log:
       for (int i = 0; i < n; ++i) o[i] = std::log(a[i]);
       return;
+    case OpCode::log1p:
+      for (int i = 0; i < n; ++i) o[i] = std::log1p(a[i]);
+      return;
     case OpCode::sqrt:
       for (int i = 0; i < n; ++i) o[i] = std::sqrt(a[i]);
       return;

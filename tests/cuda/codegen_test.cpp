@@ -91,7 +91,7 @@ void float_ops(DType dt) {
   Tensor p = rand({33, 20}, dt) + 0.5;
   eval(x, y, p);
   eval(chain(x, y));
-  eval(exp(x), log(p), sqrt(p), rsqrt(p), sin(x), cos(x), tanh(x), sigmoid(x), gelu(x));
+  eval(exp(x), log(p), log1p(p), sqrt(p), rsqrt(p), sin(x), cos(x), tanh(x), sigmoid(x), gelu(x));
   eval(relu(x), abs(x), neg(x), pow(p, y), pow(x, 2), pow(p, 0.5), maximum(x, y), minimum(x, y));
   eval(x / y, 1 - x, 2 / p, clamp(x, -0.5, 0.5), x * 1e-3 + y);
   eval(where(x > y, x, y), where(x <= 0, 0.0, x), eq(x, y), ne(x, 0.5), lt(x, y), ge(x, y));
@@ -322,7 +322,7 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
   // Every op of the table that can appear in a kernel did.
   for (OpCode op : {OpCode::constant,    OpCode::rand_uniform, OpCode::rand_normal, OpCode::iota,
                     OpCode::copy,        OpCode::neg,          OpCode::abs,         OpCode::relu,
-                    OpCode::exp,         OpCode::log,          OpCode::sqrt,        OpCode::rsqrt,
+                    OpCode::exp,         OpCode::log,          OpCode::log1p,        OpCode::sqrt,        OpCode::rsqrt,
                     OpCode::sin,         OpCode::cos,          OpCode::tanh,        OpCode::sigmoid,
                     OpCode::gelu,        OpCode::logical_not,  OpCode::cast,        OpCode::add,
                     OpCode::sub,         OpCode::mul,          OpCode::div,         OpCode::pow,

@@ -229,6 +229,7 @@ void Builder::unary() {
                                      {"gelu", kiln::gelu, 2},
                                      {"exp", kiln::exp, 3},
                                      {"log", kiln::log, 3},
+                                     {"log1p", kiln::log1p, 3},
                                      {"sqrt", kiln::sqrt, 3},
                                      {"rsqrt", kiln::rsqrt, 3},
                                      {"logical_not", kiln::logical_not, 0}};

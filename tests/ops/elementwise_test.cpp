@@ -34,6 +34,8 @@ const std::vector<UnaryOp>& unary_ops() {
        -4, 4, -4, 4, true, true},
       {"log", [](const Tensor& a) { return kiln::log(a); }, [](double x) { return std::log(x); },
        0.05, 10, 1, 50, true, true},
+      {"log1p", [](const Tensor& a) { return kiln::log1p(a); },
+       [](double x) { return std::log1p(x); }, -0.9, 10, 0, 50, true, true},
       {"sqrt", [](const Tensor& a) { return kiln::sqrt(a); }, [](double x) { return std::sqrt(x); },
        0.01, 10, 0, 50, true, true},
       {"rsqrt", [](const Tensor& a) { return kiln::rsqrt(a); },
