@@ -1,4 +1,4 @@
-// Planner pass 4: nodes into groups, one kernel (or GEMM, concat, transfer) each, walking
+// Planner pass 3: nodes into groups, one kernel (or GEMM, concat, transfer) each, walking
 // consumers before producers (see planner.cpp for the rule); sibling_fusion.cpp merges
 // sibling kernels.
 #include "engine/planner_impl.h"

@@ -1,4 +1,4 @@
-// Planner pass 3: chains one kernel could not hold are cut before grouping.
+// A planner pass between marking and grouping: chains one kernel could not hold are cut.
 #include "engine/planner_impl.h"
 
 #include <llvm/ADT/DenseSet.h>

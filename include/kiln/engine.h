@@ -80,10 +80,11 @@ bool launch_thread();
 /// @ wh + b` and an LSTM's gate math become one kernel. So are f32/f64 matmuls with more rows
 /// and columns (K <= 1024, at most 2^24 multiply-adds) that the kernel reads at their own
 /// (row, column): computed in tiles, a recurrent step's `tanh(x @ w + b)` is one kernel; read
-/// through a view or by a reduction they stay BLAS calls. By default on CUDA devices only (the CPU
-/// backend's BLAS is faster there); `everywhere` also on the CPU (tests), `blas` never (A/B
-/// measurements; env KILN_SMALL_MATMUL=0, =all for everywhere). Results agree with BLAS to
-/// rounding.
+/// through a view or by a reduction they get a kernel of their own (never a BLAS call: whether a
+/// matmul is one must not depend on its readers, or lazy and eager results would differ). By
+/// default on CUDA devices only (the CPU backend's BLAS is faster there); `everywhere` also on
+/// the CPU (tests), `blas` never (A/B measurements; env KILN_SMALL_MATMUL=0, =1 or =cuda for
+/// on_gpu, =all for everywhere). Results agree with BLAS to rounding.
 enum class SmallMatmul { blas, on_gpu, everywhere };
 void set_small_matmul(SmallMatmul mode);
 SmallMatmul small_matmul();

@@ -11,8 +11,9 @@ namespace kiln::detail::cpu {
 
 namespace {
 
-// Kernels under 64 blocks (16K elements) run on the calling thread: small tensors (an RNN
-// step) would pay more for waking threads than they save.
+// Kernels under 128 blocks (32K elements: parallel_for splits from two grains of 64 blocks) run
+// on the calling thread: small tensors (an RNN step) would pay more for waking threads than
+// they save.
 constexpr int64_t kParallelGrainBlocks = 64;
 
 char* data(llvm::ArrayRef<Buffer*> buffers, int slot) {
