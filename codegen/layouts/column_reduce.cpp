@@ -1,6 +1,6 @@
 // The column layout of reductions: a reduction over outer axes (the innermost dim is kept),
 // neighbouring output rows ("columns") on neighbouring threads so that a warp's loads are
-// coalesced, the rest of the block down the reduced axis (the emitter: Emitter::column_body).
+// coalesced, the rest of the block down the reduced axis (emitted by Emitter::column_body, below).
 #include "codegen/cuda_codegen_internal.h"
 
 #include <fmt/format.h>

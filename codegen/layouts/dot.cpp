@@ -1,6 +1,6 @@
 // The dot layout: elementwise kernels with small dot products (a matrix times a vector, an
 // RNN cell at batch 1). dot_bx elements side by side per block, the rest of the block (and of
-// a cluster, on sm_90) splitting each element's K (the emitter: Emitter::dot_body).
+// a cluster, on sm_90) splitting each element's K (emitted by Emitter::dot_body, below).
 #include "codegen/cuda_codegen_internal.h"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // The elementwise layout: a grid-stride loop over the flat index, one element per thread per
-// step, or one 16-byte vector per operand with `vec` (the emitter: Emitter::elementwise_body).
+// step, or one 16-byte vector per operand with `vec` (emitted by Emitter::elementwise_body, below).
 #include "codegen/cuda_codegen_internal.h"
 
 #include <fmt/format.h>

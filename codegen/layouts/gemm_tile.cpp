@@ -1,7 +1,7 @@
 // The GEMM-tile layout: kernels whose dot products form a matrix of outputs (more than a few
 // rows; the seed loop's step). A block computes a T x T tile of outputs, its K staged in
 // shared-memory chunks and split between groups of threads, clusters of blocks splitting K
-// further on sm_90 (the emitter: Emitter::gemm_body).
+// further on sm_90 (emitted by Emitter::gemm_body, below).
 #include "codegen/cuda_codegen_internal.h"
 
 #include <fmt/format.h>

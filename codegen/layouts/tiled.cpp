@@ -1,6 +1,6 @@
 // The tiled layout: elementwise kernels over a transposed read. 32 x 32 tiles of the inputs
 // read with stride 1 along another dim than the last go through shared memory, so that both
-// their reads and the output's writes are coalesced (the emitter: Emitter::tiled_body).
+// their reads and the output's writes are coalesced (emitted by Emitter::tiled_body, below).
 #include "codegen/cuda_codegen_internal.h"
 
 #include <fmt/format.h>
