@@ -78,8 +78,23 @@ ParamTemplate param_template(const FusedKernel& k, const CudaVariant& v) {
     if (pl.fields[i].type == CgField::Type::ptr)
       t.pointers.push_back(
           {static_cast<uint32_t>(8 * i), pl.fields[i].slot, pl.fields[i].byte_offset});
+    if (pl.fields[i].inst >= 0)
+      t.values.push_back({static_cast<uint32_t>(8 * i), pl.fields[i].inst});
   }
   return t;
+}
+
+bool ParamTemplate::patch_values(std::vector<std::byte>& params, llvm::ArrayRef<Value> values,
+                                 const FusedKernel& k) {
+  bool changed = false;
+  for (const Value& v : values) {
+    const uint64_t bits = constant_bits(k.tape[v.inst]);
+    if (std::memcmp(params.data() + v.at, &bits, sizeof bits) != 0) {
+      std::memcpy(params.data() + v.at, &bits, sizeof bits);
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 bool ParamTemplate::patch_pointers(std::vector<std::byte>& params, llvm::ArrayRef<Pointer> pointers,

@@ -121,11 +121,20 @@ struct ParamTemplate {
     int64_t byte_offset = 0; // the operand's offset into its buffer
   };
   std::vector<Pointer> pointers;
+  /// The constants' fields: a plan run with other constant values rewrites only them.
+  struct Value {
+    uint32_t at = 0; // byte position in `bytes`
+    int inst = 0;    // the kernel's tape instruction (a constant) the field holds
+  };
+  std::vector<Value> values;
   /// Write the pointers of this launch (slot_base[i]: slot i's device pointer; null -> 0).
   void patch(llvm::ArrayRef<void*> slot_base) { patch_pointers(bytes, pointers, slot_base); }
   /// The same into `params` (a copy of `bytes`); true if any pointer changed.
   static bool patch_pointers(std::vector<std::byte>& params, llvm::ArrayRef<Pointer> pointers,
                              llvm::ArrayRef<void*> slot_base);
+  /// The constants k's tape holds now into `params`; true if any changed.
+  static bool patch_values(std::vector<std::byte>& params, llvm::ArrayRef<Value> values,
+                           const FusedKernel& k);
 };
 ParamTemplate param_template(const FusedKernel& k, const CudaVariant& v);
 /// The bytes of the Params struct for a launch; slot_base[i] is slot i's device pointer.

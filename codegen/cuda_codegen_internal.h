@@ -106,7 +106,11 @@ struct CgField {
   uint64_t bits = 0;    // value for a launch
   int slot = -1;        // ptr: the slot whose base it is, plus byte_offset
   int64_t byte_offset = 0;
+  int inst = -1; // a constant's value: the tape instruction it comes from
 };
+
+/// A constant tape instruction's value as its Params field holds it.
+uint64_t constant_bits(const TapeInst& in);
 
 struct CgOperand {
   enum class Mode : uint8_t { contiguous, scalar, strided } mode = Mode::contiguous;

@@ -142,11 +142,8 @@ void plan_value_fields(const FusedKernel& k, CgPlan& pl) {
     const TapeInst& in = k.tape[t];
     switch (in.op) {
     case OpCode::constant:
-      if (is_floating(in.dtype))
-        add(pl, T::f64, fmt::format("c{}", t), f64_bits(in.imm));
-      else
-        add(pl, T::i64, fmt::format("c{}", t),
-            i64_bits(in.dtype == DType::boolean ? (in.imm != 0) : in.iimm));
+      add(pl, is_floating(in.dtype) ? T::f64 : T::i64, fmt::format("c{}", t), constant_bits(in));
+      pl.fields.back().inst = static_cast<int>(t);
       break;
     case OpCode::iota:
       add(pl, T::f64, fmt::format("c{}_a", t), f64_bits(in.imm));
@@ -170,6 +167,11 @@ void plan_value_fields(const FusedKernel& k, CgPlan& pl) {
 }
 
 } // namespace
+
+uint64_t constant_bits(const TapeInst& in) {
+  if (is_floating(in.dtype)) return f64_bits(in.imm);
+  return i64_bits(in.dtype == DType::boolean ? (in.imm != 0) : in.iimm);
+}
 
 CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
   CgPlan pl;

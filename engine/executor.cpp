@@ -189,6 +189,17 @@ void run_batch(Run& r, const CachedPlan::Batch& b, Stats& stats) {
   for (int i = b.begin; i < b.end; ++i) finish_step(r, r.s.steps[i], stats);
 }
 
+// This evaluation's constant values into the plan's kernels (the plan key leaves them out), so
+// that backends, and batches that kept a kernel's Params, run with them.
+void write_constants(Schedule& s, llvm::ArrayRef<Node*> nodes) {
+  for (const ConstantUse& c : s.constants) {
+    TapeInst& inst = s.steps[c.step].kernel()->kernel.tape[c.inst];
+    const Node* n = nodes[c.node];
+    inst.imm = n->scalar;
+    inst.iimm = n->iscalar;
+  }
+}
+
 size_t written_bytes(const Schedule& s, const Step& st) {
   size_t n = 0;
   for (int w : st.writes) n += s.slots[w].bytes;
@@ -253,6 +264,7 @@ void realize(llvm::ArrayRef<Node*> targets) {
   static Walk w; // one evaluation at a time (re-entry fails above); its capacity is reused
   walk_pending(pending, w);
   std::shared_ptr<CachedPlan> p = plan_for(w);
+  write_constants(*p->schedule, w.nodes);
   const Schedule& s = *p->schedule;
   e.stats.flushes++;
   last() = {p->schedule, p->runs++ > 0};

@@ -93,7 +93,8 @@ public:
   }
 
   std::optional<Retry> retry;
-  std::vector<Node*> fused; // nodes computed in registers
+  std::vector<Node*> fused;           // nodes computed in registers
+  std::vector<ConstantUse> constants; // where constant nodes' values sit in the tape (step -1)
 
 private:
   int emit(TapeInst inst) {
@@ -334,6 +335,9 @@ private:
       inst.imm2 = n->scalar2;
       inst.seed = n->seed;
       inst.counter = n->counter;
+      if (n->op == OpCode::constant)
+        constants.push_back(
+            {static_cast<int>(n->walk_index), -1, static_cast<int>(k_.tape.size())});
       return emit(inst);
     default: {
       int ops[3] = {-1, -1, -1};
@@ -564,6 +568,10 @@ std::optional<Retry> StepBuilder::kernel_step(int g) {
   }
   if (b.retry) return b.retry;
   for (Node* n : b.fused) st.fused.push_back(static_cast<int>(n->walk_index));
+  for (ConstantUse c : b.constants) {
+    c.step = static_cast<int>(sched.steps.size()); // the index st takes below
+    sched.constants.push_back(c);
+  }
   for (const KernelInput& in : k.inputs) note_input(*this, st, in.slot, in.origin);
   note_outputs(*this, st);
   sched.steps.push_back(std::move(st));

@@ -36,10 +36,14 @@ struct NodeAttrs {
 
   /// Every attribute as 64-bit words, in one fixed order, and for a view its layout. CSE's
   /// comparison and hash and the plan key all read attributes through this one list, so an
-  /// attribute added above and here reaches all three.
-  template <class Put> void visit_attrs(OpCode op, const Layout& layout, Put&& put) const {
-    put(std::bit_cast<uint64_t>(scalar)); // bitwise: 0.0 and -0.0 are different constants
-    put(static_cast<uint64_t>(iscalar));
+  /// attribute added above and here reaches all three. Without `constant_values` a constant's
+  /// value reads as 0: the plan key leaves it out, as the executor writes the values of each
+  /// run into the plan's kernels (Schedule::constants).
+  template <class Put>
+  void visit_attrs(OpCode op, const Layout& layout, Put&& put, bool constant_values = true) const {
+    const bool value = constant_values || op != OpCode::constant;
+    put(value ? std::bit_cast<uint64_t>(scalar) : 0); // bitwise: 0.0 and -0.0 differ
+    put(value ? static_cast<uint64_t>(iscalar) : 0);
     put(std::bit_cast<uint64_t>(scalar2));
     put(seed);
     put(counter);

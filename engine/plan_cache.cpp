@@ -33,7 +33,7 @@ std::shared_ptr<CachedPlan> plan_for(const Walk& w) {
   }
   e.stats.plan_misses++;
   auto p = std::make_shared<CachedPlan>();
-  p->schedule = std::make_shared<const Schedule>(plan(w));
+  p->schedule = std::make_shared<Schedule>(plan(w));
   if (e.max_plans == 0) return p;
   p->key = w.key;
   p->hash = w.hash;

@@ -15,7 +15,7 @@ namespace kiln::detail {
 struct CachedPlan {
   std::vector<uint64_t> key;
   uint64_t hash = 0;
-  std::shared_ptr<const Schedule> schedule;
+  std::shared_ptr<Schedule> schedule; // its constants are rewritten by each run
   /// A run of consecutive steps [begin, end) that one backend runs as a batch.
   struct Batch {
     int begin = 0, end = 0;

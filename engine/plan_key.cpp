@@ -128,7 +128,8 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
       put_shape(k, n->layout.strides);
       continue;
     }
-    n->visit_attrs(n->op, n->layout, [&](uint64_t w) { k.push_back(w); });
+    n->visit_attrs(
+        n->op, n->layout, [&](uint64_t w) { k.push_back(w); }, /*constant_values=*/false);
     for (Node* in : n->inputs) k.push_back(in->walk_index);
   }
   for (Node* t : targets) {

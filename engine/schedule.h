@@ -61,9 +61,19 @@ struct Step {
   const TransferStep* transfer() const { return std::get_if<TransferStep>(&work); }
 };
 
+/// A constant node's value in a kernel's tape. The plan key leaves constants' values out, so a
+/// scalar that changes every step (a learning rate) reuses the plan; each run writes the
+/// values of its own constant nodes into the tapes it will run.
+struct ConstantUse {
+  int node = 0; // walk index of the constant node
+  int step = 0; // index into Schedule::steps (a kernel step)
+  int inst = 0; // index into that kernel's tape
+};
+
 struct Schedule {
   std::vector<Slot> slots;
   std::vector<Step> steps;
+  std::vector<ConstantUse> constants;
   std::vector<int> aliases;        // pending views (walk indices) realized as aliases of their root
   std::vector<uint64_t> alias_ids; // their ids when planned (for the dump)
 };

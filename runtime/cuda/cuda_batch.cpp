@@ -103,6 +103,25 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
   }
 }
 
+void CudaBatch::write_constants() {
+  for (Launch& l : launches_)
+    if (l.item.kernel) ParamTemplate::patch_values(l.params.bytes, l.params.values, *l.item.kernel);
+}
+
+// A replay whose instance holds other constant values than this run's: its kernel nodes take
+// the new Params before the launch (queued like any node update).
+bool CudaBatch::update_constants(Instance& in, GraphLaunch* queued) {
+  bool changed = false;
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const Launch& l = launches_[i];
+    if (!in.nodes[i] || !l.item.kernel || l.params.values.empty()) continue;
+    if (!ParamTemplate::patch_values(in.args[i], l.params.values, *l.item.kernel)) continue;
+    set_node(in, in.nodes[i], l.fn, l.shape, in.args[i], queued);
+    changed = true;
+  }
+  return changed;
+}
+
 // One node per step, each depending on the one before: steps read what earlier ones wrote.
 const void* CudaBatch::operand_start(const GemmStep& g, int which, llvm::ArrayRef<void*> base) {
   const Layout& l = which == 0 ? g.a : g.b;
@@ -342,6 +361,7 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
   llvm::SmallVector<void*, 16> base;
   for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
   if (!prepared_) prepare(base);
+  write_constants();
   if (!same_alignment(base)) { // another variant may be needed: the general path decides
     for (const Launch& l : launches_) {
       if (const GemmStep* g = l.item.gemm)
@@ -363,6 +383,7 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     stream_.launches().drain(); // just turned off: updates below must not reach queued replays
   GraphLaunch* item = queue ? &stream_.launches().begin() : nullptr;
   Instance* in = nullptr;
+  bool updated = false; // an instance's nodes took this run's pointers or constants
   try {
     in = matching(base);
     if (!in && instances_.size() < kMaxInstances) {
@@ -373,7 +394,7 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
       in = &instances_[0];
       for (Instance& x : instances_)
         if (x.last_used < in->last_used) in = &x;
-      if (update(*in, base, item)) stats.graph_updates++;
+      updated = update(*in, base, item);
       if (stage_moving_operands()) { // rebuilt from the next run on, with the copies
         for (Instance& x : instances_) destroy(x);
         instances_.clear();
@@ -383,6 +404,8 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
         if (item) item->n_updates = 0; // they named the instance just destroyed
       }
     }
+    updated |= update_constants(*in, item);
+    if (updated) stats.graph_updates++;
     in->last_used = ++clock_;
     // Queued, or issued here when the launch thread is off or asleep (then a failure throws
     // here, and this batch falls back as for a failed update).

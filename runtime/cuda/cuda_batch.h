@@ -87,6 +87,10 @@ private:
   // Point `in` at this run's buffers; true if anything changed. Kernel node updates go into
   // `queued` when the launch thread issues the replay (else they are made at once).
   bool update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* queued);
+  /// The kernels' current constants into the launches' Params (and, with `in`, into that
+  /// instance's nodes); true if an instance node changed.
+  void write_constants();
+  bool update_constants(Instance& in, GraphLaunch* queued);
   void set_node(Instance& in, cudaGraphNode_t node, cudaKernel_t fn, const CudaLaunch& shape,
                 const std::vector<std::byte>& args, GraphLaunch* queued);
   bool has_gemms() const;

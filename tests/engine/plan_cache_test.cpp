@@ -378,14 +378,20 @@ TEST_F(PlanCache, MovingSliceReusesThePlan) {
   EXPECT_GE(stats().plan_hits, steps - 2) << stats();
 }
 
-TEST_F(PlanCache, OtherConstantsAndShapesAreOtherPlans) {
+// A constant's value is not part of the key (each run writes its values into the plan's
+// kernels); a shape is.
+TEST_F(PlanCache, OtherConstantsReuseThePlanOtherShapesDoNot) {
   Tensor a = realized_randn({5, 7});
   std::vector<float> av = a.to_vector<float>();
+  reset_stats();
   for (float c : {1.0f, 2.0f, 3.0f, 2.0f}) {
     Tensor y = a * c;
     std::vector<float> got = y.to_vector<float>();
     for (size_t j = 0; j < av.size(); ++j) ASSERT_EQ(got[j], av[j] * c);
   }
+  EXPECT_EQ(stats().plan_misses, 1);
+  EXPECT_EQ(stats().plan_hits, 3);
+  reset_stats();
   for (int64_t n : {3, 9, 3, 17}) {
     Tensor v = realized_randn({n});
     std::vector<float> vv = v.to_vector<float>();
@@ -393,6 +399,46 @@ TEST_F(PlanCache, OtherConstantsAndShapesAreOtherPlans) {
     ASSERT_EQ(got.size(), static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) EXPECT_NEAR(got[j], std::exp(vv[j]), 1e-5f * std::exp(vv[j]));
   }
+  EXPECT_EQ(stats().plan_hits, 1); // the second n = 3 (each randn draws anew: a new counter)
+}
+
+// A learning rate that changes every step and Adam's bias correction (host scalars that differ
+// every step) reuse one plan, and on a GPU one CUDA graph replayed every step, with each step's
+// values: the plan key leaves constants' values out and every run writes its own.
+TEST_F(PlanCache, ScalarsThatChangeEveryStepReuseOnePlanAndGraph) {
+  const int64_t n = 300;
+  Tensor w = realized_randn({n}), g = realized_randn({n}, 0.1f), m = zeros({n});
+  eval(m);
+  const std::vector<float> w0 = w.to_vector<float>();
+  std::vector<double> wv(w0.begin(), w0.end());
+  std::vector<float> gv = g.to_vector<float>();
+  std::vector<double> mv(n, 0.0);
+  // Three warm-up steps: the first plans differently (its inputs were made otherwise), and
+  // the plan of the rest is replayed as a graph from its third run.
+  const int warmup = 3, steps = 10;
+  for (int t = 1; t <= warmup + steps; ++t) {
+    if (t == warmup + 1) reset_stats();
+    const float lr = 0.1f / static_cast<float>(t);                   // a schedule
+    const float bias = 1.0f - std::pow(0.9f, static_cast<float>(t)); // Adam's correction
+    m = m * 0.9f + g * 0.1f;
+    w = w - (lr / bias) * m;
+    eval(w, m);
+    for (int64_t j = 0; j < n; ++j) {
+      mv[j] = static_cast<float>(static_cast<float>(mv[j] * 0.9f) + gv[j] * 0.1f);
+      wv[j] = static_cast<float>(wv[j] - static_cast<float>(lr / bias) * mv[j]);
+    }
+  }
+  const Stats s = stats();
+  EXPECT_EQ(s.plan_misses, 0);
+  EXPECT_EQ(s.plan_hits, steps);
+  if (on_gpu()) {
+    EXPECT_EQ(s.graph_replays, steps);
+    EXPECT_EQ(s.graph_misses, 0);
+    EXPECT_GE(s.graph_updates, steps - 2); // new constants every step (w and m alternate
+                                           // between two instances, one set of values each)
+  }
+  std::vector<float> got = w.to_vector<float>();
+  for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(got[j], wv[j], 1e-6 * (1 + std::fabs(wv[j]))) << j;
 }
 
 // A value held in one step and not in the next: the held one must be written, the other kept
