@@ -320,16 +320,17 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
         << j.src.source;
   }
   // Every op of the table that can appear in a kernel did.
-  for (OpCode op : {OpCode::constant,    OpCode::rand_uniform, OpCode::rand_normal, OpCode::iota,
-                    OpCode::copy,        OpCode::neg,          OpCode::abs,         OpCode::relu,
-                    OpCode::exp,         OpCode::log,          OpCode::log1p,        OpCode::sqrt,        OpCode::rsqrt,
-                    OpCode::sin,         OpCode::cos,          OpCode::tanh,        OpCode::sigmoid,
-                    OpCode::gelu,        OpCode::logical_not,  OpCode::cast,        OpCode::add,
-                    OpCode::sub,         OpCode::mul,          OpCode::div,         OpCode::pow,
-                    OpCode::maximum,     OpCode::minimum,      OpCode::eq,          OpCode::ne,
-                    OpCode::lt,          OpCode::le,           OpCode::gt,          OpCode::ge,
-                    OpCode::logical_and, OpCode::logical_or,   OpCode::where,       OpCode::sum,
-                    OpCode::mean,        OpCode::max,          OpCode::min,         OpCode::argmax})
+  for (OpCode op : {OpCode::constant, OpCode::rand_uniform, OpCode::rand_normal, OpCode::iota,
+                    OpCode::copy,     OpCode::neg,          OpCode::abs,         OpCode::relu,
+                    OpCode::exp,      OpCode::log,          OpCode::log1p,       OpCode::sqrt,
+                    OpCode::rsqrt,    OpCode::sin,          OpCode::cos,         OpCode::tanh,
+                    OpCode::sigmoid,  OpCode::gelu,         OpCode::logical_not, OpCode::cast,
+                    OpCode::add,      OpCode::sub,          OpCode::mul,         OpCode::div,
+                    OpCode::pow,      OpCode::maximum,      OpCode::minimum,     OpCode::eq,
+                    OpCode::ne,       OpCode::lt,           OpCode::le,          OpCode::gt,
+                    OpCode::ge,       OpCode::logical_and,  OpCode::logical_or,  OpCode::where,
+                    OpCode::sum,      OpCode::mean,         OpCode::max,         OpCode::min,
+                    OpCode::argmax})
     EXPECT_TRUE(ops[static_cast<int>(op)]) << "no kernel used " << op_name(op);
 
   // Compile on two threads (NVRTC is thread-safe per program).

@@ -95,9 +95,9 @@ TEST_F(GpuVsCpu, ElementwiseChainsEveryFloatDtype) {
     expect_same(
         std::string("math ") + dtype_name(t),
         [](std::vector<Tensor>& in) {
-          return exp(in[0]) + log(in[1]) + log1p(in[1]) + sqrt(in[1]) * rsqrt(in[1]) + sin(in[0]) * cos(in[0]) +
-                 gelu(in[0]) + abs(in[0]) / in[1] + pow(in[1], in[0]) + maximum(in[0], in[1]) -
-                 minimum(in[0], -in[1]) + clamp(in[0], -0.5, 0.5);
+          return exp(in[0]) + log(in[1]) + log1p(in[1]) + sqrt(in[1]) * rsqrt(in[1]) +
+                 sin(in[0]) * cos(in[0]) + gelu(in[0]) + abs(in[0]) / in[1] + pow(in[1], in[0]) +
+                 maximum(in[0], in[1]) - minimum(in[0], -in[1]) + clamp(in[0], -0.5, 0.5);
         },
         {x, y}, 4);
   }

@@ -37,7 +37,9 @@ TEST(NodeAttrs, EveryAttributeChangesTheVisitedWords) {
       [](NodeAttrs& a) { a.keepdim = true; },
       [](NodeAttrs& a) { a.dim = -1; },
       [](NodeAttrs& a) { a.view.kind = ViewPrim::Kind::slice; },
-      [](NodeAttrs& a) { a.view.shape = {3, 2}; },
+      [](NodeAttrs& a) {
+        a.view.shape = {3, 2};
+      },
       [](NodeAttrs& a) { a.view.dim = 1; },
       [](NodeAttrs& a) { a.view.start = 1; },
       [](NodeAttrs& a) { a.view.step = 2; },

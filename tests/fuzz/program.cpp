@@ -219,20 +219,14 @@ void Builder::unary() {
     Fn fn;
     int kind; // 0 exact (mag, err kept), 1 bounded by 1 (Lipschitz <= 1), 2 gelu, 3 unchecked
   };
-  static const std::vector<U> ops = {{"neg", kiln::neg, 0},
-                                     {"abs", kiln::abs, 0},
-                                     {"relu", kiln::relu, 0},
-                                     {"tanh", kiln::tanh, 1},
-                                     {"sigmoid", kiln::sigmoid, 1},
-                                     {"sin", kiln::sin, 1},
-                                     {"cos", kiln::cos, 1},
-                                     {"gelu", kiln::gelu, 2},
-                                     {"exp", kiln::exp, 3},
-                                     {"log", kiln::log, 3},
-                                     {"log1p", kiln::log1p, 3},
-                                     {"sqrt", kiln::sqrt, 3},
-                                     {"rsqrt", kiln::rsqrt, 3},
-                                     {"logical_not", kiln::logical_not, 0}};
+  static const std::vector<U> ops = {
+      {"neg", kiln::neg, 0},         {"abs", kiln::abs, 0},
+      {"relu", kiln::relu, 0},       {"tanh", kiln::tanh, 1},
+      {"sigmoid", kiln::sigmoid, 1}, {"sin", kiln::sin, 1},
+      {"cos", kiln::cos, 1},         {"gelu", kiln::gelu, 2},
+      {"exp", kiln::exp, 3},         {"log", kiln::log, 3},
+      {"log1p", kiln::log1p, 3},     {"sqrt", kiln::sqrt, 3},
+      {"rsqrt", kiln::rsqrt, 3},     {"logical_not", kiln::logical_not, 0}};
   const U& u = rng_.pick(ops);
   const Value a = any();
   apply(
