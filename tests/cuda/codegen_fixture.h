@@ -1,0 +1,65 @@
+#pragma once
+// Shared by the codegen tests (codegen_test.cpp, codegen_catalogue_test.cpp): the fixture, a
+// fixed target, and a way to capture the kernels an evaluation runs. The codegen headers use
+// llvm::ArrayRef; libkiln keeps LLVM's symbols to itself, so do not reference LLVM's ABI-check
+// symbol from the tests (LLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING, set by tests/CMakeLists.txt).
+#include "codegen/cuda_codegen.h"
+#include "engine/kernel_observer.h"
+
+#include <kiln/kiln.h>
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace kt_codegen {
+
+using namespace kiln;
+using namespace kiln::detail;
+
+// Collects every FusedKernel run while it is alive.
+struct Capture {
+  std::vector<FusedKernel> kernels;
+  KernelObserver prev;
+  Capture() {
+    prev = set_kernel_observer([this](const FusedKernel& k) { kernels.push_back(k); });
+  }
+  ~Capture() { set_kernel_observer(prev); }
+};
+
+struct Codegen : ::testing::Test {
+  void SetUp() override {
+    set_default_device(Device::cpu());
+    set_eager(false);
+    manual_seed(7);
+  }
+  void TearDown() override { set_eager(false); }
+};
+
+// Fixed target so that names and goldens do not depend on the installed NVRTC.
+inline CudaTarget target(int arch = 90) {
+  CudaTarget t;
+  t.arch = arch;
+  t.sm_count = 132;
+  t.nvrtc_version = 13000;
+  return t;
+}
+
+inline Tensor chain(const Tensor& x, const Tensor& y) { // the 9-op chain of the liveness tests
+  Tensor t = x * y + 1;
+  t = tanh(t);
+  Tensor s = sigmoid(t);
+  return relu(s * x + (1 - s) * y);
+}
+
+// The only kernel evaluating the tensor `f()` returns runs (its inputs are evaluated before;
+// its intermediates died inside f, so they fuse).
+template <class F> FusedKernel kernel_of(F&& f) {
+  Capture c;
+  Tensor r = f();
+  eval(r);
+  EXPECT_EQ(c.kernels.size(), 1u);
+  return c.kernels.empty() ? FusedKernel{} : c.kernels.back();
+}
+
+} // namespace kt_codegen
