@@ -45,7 +45,7 @@ bool same_structure(const Node* a, const Node* b) {
     if (!same_input(a->inputs[i], b->inputs[i])) return false;
   // Random sources compare seed and counter: two draws are merged only when they would
   // produce the same numbers.
-  llvm::SmallVector<uint64_t, 24> wa, wb; // a view of rank 8 has 23 words: no heap
+  llvm::SmallVector<uint64_t, 32> wa, wb; // a view of rank 8 has 27 words: no heap
   a->visit_attrs(a->op, a->layout, [&](uint64_t w) { wa.push_back(w); });
   b->visit_attrs(b->op, b->layout, [&](uint64_t w) { wb.push_back(w); });
   return wa == wb;
