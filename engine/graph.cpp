@@ -1,6 +1,7 @@
 #include "engine/graph.h"
 
 #include "engine/adaptive_flush.h"
+#include "engine/autograd.h"
 #include "engine/cse.h"
 #include "engine/owner_thread.h"
 #include "ir/errors.h"
@@ -167,9 +168,11 @@ Tensor merge_into(Node* same, Node* n, bool internal) {
 Tensor publish(Node* n, bool internal) {
   EngineState& e = engine();
   e.stats.ops_recorded++;
-  if (!n->realized() && !e.flushing) {
+  const bool grad = !n->realized() && !e.flushing && wants_grad_record(n->op, n->dtype, n->inputs);
+  if (!n->realized() && !e.flushing && !n->distinct) {
     Node* same = cse_find_or_insert(n);
-    if (same != n) {
+    // A node with gradient history and one without are different values to autodiff.
+    if (same != n && (same->grad_record != nullptr) == grad) {
       Tensor t = merge_into(same, n, internal);
       if (!internal) flush_if_needed(same);
       return t;
@@ -181,9 +184,16 @@ Tensor publish(Node* n, bool internal) {
   Tensor t(n);
   n->handles = 1;
   recount(n, false);
+  if (grad) record_grad(n, n->op, *n, n->inputs);
   if (n->realized() || e.flushing || internal) return t;
   flush_if_needed(n);
   return t;
+}
+
+void expose(Node* n) {
+  bool was = counted(n);
+  n->internal = false;
+  recount(n, was);
 }
 
 void retain_handle(Node* n) {

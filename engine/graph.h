@@ -52,6 +52,9 @@ void add_input(Node* n, Node* input);
 /// linked: the existing node is handed out instead and `n` is freed (engine/cse.cpp).
 Tensor publish(Node* n, bool internal = false);
 
+/// Make an op's own operand (internal) a value in its own right, computed by flushes.
+void expose(Node* n);
+
 void retain_handle(Node* n);
 void release_handle(Node* n);
 void retain_use(Node* n);

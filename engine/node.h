@@ -20,6 +20,8 @@
 
 namespace kiln::detail {
 
+struct GradRecord; // engine/autograd.h
+
 /// What an op node carries besides its op, inputs, dtype, device and shape (meaning depends on
 /// the op). Attributes an op does not use are zero on every node of that op, so comparing all
 /// of them is exact.
@@ -88,10 +90,23 @@ struct Node : NodeAttrs {
   uint32_t walk_index = 0;
   uint64_t walk_stamp = 0; // 64 bits: a 32-bit stamp would wrap within hours of small steps
 
+  // Autodiff (engine/autograd.h). A node requires grad when the user marked it (a leaf) or an
+  // op recorded it from an input that does: then `grad_record` holds its history until
+  // kiln::grad consumes it (`grad_freed`). `distinct` nodes are never merged by CSE: a
+  // detach() alias has grad flags of its own.
+  GradRecord* grad_record = nullptr;
+  bool requires_grad = false;
+  bool grad_freed = false;
+  bool distinct = false;
+
   Node* prev_pending = nullptr; // intrusive list of pending nodes
   Node* next_pending = nullptr;
 
   bool realized() const { return buffer != nullptr; }
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node(); // frees the grad record (engine/autograd_record.cpp)
 
   // Nodes come from a free list of freed nodes (node_pool.cpp): a loop of small steps creates
   // and frees a node per op call, and malloc + free was ~0.05 us of each.

@@ -3,6 +3,8 @@
 #include "ir/host_convert.h"
 #include "ir/shape_math.h"
 
+#include <kiln/autograd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -298,39 +300,47 @@ Tensor& assign(const char* op, Tensor& a, Tensor r) {
   return a;
 }
 
+// On a leaf that requires grad (a parameter) compound assignment is an update, as under
+// torch.no_grad: recorded without history, its result again a leaf that requires grad, so
+// `w -= lr * g` keeps w trainable and a training loop's history does not grow step by step.
+template <class F> Tensor& compound(const char* op, Tensor& a, F&& compute) {
+  const Node* n = arg(a, op);
+  if (!n->requires_grad || n->grad_record || n->grad_freed) return assign(op, a, compute());
+  {
+    NoGradGuard no_grad;
+    Tensor r = compute();
+    if (r.node()->handles > 1) r = r.detach(); // a value shared with others keeps its flags
+    assign(op, a, std::move(r));
+  }
+  a.node()->requires_grad = true;
+  return a;
+}
+
 } // namespace
 
 Tensor& operator+=(Tensor& a, const Tensor& b) {
-  arg(a, "operator+=");
-  return assign("operator+=", a, add(a, b));
+  return compound("operator+=", a, [&] { return add(a, b); });
 }
 Tensor& operator-=(Tensor& a, const Tensor& b) {
-  arg(a, "operator-=");
-  return assign("operator-=", a, sub(a, b));
+  return compound("operator-=", a, [&] { return sub(a, b); });
 }
 Tensor& operator*=(Tensor& a, const Tensor& b) {
-  arg(a, "operator*=");
-  return assign("operator*=", a, mul(a, b));
+  return compound("operator*=", a, [&] { return mul(a, b); });
 }
 Tensor& operator/=(Tensor& a, const Tensor& b) {
-  arg(a, "operator/=");
-  return assign("operator/=", a, div(a, b));
+  return compound("operator/=", a, [&] { return div(a, b); });
 }
 Tensor& operator+=(Tensor& a, Scalar b) {
-  arg(a, "operator+=");
-  return assign("operator+=", a, add(a, b));
+  return compound("operator+=", a, [&] { return add(a, b); });
 }
 Tensor& operator-=(Tensor& a, Scalar b) {
-  arg(a, "operator-=");
-  return assign("operator-=", a, sub(a, b));
+  return compound("operator-=", a, [&] { return sub(a, b); });
 }
 Tensor& operator*=(Tensor& a, Scalar b) {
-  arg(a, "operator*=");
-  return assign("operator*=", a, mul(a, b));
+  return compound("operator*=", a, [&] { return mul(a, b); });
 }
 Tensor& operator/=(Tensor& a, Scalar b) {
-  arg(a, "operator/=");
-  return assign("operator/=", a, div(a, b));
+  return compound("operator/=", a, [&] { return div(a, b); });
 }
 
 KILN_UNARY_FRONTEND(neg)

@@ -1,6 +1,8 @@
 // Reductions and the composites built from them (softmax, log_softmax, layer_norm).
 #include "engine/ops_common.h"
 
+#include <kiln/autograd.h>
+
 #include <algorithm>
 
 namespace kiln {
@@ -39,6 +41,13 @@ Tensor reduce(OpCode op, const Tensor& a, uint32_t mask, bool keepdim, DType out
   n->keepdim = keepdim;
   add_input(n, in);
   return publish(n);
+}
+
+// The max that softmax subtracts for range only: the result does not depend on it, so no
+// gradient flows through it (its ties would otherwise add terms that cancel).
+Tensor stabilizer(const Tensor& x, int d) {
+  NoGradGuard no_grad;
+  return max(x, {d}, true);
 }
 
 // softmax over a zero-size dim, as PyTorch: a tensor of the input's shape with no elements.
@@ -142,7 +151,7 @@ Tensor softmax(const Tensor& a, int axis) {
   int d = norm_dim("softmax", axis, n->layout.shape.size());
   Tensor x = is_floating(n->dtype) ? a : cast(a, DType::f32);
   if (n->layout.shape[d] == 0) return empty_like(x); // max over no elements is undefined
-  Tensor e = exp(x - max(x, {d}, true));
+  Tensor e = exp(x - stabilizer(x, d));
   return e / sum(e, {d}, true);
 }
 
@@ -151,7 +160,7 @@ Tensor log_softmax(const Tensor& a, int axis) {
   int d = norm_dim("log_softmax", axis, n->layout.shape.size());
   Tensor x = is_floating(n->dtype) ? a : cast(a, DType::f32);
   if (n->layout.shape[d] == 0) return empty_like(x);
-  Tensor shifted = x - max(x, {d}, true);
+  Tensor shifted = x - stabilizer(x, d);
   return shifted - log(sum(exp(shifted), {d}, true));
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // kiln: a lazy tensor engine. Tensors look eager; ops record a graph that is fused and run
 // when a value is needed.
+#include <kiln/autograd.h>
 #include <kiln/device.h>
 #include <kiln/dtype.h>
 #include <kiln/engine.h>

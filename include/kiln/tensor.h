@@ -69,6 +69,16 @@ public:
   Tensor contiguous() const;
   Tensor reshape(const Shape& s) const;
 
+  /// Autodiff (kiln/autograd.h). Whether gradients flow to this value: set on a leaf with
+  /// requires_grad_(), and carried by every differentiable op that reads one.
+  bool requires_grad() const;
+  /// Mark a floating-point leaf as one to differentiate with respect to (or unmark it). The
+  /// flag belongs to the value, so every handle to it sees it. Throws for integer and boolean
+  /// tensors, and for unmarking a value computed from others (detach() it instead).
+  Tensor& requires_grad_(bool on = true);
+  /// The same value without gradient history (shares memory; costs no copy).
+  Tensor detach() const;
+
   detail::Node* node() const { return node_; }
   explicit Tensor(detail::Node* adopt); // takes over one handle count
 

@@ -1,0 +1,61 @@
+#pragma once
+// Reverse-mode autodiff over the lazy graph (docs/autograd.md).
+//
+// An op whose input requires grad records a GradRecord on its output node: the op, its
+// attributes and handles to the inputs its gradient rule reads. The engine's own `inputs` are
+// dropped when a node is realized, so the record is what keeps the history. kiln::grad walks the
+// records from the output and records the backward ops as ordinary lazy ops (under no-grad),
+// which the planner fuses with the forward ops still pending; then it frees the records, so the
+// saved values are no longer held and may stay in registers.
+#include "engine/node.h"
+
+#include <kiln/tensor.h>
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
+
+namespace kiln::detail {
+
+/// What a gradient rule knows about one input of the op.
+struct GradInput {
+  Tensor value; // held when the input requires grad or the rule reads its value; for a
+                // scalar operand only while a rule runs (restore_scalar_operands)
+  Shape shape;  // always known, for unbroadcasting and zero fills
+  DType dtype{};
+  Device device;
+  bool requires_grad = false;
+  bool scalar_operand = false; // an op's own scalar (x * 2, maximum(x, 0), clamp bounds),
+                               // kept as its value: a held pending constant would stay pending
+  double scalar = 0;
+  int64_t iscalar = 0;
+};
+
+struct GradRecord {
+  OpCode op{};
+  NodeAttrs attrs; // the node's attributes at record time (a realized node forgets its op)
+  llvm::SmallVector<GradInput, 3> inputs;
+};
+
+/// Whether ops record gradient history now (false inside a NoGradGuard).
+bool grad_enabled();
+void set_grad_enabled(bool on);
+
+/// Whether an op `op` with output dtype `out` over `inputs` records a GradRecord.
+bool wants_grad_record(OpCode op, DType out, llvm::ArrayRef<Node*> inputs);
+/// Attach a GradRecord for `op` over `inputs` to the published node `out`; marks it as
+/// requiring grad. Realized views record explicitly (their node has no inputs to read).
+void record_grad(Node* out, OpCode op, const NodeAttrs& attrs, llvm::ArrayRef<Node*> inputs);
+/// Free a node's record. Records hold handles, so freeing one may free others: the work is
+/// queued and drained iteratively, never recursing once per node of a long history.
+void free_grad_record(GradRecord* r);
+
+/// Recreate the scalar operands of `r` as constants for a rule to read / drop them again.
+void restore_scalar_operands(GradRecord& r);
+void drop_scalar_operands(GradRecord& r);
+
+/// The gradients of an op's inputs given the gradient `g` of its output `out` (entries of
+/// inputs that do not require grad stay undefined). Records the backward ops; call under
+/// no-grad.
+llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& out, const Tensor& g);
+
+} // namespace kiln::detail

@@ -1,0 +1,241 @@
+// The gradient rule of every differentiable primitive op. The composite ops of ops.h (softmax,
+// var, layer_norm, clamp, ...) are recorded as these primitives, so their gradients follow.
+// Each rule records ordinary ops (the caller holds a NoGradGuard), so backward fuses like
+// forward. Ties of maximum/minimum and of max/min reductions are documented in docs/autograd.md.
+#include "engine/autograd.h"
+#include "engine/ops_common.h"
+
+namespace kiln::detail {
+
+namespace {
+
+/// `g` summed over the dims along which `to` was broadcast to g's shape, then shaped as `to`.
+Tensor unbroadcast(const Tensor& g, const Shape& to) {
+  const Shape& s = g.shape();
+  if (s == to) return g;
+  const int lead = s.size() - to.size();
+  std::vector<int> axes;
+  for (int i = 0; i < s.size(); ++i)
+    if (i < lead || (to[i - lead] == 1 && s[i] != 1)) axes.push_back(i);
+  return reshape(axes.empty() ? g : sum(g, axes, true), to);
+}
+
+Tensor unary_rule(OpCode op, const Tensor& x, const Tensor& out, const Tensor& g) {
+  switch (op) {
+  case OpCode::copy:
+    return g;
+  case OpCode::neg:
+    return -g;
+  case OpCode::abs: // 0 at 0, as PyTorch
+    return where(x > 0, g, where(x < 0, -g, 0.0));
+  case OpCode::relu: // 0 at 0, as PyTorch
+    return where(x > 0, g, 0.0);
+  case OpCode::exp:
+    return g * out;
+  case OpCode::log:
+    return g / x;
+  case OpCode::log1p:
+    return g / (x + 1.0);
+  case OpCode::sqrt:
+    return g / (out * 2.0);
+  case OpCode::rsqrt:
+    return g * (out * out * out) * -0.5;
+  case OpCode::sin:
+    return g * cos(x);
+  case OpCode::cos:
+    return g * -sin(x);
+  case OpCode::tanh:
+    return g * (1.0 - out * out);
+  case OpCode::sigmoid:
+    return g * out * (1.0 - out);
+  case OpCode::gelu: {
+    // gelu(x) = x * Phi(x), so Phi(x) = out / x (1/2 at 0); d/dx = Phi(x) + x * phi(x).
+    const Tensor cdf = where(x == 0, 0.5, out / x);
+    const Tensor pdf = exp(x * x * -0.5) * 0.3989422804014327;
+    return g * (cdf + x * pdf);
+  }
+  default:
+    fail("grad", "no gradient rule for {}", op_name(op));
+  }
+}
+
+// d max(a, b) / da: where a wins, and half where they tie; against an op's own scalar (clamp,
+// maximum(x, 0)) a tie gives the tensor the whole gradient, as torch.clamp.
+Tensor extreme_share(OpCode op, const Tensor& a, const Tensor& b, bool b_scalar, const Tensor& g) {
+  const bool is_max = op == OpCode::maximum;
+  if (b_scalar) return where(is_max ? a >= b : a <= b, g, 0.0);
+  return where(is_max ? a > b : a < b, g, where(a == b, g * 0.5, 0.0));
+}
+
+llvm::SmallVector<Tensor, 3> binary_rule(const GradRecord& r, const Tensor& out, const Tensor& g) {
+  const Tensor& a = r.inputs[0].value;
+  const Tensor& b = r.inputs[1].value;
+  Tensor ga, gb;
+  switch (r.op) {
+  case OpCode::add:
+    ga = g, gb = g;
+    break;
+  case OpCode::sub:
+    ga = g, gb = -g;
+    break;
+  case OpCode::mul:
+    if (r.inputs[0].requires_grad) ga = g * b;
+    if (r.inputs[1].requires_grad) gb = g * a;
+    break;
+  case OpCode::div:
+    if (r.inputs[0].requires_grad) ga = g / b;
+    if (r.inputs[1].requires_grad) gb = -(g * a) / (b * b);
+    break;
+  case OpCode::pow: // the masks are PyTorch's: no NaN from 0 * inf where the limit is 0
+    if (r.inputs[0].requires_grad) ga = where(b == 0, 0.0, g * b * pow(a, b - 1.0));
+    if (r.inputs[1].requires_grad) gb = g * where(logical_and(a == 0, b >= 0), 0.0, out * log(a));
+    break;
+  case OpCode::maximum:
+  case OpCode::minimum:
+    if (r.inputs[0].requires_grad) ga = extreme_share(r.op, a, b, r.inputs[1].scalar_operand, g);
+    if (r.inputs[1].requires_grad) gb = extreme_share(r.op, b, a, r.inputs[0].scalar_operand, g);
+    break;
+  default:
+    fail("grad", "no gradient rule for {}", op_name(r.op));
+  }
+  llvm::SmallVector<Tensor, 3> grads(2);
+  if (r.inputs[0].requires_grad) grads[0] = unbroadcast(ga, r.inputs[0].shape);
+  if (r.inputs[1].requires_grad) grads[1] = unbroadcast(gb, r.inputs[1].shape);
+  return grads;
+}
+
+// The gradient of a strided slice: g's elements at positions start, start+step, ... of an
+// extent-`len` dim, zeros elsewhere. Interleaving zeros through a reshape keeps it two concats.
+Tensor slice_backward(const Tensor& g, const Shape& in, const ViewPrim& p) {
+  const int d = p.dim;
+  const int64_t len = in[d];
+  if (p.length == 0) return zeros(in, g.dtype(), g.device());
+  Tensor span = g;
+  if (p.step > 1) {
+    Shape gap = g.shape();
+    gap.insert(d + 1, p.step - 1);
+    Shape spread = g.shape();
+    spread[d] = p.length * p.step;
+    span = reshape(concat({unsqueeze(g, d + 1), zeros(gap, g.dtype(), g.device())}, d + 1), spread);
+    span = slice(span, d, 0, std::min(p.length * p.step, len - p.start));
+  }
+  std::vector<Tensor> pieces;
+  auto pad = [&](int64_t n) {
+    if (n == 0) return;
+    Shape s = g.shape();
+    s[d] = n;
+    pieces.push_back(zeros(s, g.dtype(), g.device()));
+  };
+  pad(p.start);
+  pieces.push_back(span);
+  pad(len - p.start - span.shape()[d]);
+  return pieces.size() == 1 ? span : concat(pieces, d);
+}
+
+Tensor view_rule(const GradRecord& r, const Tensor& g) {
+  const Shape& in = r.inputs[0].shape;
+  const ViewPrim& p = r.attrs.view;
+  switch (p.kind) {
+  case ViewPrim::Kind::reshape:
+    return reshape(g, in);
+  case ViewPrim::Kind::permute: {
+    std::vector<int> inverse(p.shape.size());
+    for (int i = 0; i < p.shape.size(); ++i) inverse[p.shape[i]] = i;
+    return permute(g, inverse);
+  }
+  case ViewPrim::Kind::expand:
+    return unbroadcast(g, in);
+  case ViewPrim::Kind::slice:
+    return slice_backward(g, in, p);
+  }
+  fail("grad", "unknown view kind");
+}
+
+// g reshaped to the keepdim shape of a reduction over `axes` of `in`.
+Tensor kept_dims(const Tensor& g, const Shape& in, uint32_t axes, bool keepdim) {
+  if (keepdim) return g;
+  Shape kept = in;
+  for (int d = 0; d < in.size(); ++d)
+    if (axes & (1u << d)) kept[d] = 1;
+  return reshape(g, kept);
+}
+
+Tensor reduce_rule(const GradRecord& r, const Tensor& out, const Tensor& g) {
+  const Shape& in = r.inputs[0].shape;
+  const uint32_t axes = r.attrs.axes;
+  const Tensor gk = kept_dims(g, in, axes, r.attrs.keepdim);
+  std::vector<int> dims;
+  int64_t count = 1;
+  for (int d = 0; d < in.size(); ++d)
+    if (axes & (1u << d)) dims.push_back(d), count *= in[d];
+  switch (r.op) {
+  case OpCode::sum:
+    return expand(gk, in);
+  case OpCode::mean:
+    return expand(gk / static_cast<double>(count), in);
+  case OpCode::max:
+  case OpCode::min: { // shared evenly by the elements that tie for the extreme (torch.amax)
+    const Tensor& x = r.inputs[0].value;
+    const Tensor hit = x == kept_dims(out, in, axes, r.attrs.keepdim);
+    const Tensor ties = cast(sum(hit, dims, true), g.dtype());
+    return where(hit, expand(gk / ties, in), 0.0);
+  }
+  default:
+    fail("grad", "no gradient rule for {}", op_name(r.op));
+  }
+}
+
+llvm::SmallVector<Tensor, 3> concat_rule(const GradRecord& r, const Tensor& g) {
+  llvm::SmallVector<Tensor, 3> grads(r.inputs.size());
+  const int d = r.attrs.dim;
+  int64_t offset = 0;
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    const int64_t n = r.inputs[i].shape[d];
+    if (r.inputs[i].requires_grad) grads[i] = slice(g, d, offset, offset + n);
+    offset += n;
+  }
+  return grads;
+}
+
+} // namespace
+
+llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& out,
+                                           const Tensor& g) {
+  const GradInput& x = r.inputs[0];
+  switch (op_kind(r.op)) {
+  case OpKind::Unary:
+  case OpKind::UnaryFloat:
+    return {unary_rule(r.op, x.value, out, g)};
+  case OpKind::Cast:
+    return {cast(g, x.dtype)};
+  case OpKind::Transfer:
+    return {g.to(x.device)};
+  case OpKind::View:
+    return {view_rule(r, g)};
+  case OpKind::Reduce:
+    return {reduce_rule(r, out, g)};
+  case OpKind::Binary:
+    return binary_rule(r, out, g);
+  case OpKind::Ternary: {
+    const Tensor& cond = x.value;
+    llvm::SmallVector<Tensor, 3> grads(3);
+    if (r.inputs[1].requires_grad) grads[1] = unbroadcast(where(cond, g, 0.0), r.inputs[1].shape);
+    if (r.inputs[2].requires_grad) grads[2] = unbroadcast(where(cond, 0.0, g), r.inputs[2].shape);
+    return grads;
+  }
+  case OpKind::Gemm: {
+    const Tensor& a = x.value;
+    const Tensor& b = r.inputs[1].value;
+    llvm::SmallVector<Tensor, 3> grads(2);
+    if (x.requires_grad) grads[0] = matmul(g, transpose(b, -1, -2));
+    if (r.inputs[1].requires_grad) grads[1] = matmul(transpose(a, -1, -2), g);
+    return grads;
+  }
+  case OpKind::Concat:
+    return concat_rule(r, g);
+  default:
+    fail("grad", "no gradient rule for {}", op_name(r.op));
+  }
+}
+
+} // namespace kiln::detail

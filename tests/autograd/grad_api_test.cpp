@@ -1,0 +1,239 @@
+// kiln::grad's contract: flags, errors, freeing of history, no-grad, detach, compound
+// assignment on parameters, ties, dtypes, lazy vs eager, and whole small models against finite
+// differences.
+#include "tests/autograd/gradcheck.h"
+
+#include <cstring>
+
+using namespace kiln;
+using namespace kt;
+using namespace kt_grad;
+
+namespace {
+
+class Grad : public OpsTest {};
+
+std::vector<float> values(const Tensor& t) {
+  return t.to_vector<float>();
+}
+
+TEST_F(Grad, FlagsFollowTheOps) {
+  Tensor w = randn({3}).requires_grad_();
+  Tensor x = randn({3});
+  EXPECT_TRUE(w.requires_grad());
+  EXPECT_FALSE(x.requires_grad());
+  EXPECT_TRUE((w * x + 1.0f).requires_grad());
+  EXPECT_FALSE((x * 2.0f).requires_grad());
+  EXPECT_FALSE((w > 0).requires_grad()) << "a comparison has no gradient";
+  EXPECT_FALSE(argmax(w).requires_grad());
+  EXPECT_FALSE(cast(w, DType::i32).requires_grad()) << "an integer result has no gradient";
+  EXPECT_FALSE(w.detach().requires_grad());
+  {
+    NoGradGuard no_grad;
+    EXPECT_FALSE(is_grad_enabled());
+    EXPECT_FALSE((w * 2.0f).requires_grad());
+    { NoGradGuard nested; }
+    EXPECT_FALSE(is_grad_enabled()) << "a nested guard restores the outer state";
+  }
+  EXPECT_TRUE(is_grad_enabled());
+}
+
+TEST_F(Grad, BadRequestsThrowNamingWhatIsWrong) {
+  Tensor i = arange(4);
+  EXPECT_KILN_ERROR("only floating-point tensors can require grad, got i64", i.requires_grad_());
+  Tensor w = randn({2, 2}).requires_grad_();
+  Tensor x = randn({2, 2});
+  EXPECT_KILN_ERROR("the output (shape ()) does not require grad", grad(sum(x), {w}));
+  EXPECT_KILN_ERROR("input 0 (shape (2, 2), f32) does not require grad", grad(sum(w * x), {x}));
+  EXPECT_KILN_ERROR("the output has shape (2, 2) (4 elements): pass grad_output", grad(w * x, {w}));
+  GradOptions bad;
+  bad.grad_output = ones({3});
+  EXPECT_KILN_ERROR("grad_output has shape (3,), but the output has shape", grad(w * x, {w}, bad));
+  Tensor y = w * 2.0f;
+  EXPECT_KILN_ERROR("use detach()", y.requires_grad_(false));
+}
+
+TEST_F(Grad, GradOutputWeighsANonScalarOutput) {
+  Tensor w = from_vector<float>({1, 2, 3}).requires_grad_();
+  GradOptions o;
+  o.grad_output = from_vector<float>({1, 10, 100});
+  EXPECT_EQ(values(grad(w * w, {w}, o)[0]), (std::vector<float>{2, 40, 600}));
+}
+
+TEST_F(Grad, HistoryIsFreedUnlessRetained) {
+  Tensor w = from_vector<float>({1, 2}).requires_grad_();
+  Tensor h = tanh(w);
+  Tensor loss = sum(h * h);
+  GradOptions keep;
+  keep.retain_graph = true;
+  auto first = grad(loss, {w}, keep);
+  auto second = grad(loss, {w}); // retained: allowed, and frees it
+  EXPECT_EQ(values(first[0]), values(second[0]));
+  EXPECT_KILN_ERROR("was freed by an earlier grad()", grad(loss, {w}));
+  // A value carried into the next step without detach() names the fix.
+  EXPECT_KILN_ERROR("detach() values carried from one step to the next", grad(sum(h * w), {w}));
+  EXPECT_NO_THROW(grad(sum(h.detach() * w), {w}));
+}
+
+TEST_F(Grad, GradWithRespectToAnIntermediateAndAnUnusedInput) {
+  Tensor w = from_vector<float>({0.5f, -1}).requires_grad_();
+  Tensor unused = ones({3}).requires_grad_();
+  Tensor h = w * 3.0f;
+  auto g = grad(sum(h * h), {h, w, unused});
+  EXPECT_EQ(values(g[0]), (std::vector<float>{3, -6}));  // 2h
+  EXPECT_EQ(values(g[1]), (std::vector<float>{9, -18})); // 2h * 3, through h
+  EXPECT_EQ(values(g[2]), (std::vector<float>{0, 0, 0}));
+}
+
+TEST_F(Grad, DetachStopsTheGradient) {
+  Tensor x = from_vector<float>({2, 3}).requires_grad_();
+  auto g = grad(sum(x * x.detach()), {x});
+  EXPECT_EQ(values(g[0]), (std::vector<float>{2, 3}));
+  Tensor realized = from_vector<float>({1, 2}).requires_grad_();
+  eval(realized);
+  Tensor alias = detach(realized);
+  EXPECT_FALSE(alias.requires_grad());
+  EXPECT_TRUE(realized.requires_grad()) << "detach leaves the original's flag alone";
+}
+
+TEST_F(Grad, CompoundAssignmentOnAParameterIsAnUpdate) {
+  Tensor w = from_vector<float>({1, 2}).requires_grad_();
+  Tensor before = w;
+  for (int step = 0; step < 3; ++step) {
+    Tensor g = grad(sum(w * w), {w})[0];
+    w -= 0.25f * g; // w = w - 0.5 w
+    EXPECT_TRUE(w.requires_grad()) << "still a parameter after step " << step;
+  }
+  EXPECT_EQ(values(w), (std::vector<float>{0.125f, 0.25f}));
+  EXPECT_EQ(values(before), (std::vector<float>{1, 2})) << "rebinding leaves other handles";
+  // A value computed from a parameter is differentiable through compound assignment as usual.
+  Tensor p = from_vector<float>({3}).requires_grad_();
+  Tensor y = p * 2.0f;
+  y += p;
+  EXPECT_EQ(values(grad(sum(y), {p})[0]), (std::vector<float>{3}));
+}
+
+TEST_F(Grad, TiesAreSharedAsDocumented) {
+  Tensor x = from_vector<float>({1, 3, 3, 2}).requires_grad_();
+  EXPECT_EQ(values(grad(max(x), {x})[0]), (std::vector<float>{0, 0.5f, 0.5f, 0}));
+  Tensor a = from_vector<float>({1, 2}).requires_grad_();
+  Tensor b = from_vector<float>({1, 1}).requires_grad_();
+  auto g = grad(sum(maximum(a, b)), {a, b});
+  EXPECT_EQ(values(g[0]), (std::vector<float>{0.5f, 1}));
+  EXPECT_EQ(values(g[1]), (std::vector<float>{0.5f, 0}));
+  Tensor c = from_vector<float>({-1, -0.5f, 0, 0.5f, 1}).requires_grad_();
+  EXPECT_EQ(values(grad(sum(clamp(c, -0.5, 0.5)), {c})[0]), (std::vector<float>{0, 1, 1, 1, 0}));
+  EXPECT_EQ(values(grad(sum(relu(c)), {c})[0]), (std::vector<float>{0, 0, 0, 1, 1}));
+  EXPECT_EQ(values(grad(sum(abs(c)), {c})[0]), (std::vector<float>{-1, -1, 0, 1, 1}));
+}
+
+TEST_F(Grad, GradientsHaveTheInputsDtype) {
+  Tensor h = randn({4}, DType::f16).requires_grad_();
+  Tensor f = randn({4}).requires_grad_();
+  auto g = grad(sum(cast(h, DType::f32) * f), {h, f});
+  EXPECT_EQ(g[0].dtype(), DType::f16);
+  EXPECT_EQ(g[1].dtype(), DType::f32);
+  EXPECT_EQ(values(g[0]), values(f.astype(DType::f16)));
+}
+
+TEST_F(Grad, ValueAndGradDifferentiatesPlainArguments) {
+  Tensor w = from_vector<float>({1, -2, 3});
+  auto f = value_and_grad([](const std::vector<Tensor>& p) { return sum(p[0] * p[0] * p[0]); });
+  auto [value, grads] = f({w});
+  EXPECT_FALSE(w.requires_grad()) << "the caller's tensor is not marked";
+  EXPECT_EQ(value.item<float>(), 1 - 8 + 27);
+  EXPECT_EQ(values(grads[0]), (std::vector<float>{3, 12, 27}));
+}
+
+// Whether records hold forward values: with the history retained, the values it saved are
+// live handles and are written to memory; freed by grad(), they can stay in registers.
+TEST_F(Grad, FreedHistoryLetsSavedValuesStayInRegisters) {
+  auto materialized = [](bool retain) {
+    Tensor x = randn({256}).requires_grad_();
+    eval(x);
+    Tensor loss = sum(sin(exp(x * 0.5f) * x) * 2.0f);
+    GradOptions o;
+    o.retain_graph = retain;
+    Tensor g = grad(loss, {x}, o)[0];
+    reset_stats();
+    eval(loss, g);
+    return stats().buffers_materialized;
+  };
+  const int64_t retained = materialized(true), freed = materialized(false);
+  EXPECT_LT(freed, retained) << "retained " << retained << ", freed " << freed;
+}
+
+TEST_F(Grad, FreeingALongHistoryDoesNotRecurse) {
+  Tensor x = ones({1}).requires_grad_();
+  Tensor y = x;
+  for (int i = 0; i < 100000; ++i) {
+    y = y * 1.0f;
+    if (i % 100 == 0) eval(y); // short plans: each value in the history is held, so written
+  }
+  y = Tensor(); // frees 100,000 records, each holding the previous value
+  SUCCEED();
+}
+
+std::vector<Tensor> grads_of_rnn(bool eager_mode) {
+  EagerGuard mode(eager_mode);
+  manual_seed(7);
+  Tensor wx = (randn({4, 8}) * 0.5f).requires_grad_();
+  Tensor wh = (randn({8, 8}) * 0.3f).requires_grad_();
+  Tensor b = zeros({8}).requires_grad_();
+  Tensor wo = (randn({8, 1}) * 0.5f).requires_grad_();
+  Tensor xs = randn({6, 2, 4});
+  Tensor h = zeros({2, 8});
+  Tensor loss = zeros({});
+  for (int t = 0; t < 6; ++t) {
+    h = tanh(matmul(slice(xs, 0, t, t + 1).reshape({2, 4}), wx) + matmul(h, wh) + b);
+    Tensor err = matmul(h, wo) - 0.5f;
+    loss = loss + mean(err * err);
+  }
+  return grad(loss, {wx, wh, b, wo});
+}
+
+TEST_F(Grad, LazyAndEagerGradientsAreBitIdentical) {
+  std::vector<Tensor> lazy = grads_of_rnn(false), eager = grads_of_rnn(true);
+  for (size_t i = 0; i < lazy.size(); ++i) {
+    std::vector<float> l = values(lazy[i]), e = values(eager[i]);
+    ASSERT_EQ(l.size(), e.size());
+    EXPECT_EQ(std::memcmp(l.data(), e.data(), l.size() * sizeof(float)), 0) << "gradient " << i;
+  }
+}
+
+// An LSTM cell unrolled over 3 steps, every parameter, in f64.
+TEST_F(Grad, LstmOverThreeStepsMatchesFiniteDifferences) {
+  manual_seed(3);
+  const int64_t in = 3, hid = 4, batch = 2;
+  Tensor xs = input({3, batch, in}, -1, 1);
+  Fn lstm = [&](const std::vector<Tensor>& p) {
+    Tensor h = zeros({batch, hid}, DType::f64), c = zeros({batch, hid}, DType::f64);
+    for (int t = 0; t < 3; ++t) {
+      Tensor x = reshape(slice(xs, 0, t, t + 1), {batch, in});
+      Tensor gates = matmul(x, transpose(p[0], 0, 1)) + matmul(h, transpose(p[1], 0, 1)) + p[2];
+      auto g = chunk(gates, 4, 1);
+      c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
+      h = sigmoid(g[3]) * tanh(c);
+    }
+    return h;
+  };
+  EXPECT_TRUE(matches_finite_differences(lstm, {input({4 * hid, in}, -0.5, 0.5),
+                                                input({4 * hid, hid}, -0.5, 0.5),
+                                                input({4 * hid}, -0.5, 0.5)}));
+}
+
+TEST_F(Grad, GruCellAndSoftmaxClassifierMatchFiniteDifferences) {
+  manual_seed(5);
+  Tensor x = input({2, 3}, -1, 1), h0 = input({2, 4}, -1, 1);
+  Fn gru = [&](const std::vector<Tensor>& p) {
+    auto gi = chunk(matmul(x, p[0]), 3, 1), gh = chunk(matmul(h0, p[1]), 3, 1);
+    Tensor r = sigmoid(gi[0] + gh[0]), z = sigmoid(gi[1] + gh[1]);
+    Tensor n = tanh(gi[2] + r * gh[2]);
+    Tensor h = (1.0 - z) * n + z * h0;
+    Tensor target = from_vector<double>({1, 0, 0, 0, 0, 0, 1, 0}, {2, 4});
+    return -sum(log_softmax(h, 1) * target) / 2.0;
+  };
+  EXPECT_TRUE(matches_finite_differences(gru, {input({3, 12}, -1, 1), input({4, 12}, -1, 1)}));
+}
+
+} // namespace
