@@ -1,6 +1,7 @@
 // Views: O(1), no copy. A view of a realized tensor is realized at once (an alias of the same
 // buffer with a new layout); a view of a pending value is a pending view node that the planner
 // turns into index maps.
+#include "engine/autograd.h"
 #include "engine/ops_common.h"
 #include "ir/shape_math.h"
 
@@ -16,7 +17,15 @@ namespace detail {
 
 Tensor make_view(const Tensor& a, const ViewPrim& prim, const Layout& l) {
   Node* in = a.node();
-  if (in->realized()) return publish(new_realized(in->dtype, in->device, in->buffer, l));
+  if (in->realized()) {
+    Tensor alias = publish(new_realized(in->dtype, in->device, in->buffer, l));
+    NodeAttrs attrs;
+    attrs.view = prim;
+    // The alias has no inputs for publish to read the history from.
+    if (wants_grad_record(OpCode::view, in->dtype, {in}))
+      record_grad(alias.node(), OpCode::view, attrs, {in});
+    return alias;
+  }
   Node* n = new_node(OpCode::view, in->dtype, in->device, l.shape);
   n->layout = l;
   n->view = prim;
