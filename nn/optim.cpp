@@ -70,10 +70,20 @@ void SGD::update(size_t i, Tensor& param, const Tensor& grad) {
   Tensor d = o_.weight_decay != 0 ? grad + param * o_.weight_decay : grad;
   if (o_.momentum != 0) {
     Tensor& v = velocity_[i];
-    v = v.defined() ? v * o_.momentum + d * (1 - o_.dampening) : d;
+    v = steps_ > 1 ? v * o_.momentum + d * (1 - o_.dampening) : d; // the first step: d
     d = o_.nesterov ? d + v * o_.momentum : v;
   }
   param -= d * lr_;
+}
+
+nn::ParamList SGD::state() {
+  if (o_.momentum == 0) return {};
+  nn::ParamList l;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!velocity_[i].defined()) velocity_[i] = zeros_like(*params_[i].tensor);
+    l.push_back({"velocity." + params_[i].name, &velocity_[i]});
+  }
+  return l;
 }
 
 Adam::Adam(nn::ParamList params, double lr, Options o)
@@ -101,6 +111,17 @@ void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
   const double correction2 = 1 - std::pow(o_.beta2, t);
   Tensor denom = sqrt(v) / std::sqrt(correction2) + o_.eps;
   param -= m / denom * (lr_ / correction1);
+}
+
+nn::ParamList Adam::state() {
+  nn::ParamList l;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!m_[i].defined()) m_[i] = zeros_like(*params_[i].tensor);
+    if (!v_[i].defined()) v_[i] = zeros_like(*params_[i].tensor);
+    l.push_back({"m." + params_[i].name, &m_[i]});
+    l.push_back({"v." + params_[i].name, &v_[i]});
+  }
+  return l;
 }
 
 AdamW::AdamW(nn::ParamList params, double lr, Options o)

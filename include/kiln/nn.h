@@ -4,6 +4,7 @@
 // Layers initialise as PyTorch's do, from kiln's random stream (kiln::manual_seed).
 #include <kiln/ops.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,5 +64,15 @@ Tensor mse_loss(const Tensor& prediction, const Tensor& target);
 /// Mean over the batch of -log softmax(logits)[target]: logits [N, C], target [N] of integer
 /// class indices (torch.nn.functional.cross_entropy). A target outside [0, C) contributes 0.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+
+/// Writes the parameters by name to `path` in the safetensors format (readable by the
+/// safetensors library, PyTorch, NumPy...), with string metadata. Evaluates them. The file is
+/// written to a temporary name and renamed, so a crash never leaves a half-written checkpoint.
+void save(const std::string& path, const ParamList& params,
+          const std::map<std::string, std::string>& metadata = {});
+/// Loads each parameter from the tensor of its name in a safetensors file, onto the parameter's
+/// device (shape and dtype must match; names missing from the file are an error) and returns
+/// the file's metadata. Loaded parameters keep their requires_grad flag.
+std::map<std::string, std::string> load(const std::string& path, const ParamList& params);
 
 } // namespace kiln::nn

@@ -27,6 +27,11 @@ public:
   void set_lr(double lr) { lr_ = lr; }
   const nn::ParamList& parameters() const { return params_; }
   int64_t steps() const { return steps_; }
+  /// The optimizer's state as named tensors ("m.<param>", "v.<param>" for Adam, "velocity.<param>"
+  /// for SGD with momentum), created as zeros when no step has made them yet: save them beside
+  /// the parameters (nn::save) and load them back with set_steps to resume training exactly.
+  virtual nn::ParamList state() { return {}; }
+  void set_steps(int64_t steps) { steps_ = steps; }
 
 protected:
   virtual void update(size_t i, Tensor& param, const Tensor& grad) = 0;
@@ -46,6 +51,7 @@ class SGD : public Optimizer {
 public:
   using Options = SGDOptions;
   SGD(nn::ParamList params, double lr, Options o = {});
+  nn::ParamList state() override;
 
 private:
   void update(size_t i, Tensor& param, const Tensor& grad) override;
@@ -63,6 +69,7 @@ class Adam : public Optimizer {
 public:
   using Options = AdamOptions;
   Adam(nn::ParamList params, double lr = 1e-3, Options o = {});
+  nn::ParamList state() override;
 
 private:
   void update(size_t i, Tensor& param, const Tensor& grad) override;
