@@ -1,0 +1,175 @@
+// Training steps (issue 18): forward over a window, kiln::grad, Adam, on the CPU or a GPU.
+// bench/torch/train_torch.py runs the same math in PyTorch in the same device call.
+//
+//   train_rnn [--device cpu|cuda] [--steps N] [--window T] [--only seed|lstm1|lstm32] [--eager]
+//
+// Each timed loop is written as a user writes it: no eval in the loop; the loss is read (a
+// sync) once at the end of the loop. The `eval/step` rows evaluate the parameters every step
+// (the tuned form of earlier benchmarks) beside it.
+#include "bench_util.h"
+
+#include <kiln/kiln.h>
+#include <kiln/nn.h>
+#include <kiln/optim.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+
+using namespace kiln;
+
+namespace {
+
+struct Args {
+  Device device = default_device();
+  int steps = 100, reps = 5, window = 64;
+  std::string only;
+  bool eager = false;
+};
+
+// A model whose step() records one training step: forward over the window, grad, Adam.
+struct Model {
+  virtual ~Model() = default;
+  virtual Tensor step() = 0; // returns the loss (pending)
+  virtual nn::ParamList params() = 0;
+};
+
+// The seeds' cell trained: x <- sigmoid(tanh(x @ W + b) * 0.5 + x) - 0.5 over the window from
+// a fixed start x0 [d, d]; loss = mean(x_T^2) (push the state toward 0).
+struct SeedModel : Model {
+  Tensor w, b, x0;
+  int window;
+  std::unique_ptr<optim::Adam> opt;
+  SeedModel(int64_t d, int window_, Device dev) : window(window_) {
+    manual_seed(1);
+    w = (randn({d, d}, DType::f32, dev) * float(1 / std::sqrt(double(d)))).requires_grad_();
+    b = (randn({d}, DType::f32, dev) * 0.1f).requires_grad_();
+    x0 = randn({d, d}, DType::f32, dev);
+    eval(w, b, x0);
+    opt = std::make_unique<optim::Adam>(params(), 1e-3);
+  }
+  nn::ParamList params() override { return {{"w", &w}, {"b", &b}}; }
+  Tensor step() override {
+    Tensor x = x0;
+    for (int t = 0; t < window; ++t) {
+      Tensor y = tanh(matmul(x, w) + b) * 0.5f + x;
+      x = sigmoid(y) - 0.5f;
+    }
+    Tensor loss = mean(x * x);
+    opt->step(grad(loss, optim::tensors(params())));
+    return loss;
+  }
+};
+
+// nn::LSTMCell (input 1, hidden H) + nn::Linear(H, 1) read-out at every step, MSE against the
+// next value of a sine series, BPTT over the window from a zero state, Adam.
+struct LstmModel : Model {
+  nn::LSTMCell cell;
+  nn::Linear head;
+  Tensor seq, target; // [window, batch, 1]
+  int window;
+  int64_t batch;
+  std::unique_ptr<optim::Adam> opt;
+  LstmModel(int64_t batch_, int64_t hidden, int window_, Device dev)
+      : cell((manual_seed(2), 1), hidden, {DType::f32, dev}), head(hidden, 1, true, {DType::f32, dev}),
+        window(window_), batch(batch_) {
+    std::vector<float> s(static_cast<size_t>((window + 1) * batch));
+    for (size_t i = 0; i < s.size(); ++i) s[i] = std::sin(0.05f * float(i)) * 0.8f;
+    Tensor all = from_vector(s, {window + 1, batch, 1}, dev);
+    seq = slice(all, 0, 0, window).contiguous();
+    target = slice(all, 0, 1, window + 1).contiguous();
+    eval(seq, target);
+    opt = std::make_unique<optim::Adam>(params(), 1e-3);
+  }
+  nn::ParamList params() override {
+    return nn::join({cell.parameters("lstm."), head.parameters("head.")});
+  }
+  Tensor step() override {
+    auto state = cell.zero_state(batch);
+    Tensor loss;
+    for (int t = 0; t < window; ++t) {
+      state = cell(reshape(slice(seq, 0, t, t + 1), {batch, 1}), state);
+      Tensor err = nn::mse_loss(head(state.h), reshape(slice(target, 0, t, t + 1), {batch, 1}));
+      loss = loss.defined() ? loss + err : err;
+    }
+    loss = loss / float(window);
+    opt->step(grad(loss, optim::tensors(params())));
+    return loss;
+  }
+};
+
+std::unique_ptr<Model> make(const std::string& name, const Args& a) {
+  if (name == "seed") return std::make_unique<SeedModel>(64, a.window, a.device);
+  if (name == "lstm1") return std::make_unique<LstmModel>(1, 256, a.window, a.device);
+  return std::make_unique<LstmModel>(32, 256, a.window, a.device);
+}
+
+void run(const std::string& name, const Args& a, bool eval_each_step) {
+  auto m = make(name, a);
+  Tensor loss;
+  auto body = [&] {
+    loss = m->step();
+    if (eval_each_step) eval(optim::tensors(m->params()));
+  };
+  auto sync_loss = [&] { (void)loss.item<float>(); };
+  for (int i = 0; i < 10; ++i) body(); // warm-up: compiles, plans, graphs
+  sync_loss();
+  reset_stats();
+  const float first = loss.item<float>();
+  bench::Spread s = bench::time_spread(body, sync_loss, a.steps, a.reps);
+  const Stats st = stats();
+  const double steps = double(a.steps) * (a.reps + 1);
+  std::printf("| %s | %s | %.3f (%.3f-%.3f) | %.1f | %.2f | %.2f | %.2f | %.1f | %.4g -> %.4g |\n",
+              name.c_str(), eval_each_step ? "eval/step" : "natural", s.median / 1e3, s.min / 1e3,
+              s.max / 1e3, double(st.peak_bytes_in_use) / 1e6, double(st.plan_hits) / steps,
+              double(st.plan_misses) / steps, double(st.graph_replays) / steps,
+              double(st.kernels_run + st.gemms_run) / steps, first, loss.item<float>());
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string f = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (f == "--device") a.device = next() == "cpu" ? Device::cpu() : Device::cuda(0);
+    else if (f == "--steps") a.steps = std::max(1, std::atoi(next().c_str()));
+    else if (f == "--reps") a.reps = std::max(1, std::atoi(next().c_str()));
+    else if (f == "--window") a.window = std::max(1, std::atoi(next().c_str()));
+    else if (f == "--only") a.only = next();
+    else if (f == "--eager") a.eager = true;
+  }
+  return a;
+}
+
+} // namespace
+
+int main(int argc, char** argv) try {
+  Args a = parse(argc, argv);
+  set_default_device(a.device);
+  set_eager(a.eager);
+  bench::print_header("train_rnn: training steps (forward over a window, grad, Adam)", argc,
+                      argv);
+  std::printf("- device %s%s; window %d; %d steps per timed loop, median (min-max) of %d loops "
+              "after 10 warm-up steps; ms per training step, wall clock including the loss read "
+              "that ends each loop\n",
+              a.device.str().c_str(), a.eager ? " (eager)" : "", a.window, a.steps, a.reps);
+  std::printf("- seed: the seeds' cell (d = 64: one matmul, five pointwise) trained on mean(x_T^2); "
+              "lstm1/lstm32: nn::LSTMCell(1, 256) + nn::Linear(256, 1) at batch 1/32, MSE per "
+              "step; Adam lr 1e-3\n");
+  std::printf("- per step after warm-up: plan hits, plan misses, CUDA-graph replays, kernels "
+              "(fused kernels + GEMMs) launched\n\n");
+  std::printf("| model | form | ms/step | peak MB | plan hits | misses | graph replays | "
+              "kernels | loss first -> last |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const char* name : {"seed", "lstm1", "lstm32"}) {
+    if (!a.only.empty() && a.only != name) continue;
+    run(name, a, false);
+    run(name, a, true);
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "train_rnn: %s\n", e.what());
+  return 1;
+}
