@@ -197,6 +197,30 @@ private:
     split(Why::params_over_budget);
   }
 
+  // Over a budget at `n`: materialize a value this kernel has already computed beside n (an
+  // operand of the innermost value being computed around n, such as the partial sum before
+  // `acc + a @ b`), so that the work done so far becomes a kernel of its own and this one
+  // continues from its result. Without one, split().
+  void split_before(Node* n, Why reason) {
+    for (auto it = computing_.rbegin(); it != computing_.rend(); ++it) {
+      if (*it == n || p_.info(*it)->materialize) continue;
+      for (Node* x : (*it)->inputs) {
+        const Info* xi = p_.info(x);
+        if (x == n || !xi || xi->group != group_ || xi->materialize || !computed(x)) continue;
+        retry = Retry{x, reason};
+        return;
+      }
+      break; // only the innermost value: splitting further out would leave n's kernel as big
+    }
+    split(reason);
+  }
+
+  bool computed(Node* x) const {
+    for (const auto& [key, value] : memo_)
+      if (key.first == x) return true;
+    return false;
+  }
+
   // Materialize the innermost value of this kernel being computed that is not an output yet:
   // it becomes a kernel of its own, and this one loads it.
   void split(Why reason) {
@@ -257,6 +281,10 @@ private:
         retry = Retry{view_root(x), Why::dot_operand_same_kernel};
         return 0;
       }
+    if (k_.dots.size() >= kMaxKernelDots) {
+      split_before(n, Why::too_many_dots);
+      return 0;
+    }
     const int r = n->shape().size();
     auto [sa, la] = operand(p_, n->inputs[0]);
     auto [sb, lb] = operand(p_, n->inputs[1]);

@@ -21,6 +21,12 @@ constexpr size_t kMaxChainDepth = 512;
 // graph node's parameters are copied at every update, and large kernels compile slowly.
 constexpr int64_t kMaxParamFields = 1024;
 
+// The small matmuls (FusedKernel::dots) one kernel may compute. Each takes shared memory in the
+// CUDA layouts (the dot layout: a block's partial sums, 256 x 8 bytes; the GEMM tile: a T x T
+// tile of sums), and a launch gets 48 KB of static shared memory. A training step's weight
+// gradient, the sum over time steps of outer products, has one dot per step.
+constexpr size_t kMaxKernelDots = 16;
+
 struct Info {
   Node* n = nullptr;
   llvm::SmallVector<Node*, 2> consumers; // in-plan consumers, one entry per use

@@ -91,13 +91,15 @@ def trainer(m, mode, window):
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
             for _ in range(3):  # warm-up on a side stream, as the CUDA graph docs require
-                opt.zero_grad(set_to_none=False)
+                opt.zero_grad(set_to_none=True)
                 loss = m(window)
                 loss.backward()
                 opt.step()
         torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
-        opt.zero_grad(set_to_none=False)
+        # None before capture: backward inside the graph then writes fresh gradients from the
+        # graph's pool at every replay instead of accumulating into the old ones.
+        opt.zero_grad(set_to_none=True)
         with torch.cuda.graph(g):
             static_loss = m(window)
             static_loss.backward()

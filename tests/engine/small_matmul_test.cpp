@@ -478,3 +478,30 @@ TEST_F(SmallMatmulTest, AMatmulBroadcastByItsReaderIsComputedOnce) {
   m = Tensor();
   expect_close(got.to(Device::cpu()), want, 2e-5, "an (8, 1) column times a (1, 6) matmul");
 }
+
+namespace {
+
+// A training step's weight gradient: the sum over time steps of outer products h_t^T @ g_t, one
+// dot per step. A kernel takes at most 16 (their shared memory), so 40 are three kernels, each
+// continuing from the partial sum of the one before (not a kernel per matmul).
+TEST_F(SmallMatmulTest, ManyDotsInOneSumAreSplitIntoFewKernels) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    std::vector<Shape> shapes(2, Shape{40, 24});
+    Stats s = check(
+        shapes, dt,
+        [](const std::vector<Tensor>& in) {
+          Tensor acc;
+          for (int64_t t = 0; t < 40; ++t) {
+            Tensor outer = matmul(transpose(slice(in[0], 0, t, t + 1), 0, 1),
+                                  slice(in[1], 0, t, t + 1)); // [24, 1] @ [1, 24]
+            acc = acc.defined() ? acc + outer : outer;
+          }
+          return acc;
+        },
+        tolerance(dt), "sum of 40 outer products");
+    EXPECT_EQ(s.gemms_run, 0);
+    EXPECT_EQ(s.kernels_run, 3) << dtype_name(dt);
+  }
+}
+
+} // namespace
