@@ -28,6 +28,10 @@ void sync() {
   detail::synchronize_all();
 }
 
+void flush() {
+  detail::flush_all();
+}
+
 void set_allow_tf32(bool on) {
   detail::allow_tf32() = on;
 }

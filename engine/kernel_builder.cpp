@@ -81,6 +81,10 @@ public:
       retry = Retry{n, Why::reduction_other_space};
       return 0;
     }
+    if (reduced_.size() >= kMaxKernelReductions) {
+      split_before(n, Why::too_many_reductions);
+      return 0;
+    }
     if (!p_.info(n)->materialize) fused.push_back(n);
     TapeInst inst;
     inst.op = n->op;

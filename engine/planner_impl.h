@@ -26,6 +26,9 @@ constexpr int64_t kMaxParamFields = 1024;
 // tile of sums), and a launch gets 48 KB of static shared memory. A training step's weight
 // gradient, the sum over time steps of outer products, has one dot per step.
 constexpr size_t kMaxKernelDots = 16;
+// The reductions one kernel may compute: each takes up to 4 KB of shared memory (a column
+// reduction's two buffers of 256 partial sums in f64), 8 KB with argmax's indices.
+constexpr size_t kMaxKernelReductions = 8;
 
 struct Info {
   Node* n = nullptr;

@@ -2,6 +2,7 @@
 // gradient clipping by global norm. Updates are recorded under NoGradGuard; every
 // hyperparameter and bias correction is a scalar operand, so it changes without replanning.
 #include <kiln/autograd.h>
+#include <kiln/engine.h>
 #include <kiln/error.h>
 #include <kiln/optim.h>
 
@@ -55,9 +56,15 @@ void Optimizer::step(const std::vector<Tensor>& grads) {
       fail("the gradient of '" + params_[i].name + "' has shape " +
            (grads[i].defined() ? grads[i].shape().str() : std::string("(undefined)")) +
            ", the parameter " + params_[i].tensor->shape().str());
-  NoGradGuard no_grad;
-  ++steps_;
-  for (size_t i = 0; i < grads.size(); ++i) update(i, *params_[i].tensor, grads[i]);
+  {
+    NoGradGuard no_grad;
+    ++steps_;
+    for (size_t i = 0; i < grads.size(); ++i) update(i, *params_[i].tensor, grads[i]);
+  }
+  // The end of a training step: the updates, and the loss and anything else the step computed,
+  // are evaluated together, so every step is the same plan (one CUDA-graph replay) and its
+  // values need not outlive it. On a GPU this queues the work and returns.
+  flush();
 }
 
 SGD::SGD(nn::ParamList params, double lr, Options o)

@@ -16,6 +16,9 @@ template <class... Ts> void eval(const Ts&... ts) {
 }
 /// Compute every pending value that has a live handle, and wait for all devices.
 void sync();
+/// Compute every pending value that has a live handle, without waiting: on a GPU the work is
+/// queued and flush returns (the end of a step: optim::Optimizer::step calls it).
+void flush();
 
 /// kiln is used by one thread at a time: the first thread that records an op owns the graph,
 /// and ops or evaluations from another thread throw kiln::Error while it does. The owner's use

@@ -21,7 +21,9 @@ class Optimizer {
 public:
   explicit Optimizer(nn::ParamList params, double lr);
   virtual ~Optimizer() = default;
-  /// One update of every parameter from its gradient.
+  /// One update of every parameter from its gradient. It ends the training step: the updates
+  /// and everything else pending that a handle holds (the step's loss) are evaluated
+  /// (kiln::flush: on a GPU queued, without waiting), so each step runs as one cached plan.
   void step(const std::vector<Tensor>& grads);
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
