@@ -12,7 +12,10 @@ namespace kiln::detail::cg {
 // Tiling pays when an input is read with stride 1 along some dim other than the last while
 // the outputs are written along the last (a transpose): without it one of the two sides is
 // uncoalesced. Picks the dim that the most inputs are transposed along. False: no input is.
+// Each tiled input takes a 32 x 33 tile of shared memory; past the 47 KB a block may use
+// statically (48 KB less 1 KB the hardware reserves) further inputs are read directly.
 bool choose_tiled(const FusedKernel& k, CudaVariant& v) {
+  constexpr int64_t kMaxTileBytes = int64_t(47) << 10;
   const int rank = k.shape.size();
   if (rank < 2 || k.shape.numel() < 1024) return false;
   const int last = rank - 1;
@@ -24,12 +27,15 @@ bool choose_tiled(const FusedKernel& k, CudaVariant& v) {
     if (k.shape[d] < 8) continue;
     uint32_t mask = 0;
     int count = 0;
+    int64_t bytes = 0;
     for (size_t j = 0; j < k.inputs.size() && j < 32; ++j) {
       const KernelInput& in = k.inputs[j];
+      const int64_t tile = 32 * 33 * itemsize(in.dtype);
       if (in.cls == IndexClass::strided && in.strides[d] == 1 && in.strides[last] != 1 &&
-          in.strides[last] != 0) {
+          in.strides[last] != 0 && bytes + tile <= kMaxTileBytes) {
         mask |= 1u << j;
         ++count;
+        bytes += tile;
       }
     }
     if (count > best) {
