@@ -67,7 +67,8 @@ CudaLaunch launch_tiled(const FusedKernel& k, const CudaVariant& v, const CudaTa
 // conflicts on the transposed reads.
 void Emitter::tiled_body() {
   const int df = v_.tile_dim, last = pl_.rank - 1;
-  auto tiled = [&](size_t j) { return (v_.tile_inputs >> j) & 1u; };
+  // The mask has 32 bits: inputs past 31 are never tiled (a shift by 32 or more is undefined).
+  auto tiled = [&](size_t j) { return j < 32 && ((v_.tile_inputs >> j) & 1u); };
   for (size_t j = 0; j < pl_.in.size(); ++j)
     if (tiled(j))
       line(1, fmt::format("__shared__ {} k_t{}[32][33];", cg::st_name(k_.inputs[j].dtype), j));

@@ -467,3 +467,29 @@ TEST_F(Codegen, UnknownArchFallsBackToPtx) {
   EXPECT_EQ(bin.image.back(), '\0');
   EXPECT_NE(std::string(bin.image.data()).find(".entry"), std::string::npos);
 }
+
+TEST_F(Codegen, KernelsStayWithinStaticSharedMemory) {
+  // A backward kernel can read dozens of transposed inputs: only the tiles that fit 47 KB go
+  // through shared memory, and inputs past the 32-bit tile mask are never tiled (a shift by 32
+  // or more wrapped around and tiled 22 inputs, 91 KB, which ptxas rejects).
+  std::vector<Tensor> xs;
+  for (int i = 0; i < 40; ++i) xs.push_back(randn({64, 64}));
+  eval(xs);
+  FusedKernel k = kernel_of([&] {
+    Tensor acc = transpose(xs[0], 0, 1);
+    for (int i = 1; i < 40; ++i) acc = acc + transpose(xs[i], 0, 1) * float(i);
+    return acc;
+  });
+  ASSERT_EQ(k.inputs.size(), 40u);
+  std::vector<char> mem(64);
+  std::vector<void*> bases(64, mem.data());
+  const CudaVariant v = choose_variant(k, bases, target());
+  EXPECT_EQ(layout_of(k, v), CudaLayout::tiled);
+  const CudaKernelSource src = render_cuda(k, v, target());
+  size_t tiles = 0;
+  for (size_t at = src.source.find("[32][33]"); at != std::string::npos;
+       at = src.source.find("[32][33]", at + 1))
+    ++tiles;
+  EXPECT_EQ(tiles, 11u) << "11 f32 tiles of 4,224 bytes fit 47 KB";
+  EXPECT_NO_THROW(compile_cuda(src, target())); // NVRTC and ptxas, no GPU needed
+}
