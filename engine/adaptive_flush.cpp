@@ -1,4 +1,5 @@
 #include "engine/adaptive_flush.h"
+#include "engine/autograd.h"
 
 #include "engine/graph.h"
 #include "runtime/backend.h"
@@ -50,6 +51,13 @@ void note_flushed() {
 void maybe_flush_early(Node* n) {
   EngineState& e = engine();
   if (e.idle_flush_nodes <= 0 || e.pending_nodes < e.next_idle_check) return;
+  // While a gradient history is recorded, a flush would write every value it saved (they are
+  // held) and cut the step where the idle check happens to fall, a new plan each time; the
+  // step ends with its optimizer update instead (optim::Optimizer::step).
+  if (live_grad_records() > 0) {
+    e.next_idle_check = e.pending_nodes + e.idle_flush_nodes;
+    return;
+  }
   const DeviceState state = probe()(n->device);
   if (state == DeviceState::idle) {
     // Too much would be cut: checked again only once the graph has doubled, so a large

@@ -31,10 +31,17 @@ struct GradInput {
 };
 
 struct GradRecord {
+  GradRecord();
+  ~GradRecord();
+  GradRecord(const GradRecord&) = delete;
+  GradRecord& operator=(const GradRecord&) = delete;
   OpCode op{};
   NodeAttrs attrs; // the node's attributes at record time (a realized node forgets its op)
   llvm::SmallVector<GradInput, 3> inputs;
 };
+
+/// Gradient records alive now: while there are any, no early flush cuts the step.
+int64_t live_grad_records();
 
 /// Whether ops record gradient history now (false inside a NoGradGuard).
 bool grad_enabled();

@@ -53,12 +53,25 @@ bool rule_reads(OpCode op, size_t i) {
   }
 }
 
+int64_t live_records = 0;
+
 bool& grad_mode() {
   static bool enabled = true; // one thread uses kiln at a time (tensor.h)
   return enabled;
 }
 
 } // namespace
+
+GradRecord::GradRecord() {
+  ++live_records;
+}
+GradRecord::~GradRecord() {
+  --live_records;
+}
+
+int64_t live_grad_records() {
+  return live_records;
+}
 
 bool grad_enabled() {
   return grad_mode();

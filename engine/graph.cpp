@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace kiln::detail {
@@ -205,6 +206,13 @@ void release_handle(Node* n) {
   bool was = counted(n);
   --n->handles;
   recount(n, was);
+  // Gradient history is reached through handles only (a user's, or a record's on its inputs):
+  // with none left nothing can differentiate through n, so its record and what the record
+  // saved go now, not when pending work (a detach() view, say) finally lets n die.
+  if (n->handles == 0 && n->grad_record) {
+    free_grad_record(std::exchange(n->grad_record, nullptr));
+    n->grad_freed = true;
+  }
   if (n->handles == 0 && n->uses == 0) destroy(n);
 }
 void retain_use(Node* n) {

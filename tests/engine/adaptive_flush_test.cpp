@@ -233,3 +233,29 @@ TEST_F(AdaptiveFlush, RealDeviceProbe) {
 }
 
 } // namespace
+
+namespace {
+
+// While a gradient history is recorded the device's idleness does not cut the graph (a cut
+// would write every saved value and land anywhere in the step); once grad() has freed it,
+// early flushes resume.
+TEST_F(AdaptiveFlush, NoEarlyFlushWhileAGradientHistoryIsRecorded) {
+  Rnn r = Rnn::make(8);
+  r.w.requires_grad_();
+  probe(DeviceState::idle);
+  reset_stats();
+  for (int i = 0; i < 30; ++i) r.step(); // ~270 nodes: 16 checks' worth
+  EXPECT_EQ(stats().idle_flushes, 0);
+  Tensor g = grad(sum(r.h), {r.w})[0];
+  r.h = r.h.detach();
+  for (int i = 0; i < 30; ++i) r.step(); // w still requires grad: every step records
+  EXPECT_EQ(stats().idle_flushes, 0);
+  // Truncated: without a handle to the old state its history is unreachable and freed at once,
+  // though the pending detach() view still reads the value.
+  r.w = r.w.detach();
+  r.h = r.h.detach();
+  for (int i = 0; i < 30; ++i) r.step();
+  EXPECT_GT(stats().idle_flushes, 0);
+}
+
+} // namespace
