@@ -121,7 +121,7 @@ void run(const std::string& name, const Args& a, bool eval_each_step) {
   const float first = loss.item<float>();
   bench::Spread s = bench::time_spread(body, sync_loss, a.steps, a.reps);
   const Stats st = stats();
-  const double steps = double(a.steps) * (a.reps + 1);
+  const double steps = 1 + double(a.steps) * a.reps; // time_spread: one warm-up call, then reps
   std::printf("| %s | %s | %.3f (%.3f-%.3f) | %.1f | %.2f | %.2f | %.2f | %.1f | %.4g -> %.4g |\n",
               name.c_str(), eval_each_step ? "eval/step" : "natural", s.median / 1e3, s.min / 1e3,
               s.max / 1e3, double(st.peak_bytes_in_use) / 1e6, double(st.plan_hits) / steps,
