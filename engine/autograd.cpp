@@ -9,6 +9,7 @@
 #include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace kiln {
 
@@ -69,6 +70,76 @@ void check_inputs(const std::vector<Tensor>& inputs) {
   }
 }
 
+// Gradients arriving through slices of one value (chunk's or split's pieces, an LSTM's four
+// gates) are gathered and placed with one concat, rather than each padded with zeros by a
+// concat of its own and the padded copies added up.
+class SliceGrads {
+public:
+  void add(Node* input, const GradInput& in, const ViewPrim& p, Tensor g) {
+    auto& list = pending_[input];
+    list.shape = in.shape;
+    list.pieces.push_back({p, std::move(g)});
+  }
+
+  /// The gradient of `input` gathered so far through slices (undefined without any).
+  Tensor take(Node* input) {
+    auto it = pending_.find(input);
+    if (it == pending_.end()) return Tensor();
+    Pending list = std::move(it->second);
+    pending_.erase(it);
+    if (auto joined = join(list)) return *joined;
+    Tensor sum;
+    for (const Piece& p : list.pieces) {
+      Tensor g = slice_backward(p.g, list.shape, p.view);
+      sum = sum.defined() ? sum + g : g;
+    }
+    return sum;
+  }
+
+private:
+  struct Piece {
+    ViewPrim view;
+    Tensor g;
+  };
+  struct Pending {
+    Shape shape;
+    std::vector<Piece> pieces;
+  };
+
+  // One concat of the pieces and zeros for the gaps, when they are unit-step slices of one dim
+  // that do not overlap.
+  static std::optional<Tensor> join(Pending& list) {
+    auto& ps = list.pieces;
+    const int dim = ps[0].view.dim;
+    for (const Piece& p : ps)
+      if (p.view.dim != dim || (p.view.step != 1 && p.view.length > 1)) return std::nullopt;
+    std::sort(ps.begin(), ps.end(),
+              [](const Piece& a, const Piece& b) { return a.view.start < b.view.start; });
+    std::vector<Tensor> parts;
+    int64_t at = 0;
+    auto gap = [&](int64_t n, const Tensor& like) {
+      Shape s = like.shape();
+      s[dim] = n;
+      parts.push_back(zeros(s, like.dtype(), like.device()));
+    };
+    for (const Piece& p : ps) {
+      if (p.view.start < at) return std::nullopt; // overlapping slices
+      if (p.view.start > at) gap(p.view.start - at, p.g);
+      parts.push_back(p.g);
+      at = p.view.start + p.view.length;
+    }
+    if (at < list.shape[dim]) gap(list.shape[dim] - at, ps[0].g);
+    return parts.size() == 1 ? parts[0] : concat(parts, dim);
+  }
+
+  llvm::DenseMap<Node*, Pending> pending_;
+};
+
+bool is_slice(const GradRecord& r) {
+  return r.op == OpCode::view && r.attrs.view.kind == ViewPrim::Kind::slice &&
+         r.inputs[0].requires_grad;
+}
+
 } // namespace
 
 std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,
@@ -86,14 +157,25 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
   for (Node* n : order) keep.push_back(handle_to(n));
 
   llvm::DenseMap<Node*, Tensor> grads;
+  SliceGrads slices;
+  // n's gradient once every consumer has contributed (they all come before n in `order`).
+  auto complete = [&](Node* n) -> Tensor {
+    Tensor& acc = grads[n];
+    if (Tensor s = slices.take(n); s.defined()) acc = acc.defined() ? acc + s : s;
+    return acc;
+  };
   {
     NoGradGuard no_grad;
     grads[out] = seed_gradient(out, options.grad_output);
     for (Node* n : order) {
-      auto it = grads.find(n);
-      if (!n->grad_record || it == grads.end()) continue;
-      const Tensor g = it->second;
+      if (!n->grad_record) continue;
+      const Tensor g = complete(n);
+      if (!g.defined()) continue;
       GradRecord& r = *n->grad_record;
+      if (is_slice(r)) {
+        slices.add(r.inputs[0].value.node(), r.inputs[0], r.attrs.view, g);
+        continue;
+      }
       restore_scalar_operands(r);
       llvm::SmallVector<Tensor, 3> in_grads = backward_rule(r, handle_to(n), g);
       drop_scalar_operands(r);
@@ -107,8 +189,9 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
   std::vector<Tensor> result;
   result.reserve(inputs.size());
   for (const Tensor& in : inputs) {
-    auto it = grads.find(in.node());
-    result.push_back(it != grads.end() ? it->second : zeros_like(in));
+    NoGradGuard no_grad;
+    Tensor g = complete(in.node());
+    result.push_back(g.defined() ? g : zeros_like(in));
   }
   if (!options.retain_graph) {
     for (Node* n : order) {

@@ -60,6 +60,10 @@ void free_grad_record(GradRecord* r);
 void restore_scalar_operands(GradRecord& r);
 void drop_scalar_operands(GradRecord& r);
 
+/// The gradient of `slice` view `p` of an input of shape `in`, given the slice's gradient g:
+/// g at the sliced positions, zeros elsewhere.
+Tensor slice_backward(const Tensor& g, const Shape& in, const ViewPrim& p);
+
 /// The gradients of an op's inputs given the gradient `g` of its output `out` (entries of
 /// inputs that do not require grad stay undefined). Records the backward ops; call under
 /// no-grad.

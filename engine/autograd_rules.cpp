@@ -7,6 +7,34 @@
 
 namespace kiln::detail {
 
+// The gradient of a strided slice: g's elements at positions start, start+step, ... of an
+// extent-`len` dim, zeros elsewhere. Interleaving zeros through a reshape keeps it two concats.
+Tensor slice_backward(const Tensor& g, const Shape& in, const ViewPrim& p) {
+  const int d = p.dim;
+  const int64_t len = in[d];
+  if (p.length == 0) return zeros(in, g.dtype(), g.device());
+  Tensor span = g;
+  if (p.step > 1) {
+    Shape gap = g.shape();
+    gap.insert(d + 1, p.step - 1);
+    Shape spread = g.shape();
+    spread[d] = p.length * p.step;
+    span = reshape(concat({unsqueeze(g, d + 1), zeros(gap, g.dtype(), g.device())}, d + 1), spread);
+    span = slice(span, d, 0, std::min(p.length * p.step, len - p.start));
+  }
+  std::vector<Tensor> pieces;
+  auto pad = [&](int64_t n) {
+    if (n == 0) return;
+    Shape s = g.shape();
+    s[d] = n;
+    pieces.push_back(zeros(s, g.dtype(), g.device()));
+  };
+  pad(p.start);
+  pieces.push_back(span);
+  pad(len - p.start - span.shape()[d]);
+  return pieces.size() == 1 ? span : concat(pieces, d);
+}
+
 namespace {
 
 /// `g` summed over the dims along which `to` was broadcast to g's shape, then shaped as `to`.
@@ -102,34 +130,6 @@ llvm::SmallVector<Tensor, 3> binary_rule(const GradRecord& r, const Tensor& out,
   if (r.inputs[0].requires_grad) grads[0] = unbroadcast(ga, r.inputs[0].shape);
   if (r.inputs[1].requires_grad) grads[1] = unbroadcast(gb, r.inputs[1].shape);
   return grads;
-}
-
-// The gradient of a strided slice: g's elements at positions start, start+step, ... of an
-// extent-`len` dim, zeros elsewhere. Interleaving zeros through a reshape keeps it two concats.
-Tensor slice_backward(const Tensor& g, const Shape& in, const ViewPrim& p) {
-  const int d = p.dim;
-  const int64_t len = in[d];
-  if (p.length == 0) return zeros(in, g.dtype(), g.device());
-  Tensor span = g;
-  if (p.step > 1) {
-    Shape gap = g.shape();
-    gap.insert(d + 1, p.step - 1);
-    Shape spread = g.shape();
-    spread[d] = p.length * p.step;
-    span = reshape(concat({unsqueeze(g, d + 1), zeros(gap, g.dtype(), g.device())}, d + 1), spread);
-    span = slice(span, d, 0, std::min(p.length * p.step, len - p.start));
-  }
-  std::vector<Tensor> pieces;
-  auto pad = [&](int64_t n) {
-    if (n == 0) return;
-    Shape s = g.shape();
-    s[d] = n;
-    pieces.push_back(zeros(s, g.dtype(), g.device()));
-  };
-  pad(p.start);
-  pieces.push_back(span);
-  pad(len - p.start - span.shape()[d]);
-  return pieces.size() == 1 ? span : concat(pieces, d);
 }
 
 Tensor view_rule(const GradRecord& r, const Tensor& g) {

@@ -85,6 +85,22 @@ bool join_consumer_kernel(const PlanGraph& pg, std::vector<Group>& groups, Info&
   return true;
 }
 
+// The group among n's readers `cg` that runs first (the highest index: a group runs before the
+// groups created ahead of it), when n can be one more output of it: an elementwise kernel over
+// n's own space that reads n at its own index. Then a value several kernels read (an LSTM's
+// gate activations, read by the forward step and by the backward) is written by a kernel that
+// runs anyway, not by a kernel of its own.
+int first_reader(const PlanGraph& pg, const std::vector<Group>& groups, const Info& in,
+                 llvm::ArrayRef<int> cg, bool through_view) {
+  if (through_view || in.no_merge || cg.empty()) return -1;
+  const int g = *std::max_element(cg.begin(), cg.end());
+  const Group& grp = groups[g];
+  if (grp.kind != Group::Kind::elementwise || grp.shape != in.n->shape() ||
+      grp.roots[0]->device != in.n->device)
+    return -1;
+  return g;
+}
+
 } // namespace
 
 std::vector<Group> group_all(PlanGraph& pg) {
@@ -92,6 +108,11 @@ std::vector<Group> group_all(PlanGraph& pg) {
   for (Info& in : pg.infos) {
     in.group = -1;
     in.recompute = false;
+    // Decided afresh in every pass (a retry changes who reads what), unless a retry pinned it.
+    if (in.reason == Why::several_kernels && !in.no_merge) {
+      in.materialize = false;
+      in.reason = Why::none;
+    }
   }
   for (auto it = pg.infos.rbegin(); it != pg.infos.rend(); ++it) {
     Info& in = *it;
@@ -117,6 +138,11 @@ std::vector<Group> group_all(PlanGraph& pg) {
       }
       in.materialize = true;
       in.reason = Why::several_kernels;
+      if (int g = first_reader(pg, groups, in, cg, through_view); g >= 0) {
+        in.group = g; // computed by the reader that runs first, which writes it for the others
+        groups[g].roots.push_back(n);
+        continue;
+      }
     }
     if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
         groups[cg[0]].kind != Group::Kind::gemm && groups[cg[0]].shape == n->shape() &&

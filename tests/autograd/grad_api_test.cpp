@@ -3,6 +3,7 @@
 // differences.
 #include "tests/autograd/gradcheck.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace kiln;
@@ -234,6 +235,32 @@ TEST_F(Grad, GruCellAndSoftmaxClassifierMatchFiniteDifferences) {
     return -sum(log_softmax(h, 1) * target) / 2.0;
   };
   EXPECT_TRUE(matches_finite_differences(gru, {input({3, 12}, -1, 1), input({4, 12}, -1, 1)}));
+}
+
+} // namespace
+
+namespace {
+
+// The gradients of a value's chunks are placed by one concat (4 pieces), not padded with
+// zeros one by one (4 concats of up to 3 pieces each, then added up).
+TEST_F(Grad, ChunkGradientsArePlacedByOneConcat) {
+  Tensor x = randn({2, 8}).requires_grad_();
+  eval(x);
+  auto parts = chunk(x, 4, 1);
+  Tensor loss = sum(parts[0] * parts[1] + tanh(parts[2]) - parts[3] * 3.0f);
+  Tensor g = grad(loss, {x})[0];
+  reset_stats();
+  eval(g);
+  EXPECT_EQ(stats().copies_run, 4);
+  std::vector<float> xv = x.to_vector<float>(), gv = g.to_vector<float>();
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < 2; ++j) {
+      const float* row = &xv[r * 8];
+      EXPECT_FLOAT_EQ(gv[r * 8 + j], row[2 + j]);
+      EXPECT_FLOAT_EQ(gv[r * 8 + 2 + j], row[j]);
+      EXPECT_NEAR(gv[r * 8 + 4 + j], 1 - std::tanh(row[4 + j]) * std::tanh(row[4 + j]), 1e-6);
+      EXPECT_FLOAT_EQ(gv[r * 8 + 6 + j], -3.0f);
+    }
 }
 
 } // namespace
