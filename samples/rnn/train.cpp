@@ -70,15 +70,12 @@ void Trainer::train_step(int64_t step) {
   kiln::Tensor loss = window_loss(model_, windows);
   std::vector<kiln::Tensor> grads = kiln::grad(loss, kiln::optim::tensors(params_));
   if (c_.clip > 0) kiln::optim::clip_grad_norm(grads, c_.clip);
-  opt_.step(grads);
   kiln::Tensor l = loss.detach();
-  loss_sum_ = loss_sum_.defined() ? loss_sum_ + l : l;
+  loss_sum_ = loss_sum_.defined() ? loss_sum_ + l : l; // read every --log-every steps
   ++loss_count_;
-  // Compute the step now (no host sync): each step is then one evaluation with the structure
-  // of the last, which kiln plans once and replays (a CUDA graph on a GPU).
-  std::vector<kiln::Tensor> live = kiln::optim::tensors(state_);
-  live.push_back(loss_sum_);
-  kiln::eval(live);
+  // The end of the step: the update and everything held (the loss sum too) are evaluated
+  // together, queued on a GPU without waiting, so every step replays one cached plan.
+  opt_.step(grads);
 }
 
 double Trainer::validate() {
