@@ -90,8 +90,8 @@ bool join_consumer_kernel(const PlanGraph& pg, std::vector<Group>& groups, Info&
 // n's own space that reads n at its own index. Then a value several kernels read (an LSTM's
 // gate activations, read by the forward step and by the backward) is written by a kernel that
 // runs anyway, not by a kernel of its own.
-int first_reader(const PlanGraph& pg, const std::vector<Group>& groups, const Info& in,
-                 llvm::ArrayRef<int> cg, bool through_view) {
+int first_reader(const std::vector<Group>& groups, const Info& in, llvm::ArrayRef<int> cg,
+                 bool through_view) {
   if (through_view || in.no_merge || cg.empty()) return -1;
   const int g = *std::max_element(cg.begin(), cg.end());
   const Group& grp = groups[g];
@@ -138,7 +138,7 @@ std::vector<Group> group_all(PlanGraph& pg) {
       }
       in.materialize = true;
       in.reason = Why::several_kernels;
-      if (int g = first_reader(pg, groups, in, cg, through_view); g >= 0) {
+      if (int g = first_reader(groups, in, cg, through_view); g >= 0) {
         in.group = g; // computed by the reader that runs first, which writes it for the others
         groups[g].roots.push_back(n);
         continue;
