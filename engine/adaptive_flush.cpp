@@ -46,15 +46,17 @@ DeviceProbe set_device_probe(DeviceProbe p) {
 void note_flushed() {
   EngineState& e = engine();
   e.next_idle_check = e.pending_nodes + e.idle_flush_nodes;
+  e.step_open = false;
 }
 
 void maybe_flush_early(Node* n) {
   EngineState& e = engine();
   if (e.idle_flush_nodes <= 0 || e.pending_nodes < e.next_idle_check) return;
   // While a gradient history is recorded, a flush would write every value it saved (they are
-  // held) and cut the step where the idle check happens to fall, a new plan each time; the
-  // step ends with its optimizer update instead (optim::Optimizer::step).
-  if (live_grad_records() > 0) {
+  // held) and cut the step where the idle check happens to fall, a new plan each time; after
+  // grad() until the next evaluation it would cut the step between its backward and its
+  // update. The step ends with its optimizer update instead (optim::Optimizer::step).
+  if (live_grad_records() > 0 || e.step_open) {
     e.next_idle_check = e.pending_nodes + e.idle_flush_nodes;
     return;
   }

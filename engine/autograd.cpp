@@ -1,6 +1,7 @@
 // kiln::grad: walks the gradient records from the output, newest first, and records the
 // backward ops. Also the autodiff API on Tensor (requires_grad_, detach) and NoGradGuard.
 #include "engine/autograd.h"
+#include "engine/graph.h"
 #include "engine/ops_common.h"
 
 #include <kiln/autograd.h>
@@ -193,6 +194,7 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
     Tensor g = complete(in.node());
     result.push_back(g.defined() ? g : zeros_like(in));
   }
+  engine().step_open = true; // no early flush before the step's update (adaptive_flush.cpp)
   if (!options.retain_graph) {
     for (Node* n : order) {
       if (!n->grad_record) continue;

@@ -31,6 +31,9 @@ struct EngineState {
   // the device is idle (KILN_IDLE_FLUSH; 0 never). The next check is at next_idle_check nodes.
   int64_t idle_flush_nodes = 64;
   int64_t next_idle_check = 64;
+  // kiln::grad recorded backward ops not evaluated yet: the rest of the step (the optimizer's
+  // update) is being recorded, and an early flush would cut it in two. Cleared by evaluations.
+  bool step_open = false;
   uint64_t next_id = 1;
   uint64_t seed = 0;
   uint64_t rng_counter = 0;

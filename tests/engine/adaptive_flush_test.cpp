@@ -247,6 +247,13 @@ TEST_F(AdaptiveFlush, NoEarlyFlushWhileAGradientHistoryIsRecorded) {
   for (int i = 0; i < 30; ++i) r.step(); // ~270 nodes: 16 checks' worth
   EXPECT_EQ(stats().idle_flushes, 0);
   Tensor g = grad(sum(r.h), {r.w})[0];
+  {
+    NoGradGuard update; // after grad(), until the next evaluation: the step's update
+    Tensor w = r.w;
+    for (int i = 0; i < 30; ++i) w = w - g * 0.001f;
+  }
+  EXPECT_EQ(stats().idle_flushes, 0) << "no cut between a step's backward and its update";
+  eval(g);
   r.h = r.h.detach();
   for (int i = 0; i < 30; ++i) r.step(); // w still requires grad: every step records
   EXPECT_EQ(stats().idle_flushes, 0);
