@@ -182,7 +182,7 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
       drop_scalar_operands(r);
       for (size_t i = 0; i < r.inputs.size(); ++i) {
         if (!r.inputs[i].requires_grad) continue;
-        Tensor& acc = grads[r.inputs[i].value.node()];
+        Tensor& acc = grads[gradient_target(r, i)];
         acc = acc.defined() ? acc + in_grads[i] : in_grads[i];
       }
     }

@@ -64,6 +64,14 @@ void drop_scalar_operands(GradRecord& r);
 /// g at the sliced positions, zeros elsewhere.
 Tensor slice_backward(const Tensor& g, const Shape& in, const ViewPrim& p);
 
+/// Whether a matmul operand is the 2-D transpose of a value that requires grad (its record a
+/// permute [1, 0]): nn::Linear's `x @ W^T`.
+bool transposed_matrix(const GradInput& in);
+/// The node that receives the gradient backward_rule gives input i of r: the input itself, or
+/// for a transposed matmul operand the matrix before the transpose (matmul's rule gives that
+/// matrix's gradient directly).
+Node* gradient_target(const GradRecord& r, size_t i);
+
 /// The gradients of an op's inputs given the gradient `g` of its output `out` (entries of
 /// inputs that do not require grad stay undefined). Records the backward ops; call under
 /// no-grad.

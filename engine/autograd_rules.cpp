@@ -185,6 +185,24 @@ Tensor reduce_rule(const GradRecord& r, const Tensor& out, const Tensor& g) {
   }
 }
 
+// d(a @ b): g @ b^T and a^T @ g. An operand that is the transpose of a matrix that requires
+// grad (nn::Linear's `x @ W^T`) gets the gradient of that matrix instead, `g^T a` (see
+// gradient_target): as `(a^T g)^T`, a matmul read through a view, it would be a kernel of its
+// own at every step; as a plain product the weight gradients of a step over time sum in a few
+// kernels. The ops recorded do not depend on what is realized, so lazy and eager round alike.
+llvm::SmallVector<Tensor, 3> matmul_rule(const GradRecord& r, const Tensor& g) {
+  const Tensor& a = r.inputs[0].value;
+  const Tensor& b = r.inputs[1].value;
+  llvm::SmallVector<Tensor, 3> grads(2);
+  if (r.inputs[0].requires_grad)
+    grads[0] = transposed_matrix(r.inputs[0]) ? matmul(b, transpose(g, -1, -2))
+                                              : matmul(g, transpose(b, -1, -2));
+  if (r.inputs[1].requires_grad)
+    grads[1] = transposed_matrix(r.inputs[1]) ? matmul(transpose(g, -1, -2), a)
+                                              : matmul(transpose(a, -1, -2), g);
+  return grads;
+}
+
 llvm::SmallVector<Tensor, 3> concat_rule(const GradRecord& r, const Tensor& g) {
   llvm::SmallVector<Tensor, 3> grads(r.inputs.size());
   const int d = r.attrs.dim;
@@ -223,19 +241,26 @@ llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& ou
     if (r.inputs[2].requires_grad) grads[2] = unbroadcast(where(cond, 0.0, g), r.inputs[2].shape);
     return grads;
   }
-  case OpKind::Gemm: {
-    const Tensor& a = x.value;
-    const Tensor& b = r.inputs[1].value;
-    llvm::SmallVector<Tensor, 3> grads(2);
-    if (x.requires_grad) grads[0] = matmul(g, transpose(b, -1, -2));
-    if (r.inputs[1].requires_grad) grads[1] = matmul(transpose(a, -1, -2), g);
-    return grads;
-  }
+  case OpKind::Gemm:
+    return matmul_rule(r, g);
   case OpKind::Concat:
     return concat_rule(r, g);
   default:
     fail("grad", "no gradient rule for {}", op_name(r.op));
   }
+}
+
+bool transposed_matrix(const GradInput& in) {
+  const GradRecord* v = in.value.defined() ? in.value.node()->grad_record : nullptr;
+  return v && v->op == OpCode::view && v->attrs.view.kind == ViewPrim::Kind::permute &&
+         v->attrs.view.shape == Shape{1, 0};
+}
+
+Node* gradient_target(const GradRecord& r, size_t i) {
+  const GradInput& in = r.inputs[i];
+  if (r.op == OpCode::matmul && transposed_matrix(in))
+    return in.value.node()->grad_record->inputs[0].value.node(); // the matrix before transpose
+  return in.value.node();
 }
 
 } // namespace kiln::detail

@@ -186,7 +186,8 @@ std::vector<Tensor> grads_of_rnn(bool eager_mode) {
   Tensor h = zeros({2, 8});
   Tensor loss = zeros({});
   for (int t = 0; t < 6; ++t) {
-    h = tanh(matmul(slice(xs, 0, t, t + 1).reshape({2, 4}), wx) + matmul(h, wh) + b);
+    h = tanh(matmul(slice(xs, 0, t, t + 1).reshape({2, 4}), wx) + matmul(h, transpose(wh, 0, 1)) +
+             b); // W^T as nn::Linear
     Tensor err = matmul(h, wo) - 0.5f;
     loss = loss + mean(err * err);
   }
