@@ -131,7 +131,8 @@ void drop_scalar_operands(GradRecord& r) {
 }
 
 void free_grad_record(GradRecord* r) {
-  static std::vector<GradRecord*> queue;
+  // Never destroyed, like the node pool: tensors freed during static destruction still drain.
+  static auto& queue = *new std::vector<GradRecord*>;
   static bool draining = false;
   queue.push_back(r);
   if (draining) return; // an outer call is draining: it deletes r too
