@@ -28,6 +28,27 @@ Tensor affine(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return bias.defined() ? y + bias : y;
 }
 
+// A recurrent cell's weights and biases for `gates` gates: all U(-1/sqrt(H), 1/sqrt(H)), as
+// torch.nn.RNNCellBase.
+void init_cell(const char* layer, int64_t gates, int64_t input_size, int64_t hidden,
+               const Options& o, Tensor& w_ih, Tensor& w_hh, Tensor& b_ih, Tensor& b_hh) {
+  require_positive(layer, "input_size", input_size);
+  require_positive(layer, "hidden_size", hidden);
+  const double bound = 1 / std::sqrt(static_cast<double>(hidden));
+  w_ih = uniform_param({gates * hidden, input_size}, bound, o);
+  w_hh = uniform_param({gates * hidden, hidden}, bound, o);
+  b_ih = uniform_param({gates * hidden}, bound, o);
+  b_hh = uniform_param({gates * hidden}, bound, o);
+}
+
+ParamList cell_parameters(const std::string& prefix, Tensor& w_ih, Tensor& w_hh, Tensor& b_ih,
+                          Tensor& b_hh) {
+  return {{prefix + "weight_ih", &w_ih},
+          {prefix + "weight_hh", &w_hh},
+          {prefix + "bias_ih", &b_ih},
+          {prefix + "bias_hh", &b_hh}};
+}
+
 } // namespace
 
 ParamList join(const std::vector<ParamList>& lists) {
@@ -55,13 +76,7 @@ ParamList Linear::parameters(const std::string& prefix) {
 }
 
 LSTMCell::LSTMCell(int64_t input_size, int64_t hidden, Options o) : hidden_size(hidden) {
-  require_positive("LSTMCell", "input_size", input_size);
-  require_positive("LSTMCell", "hidden_size", hidden);
-  const double bound = 1 / std::sqrt(static_cast<double>(hidden));
-  weight_ih = uniform_param({4 * hidden, input_size}, bound, o);
-  weight_hh = uniform_param({4 * hidden, hidden}, bound, o);
-  bias_ih = uniform_param({4 * hidden}, bound, o);
-  bias_hh = uniform_param({4 * hidden}, bound, o);
+  init_cell("LSTMCell", 4, input_size, hidden, o, weight_ih, weight_hh, bias_ih, bias_hh);
 }
 
 LSTMCell::State LSTMCell::zero_state(int64_t batch) const {
@@ -76,20 +91,11 @@ LSTMCell::State LSTMCell::operator()(const Tensor& x, const State& s) const {
 }
 
 ParamList LSTMCell::parameters(const std::string& prefix) {
-  return {{prefix + "weight_ih", &weight_ih},
-          {prefix + "weight_hh", &weight_hh},
-          {prefix + "bias_ih", &bias_ih},
-          {prefix + "bias_hh", &bias_hh}};
+  return cell_parameters(prefix, weight_ih, weight_hh, bias_ih, bias_hh);
 }
 
 GRUCell::GRUCell(int64_t input_size, int64_t hidden, Options o) : hidden_size(hidden) {
-  require_positive("GRUCell", "input_size", input_size);
-  require_positive("GRUCell", "hidden_size", hidden);
-  const double bound = 1 / std::sqrt(static_cast<double>(hidden));
-  weight_ih = uniform_param({3 * hidden, input_size}, bound, o);
-  weight_hh = uniform_param({3 * hidden, hidden}, bound, o);
-  bias_ih = uniform_param({3 * hidden}, bound, o);
-  bias_hh = uniform_param({3 * hidden}, bound, o);
+  init_cell("GRUCell", 3, input_size, hidden, o, weight_ih, weight_hh, bias_ih, bias_hh);
 }
 
 Tensor GRUCell::zero_state(int64_t batch) const {
@@ -106,10 +112,7 @@ Tensor GRUCell::operator()(const Tensor& x, const Tensor& h) const {
 }
 
 ParamList GRUCell::parameters(const std::string& prefix) {
-  return {{prefix + "weight_ih", &weight_ih},
-          {prefix + "weight_hh", &weight_hh},
-          {prefix + "bias_ih", &bias_ih},
-          {prefix + "bias_hh", &bias_hh}};
+  return cell_parameters(prefix, weight_ih, weight_hh, bias_ih, bias_hh);
 }
 
 } // namespace kiln::nn
