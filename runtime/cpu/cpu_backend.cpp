@@ -1,4 +1,8 @@
 // The CPU backend: 64-byte aligned host memory, the tape interpreter and BLAS.
+//
+// Freed buffers up to 64 MiB are kept for reuse (256 MiB in all): a loop step frees and
+// allocates the same sizes, and handing them back to malloc made it trim the heap and fault the
+// pages back in at the next step.
 #include "runtime/cpu/cpu_backend.h"
 
 #include "ir/errors.h"
@@ -6,6 +10,7 @@
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/interpreter.h"
 #include "runtime/memory_stats.h"
+#include "runtime/recycled_blocks.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -28,16 +33,22 @@ class CpuBackend final : public Backend {
 public:
   Device device() const override { return Device::cpu(); }
 
-  BufferRef allocate(size_t bytes, const void* /*hint*/) override {
+  BufferRef allocate(size_t bytes, const void* hint) override {
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    void* p = recycled_.take(rounded, hint);
+    if (!p) p = std::aligned_alloc(64, rounded);
+    if (!p) { // give the kept blocks back, then try once more
+      recycled_.release_all([](void* q, size_t) { std::free(q); });
+      p = std::aligned_alloc(64, rounded);
+    }
     if (!p) fail("alloc", "out of host memory allocating {} bytes", bytes);
     if (poison_allocations()) std::memset(p, 0xff, rounded); // NaN / -1 in every dtype
     return adopt(p, bytes);
   }
 
   void release(Buffer& b) override {
-    std::free(b.data);
+    size_t rounded = (std::max<size_t>(b.bytes, 1) + 63) / 64 * 64;
+    if (!recycled_.keep(b.data, rounded)) std::free(b.data);
     memory_stats().on_free(static_cast<int64_t>(b.bytes));
     b.data = nullptr;
   }
@@ -64,6 +75,9 @@ public:
   }
 
   void synchronize() override {}
+
+private:
+  RecycledBlocks recycled_{size_t(64) << 20, size_t(256) << 20};
 };
 
 } // namespace

@@ -11,8 +11,8 @@
 #include "runtime/cuda/kernel_cache.h"
 #include "runtime/cuda/ordered_stream.h"
 #include "runtime/memory_stats.h"
+#include "runtime/recycled_blocks.h"
 
-#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 
 #include <algorithm>
@@ -26,43 +26,11 @@ namespace kiln::detail {
 
 namespace {
 
-// Small blocks released by their last handle, kept on the host for the next allocation of the
-// same size. A loop step allocates and frees the same sizes every time; this saves the two
-// pool calls (cudaMallocAsync, cudaFreeAsync: about a microsecond together) per buffer. Safe
-// for the same reason as the pool's own reuse: all of a backend's work is on one stream, so
-// work using a reused block is ordered after the work that used it before. Bounded in block
-// size and total bytes; given back to the pool on out-of-memory.
-class RecycledBlocks {
-public:
-  // The block at `hint` if it is free, else the last one freed.
-  void* take(size_t n, const void* hint) {
-    auto it = free_.find(n);
-    if (it == free_.end() || it->second.empty()) return nullptr;
-    llvm::SmallVector<void*, 4>& blocks = it->second;
-    auto at = std::find(blocks.begin(), blocks.end(), hint);
-    if (at != blocks.end()) std::swap(*at, blocks.back());
-    bytes_ -= n;
-    return blocks.pop_back_val();
-  }
-  bool keep(void* p, size_t n) {
-    if (n > kMaxBlock || bytes_ + n > kMaxBytes) return false;
-    free_[n].push_back(p);
-    bytes_ += n;
-    return true;
-  }
-  void release_all(cudaStream_t stream) {
-    for (auto& [n, blocks] : free_)
-      for (void* p : blocks) cudaFreeAsync(p, stream);
-    free_.clear();
-    bytes_ = 0;
-  }
-
-private:
-  static constexpr size_t kMaxBlock = size_t(1) << 20;
-  static constexpr size_t kMaxBytes = size_t(64) << 20;
-  llvm::DenseMap<size_t, llvm::SmallVector<void*, 4>> free_;
-  size_t bytes_ = 0;
-};
+// Small blocks (at most 1 MiB, 64 MiB in all) are recycled: safe for the same reason as the
+// pool's own reuse, since all of a backend's work is on one stream, so work using a reused block
+// is ordered after the work that used it before.
+constexpr size_t kRecycledBlock = size_t(1) << 20;
+constexpr size_t kRecycledBytes = size_t(64) << 20;
 
 class CudaBackend final : public Backend {
 public:
@@ -93,7 +61,7 @@ public:
     if (e == cudaErrorMemoryAllocation) { // give cached blocks back, then try once more
       (void)cudaGetLastError();
       const cudaStream_t s = stream_->after_queued_quietly(); // queued replays may use them
-      recycled_.release_all(s);
+      recycled_.release_all([s](void* q, size_t) { cudaFreeAsync(q, s); });
       cudaStreamSynchronize(s);
       cudaMemPoolTrimTo(pool_, 0);
       e = cudaMallocAsync(&p, n, stream_->for_new_allocation());
@@ -194,7 +162,7 @@ private:
   }
 
   int index_;
-  RecycledBlocks recycled_;
+  RecycledBlocks recycled_{kRecycledBlock, kRecycledBytes};
   std::unique_ptr<OrderedStream> stream_;
   cudaMemPool_t pool_ = nullptr;
   cudaEvent_t staging_done_ = nullptr;
