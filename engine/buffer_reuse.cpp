@@ -103,8 +103,11 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
     for (int oi = 0; oi < static_cast<int>(k.outputs.size()); ++oi) {
       const KernelOutput& o = k.outputs[oi];
       const Slot& out = slots[o.slot];
+      // A concat piece written into its slice of the concat (kernel_builder.cpp) is not o's
+      // whole value.
       if (out.producer < 0 || !contains(st.realizes, out.producer) || o.offset != 0 ||
-          o.strides != contiguous_strides(k.shape) || out.bytes == 0)
+          o.strides != contiguous_strides(k.shape) || out.bytes == 0 ||
+          out.bytes != static_cast<size_t>(k.shape.numel()) * itemsize(o.dtype))
         continue;
       for (int ii = 0; ii < static_cast<int>(k.inputs.size()); ++ii) {
         int s = k.inputs[ii].slot;

@@ -3,6 +3,8 @@
 // sibling kernels.
 #include "engine/planner_impl.h"
 
+#include <functional>
+
 #include <algorithm>
 
 namespace kiln::detail {
@@ -101,6 +103,44 @@ int first_reader(const std::vector<Group>& groups, const Info& in, llvm::ArrayRe
   return g;
 }
 
+// When n's readers cannot all be one kernel (a later one depends on an earlier one's result, as
+// the next time step of an LSTM's backward depends on this step's gate gradients), the readers
+// that run first may still be: merges the largest such set, highest indices first, and returns
+// n's readers afresh (merging renumbers groups).
+void merge_first_readers(PlanGraph& pg, std::vector<Group>& groups, Node* n,
+                         llvm::SmallVectorImpl<int>& cg) {
+  llvm::SmallVector<int, 4> order(cg.begin(), cg.end());
+  std::sort(order.begin(), order.end(), std::greater<>());
+  for (size_t k = order.size() - 1; k >= 2; --k)
+    if (merge_siblings(pg, groups, llvm::ArrayRef<int>(order).take_front(k)) >= 0) {
+      bool through_view = false;
+      cg.clear();
+      consumer_groups(pg, n, cg, through_view);
+      return;
+    }
+}
+
+// The elementwise kernels computing pieces of one concat over one space become one kernel,
+// which writes every piece into its slice of the concat (kernel_builder.cpp).
+void merge_concat_pieces(PlanGraph& pg, std::vector<Group>& groups) {
+  for (Info& in : pg.infos) {
+    if (in.n->op != OpCode::concat) continue;
+    for (Node* x : in.n->inputs) { // each piece's shape in turn: merging renumbers groups
+      Info* xi = pg.info(x);
+      if (!xi || xi->group < 0 || groups[xi->group].kind != Group::Kind::elementwise) continue;
+      llvm::SmallVector<int, 4> gs;
+      for (Node* y : in.n->inputs) {
+        Info* yi = pg.info(y);
+        if (yi && yi->group >= 0 && groups[yi->group].kind == Group::Kind::elementwise &&
+            groups[yi->group].shape == groups[xi->group].shape &&
+            std::find(gs.begin(), gs.end(), yi->group) == gs.end())
+          gs.push_back(yi->group);
+      }
+      if (gs.size() > 1) merge_siblings(pg, groups, gs);
+    }
+  }
+}
+
 } // namespace
 
 std::vector<Group> group_all(PlanGraph& pg) {
@@ -138,6 +178,7 @@ std::vector<Group> group_all(PlanGraph& pg) {
       }
       in.materialize = true;
       in.reason = Why::several_kernels;
+      if (!through_view && !in.no_merge && cg.size() > 2) merge_first_readers(pg, groups, n, cg);
       if (int g = first_reader(groups, in, cg, through_view); g >= 0) {
         in.group = g; // computed by the reader that runs first, which writes it for the others
         groups[g].roots.push_back(n);
@@ -160,6 +201,7 @@ std::vector<Group> group_all(PlanGraph& pg) {
     }
     in.group = new_group(groups, n);
   }
+  merge_concat_pieces(pg, groups);
   return groups;
 }
 

@@ -40,6 +40,18 @@ struct StepBuilder {
   Schedule sched;
   llvm::DenseMap<Node*, int> slot_of;          // node (root or realized leaf) -> slot
   llvm::DenseMap<Buffer*, int> slot_of_buffer; // realized leaves share their buffer's slot
+  // Concat pieces written by their own kernel straight into their slice of the concat's buffer
+  // (no copy): piece -> the concat and the piece's offset in elements.
+  struct Slice {
+    Node* concat;
+    int64_t offset;
+  };
+  llvm::DenseMap<Node*, Slice> slices;
+  llvm::DenseMap<Node*, int> last_writer; // concat -> the last step that wrote a piece of it
+
+  void plan_slices();
+  /// Output `v` of step `st` for `root`: its own buffer, or its slice of a concat's.
+  KernelOutput output_for(Step& st, Node* root, int v, const Shape& shape, bool reduced);
 
   Info* info(Node* n) { return pg.info(n); }
   Node* node(int walk_index) const { return pg.node(walk_index); }
@@ -404,6 +416,51 @@ private:
 
 } // namespace
 
+// A concat piece computed by an elementwise kernel, read by nothing else and held by no handle,
+// is written by that kernel into its slice of the concat's buffer instead of into a buffer of
+// its own that a copy kernel then reads.
+void StepBuilder::plan_slices() {
+  for (Info& in : pg.infos) {
+    Node* c = in.n;
+    if (c->op != OpCode::concat) continue;
+    const Shape strides = contiguous_strides(c->shape());
+    int64_t at = 0;
+    for (Node* x : c->inputs) {
+      const int64_t offset = at * strides[c->dim];
+      at += x->shape()[c->dim];
+      // Its kernel must be built before the concat's (a higher group index).
+      Info* xi = info(x);
+      if (!xi || xi->reason != Why::concat_input || x->uses != 1 || x->handles != 0 ||
+          x->dtype != c->dtype || x->device != c->device || x->op == OpCode::view ||
+          op_kind(x->op) == OpKind::Reduce || xi->group <= info(c)->group ||
+          groups[xi->group].kind != Group::Kind::elementwise)
+        continue;
+      slices[x] = {c, offset};
+    }
+  }
+}
+
+KernelOutput StepBuilder::output_for(Step& st, Node* root, int v, const Shape& shape,
+                                     bool reduced) {
+  auto it = slices.find(root);
+  if (it == slices.end()) {
+    int slot = slot_for_leaf(root);
+    st.writes.push_back(slot);
+    st.realizes.push_back(static_cast<int>(root->walk_index));
+    return {v, slot, root->dtype, contiguous_strides(shape), 0, origin(root), reduced};
+  }
+  Node* c = it->second.concat;
+  int slot = slot_for_leaf(c);
+  if (!last_writer.count(c) &&
+      std::find(st.writes.begin(), st.writes.end(), slot) == st.writes.end())
+    st.writes.push_back(slot); // the first step that writes a piece allocates the concat
+  st.fused.push_back(static_cast<int>(root->walk_index)); // computed, never a value of its own
+  st.notes.push_back({origin(root), true, Why::concat_slice});
+  return {
+      v,      slot, root->dtype, contiguous_strides(c->shape()), it->second.offset, origin(root),
+      reduced};
+}
+
 Node* StepBuilder::joined_reduction(int g) {
   for (Info& in : pg.infos)
     if (in.group == g && op_kind(in.n->op) == OpKind::Reduce && groups[g].roots[0] != in.n &&
@@ -544,13 +601,17 @@ Step StepBuilder::transfer_step(Node* t) {
   return st;
 }
 
-// concat: one copy kernel per piece, into slices of one buffer.
+// concat: one copy kernel per piece, into slices of one buffer; pieces whose kernels wrote
+// their slice already (plan_slices) need none. The step that writes last realizes the concat.
 void StepBuilder::concat_steps(Node* c) {
   int out = slot_for_leaf(c);
   Shape ostrides = contiguous_strides(c->shape());
+  bool allocated = last_writer.count(c) > 0;
   int64_t at = 0;
-  bool first = true;
   for (Node* x : c->inputs) {
+    const int64_t offset = at * ostrides[c->dim];
+    at += x->shape()[c->dim];
+    if (slices.count(x)) continue;
     Step piece;
     piece.device = c->device;
     auto [slot, l] = operand(*this, x);
@@ -562,16 +623,17 @@ void StepBuilder::concat_steps(Node* c) {
     ld.dtype = x->dtype;
     ld.a = 0;
     k.tape.push_back(ld);
-    KernelOutput o{0, out, c->dtype, ostrides, at * ostrides[c->dim], origin(c)};
+    KernelOutput o{0, out, c->dtype, ostrides, offset, origin(c)};
     k.outputs.push_back(o);
-    at += x->shape()[c->dim];
-    if (first) piece.writes.push_back(out);
-    first = false;
+    if (!allocated) piece.writes.push_back(out);
+    allocated = true;
     note_input(*this, piece, slot, origin(x));
+    last_writer[c] = static_cast<int>(sched.steps.size());
     sched.steps.push_back(std::move(piece));
   }
-  sched.steps.back().realizes.push_back(static_cast<int>(c->walk_index));
-  note_outputs(*this, sched.steps.back());
+  Step& last = sched.steps[last_writer[c]];
+  last.realizes.push_back(static_cast<int>(c->walk_index));
+  last.notes.push_back({origin(c), true, info(c)->reason});
 }
 
 // An elementwise or reduce group: one fused kernel writing the group's roots.
@@ -592,11 +654,7 @@ std::optional<Retry> StepBuilder::kernel_step(int g) {
     bool reduced = op_kind(root->op) == OpKind::Reduce;
     int v = reduced ? b.reduction(root) : b.value(root, -1);
     if (b.retry) return b.retry;
-    int slot = slot_for_leaf(root);
-    k.outputs.push_back({v, slot, root->dtype, contiguous_strides(reduced ? kept : k.shape), 0,
-                         origin(root), reduced});
-    st.writes.push_back(slot);
-    st.realizes.push_back(static_cast<int>(root->walk_index));
+    k.outputs.push_back(output_for(st, root, v, reduced ? kept : k.shape, reduced));
   }
   if (b.retry) return b.retry;
   for (Node* n : b.fused) st.fused.push_back(static_cast<int>(n->walk_index));
@@ -606,6 +664,9 @@ std::optional<Retry> StepBuilder::kernel_step(int g) {
   }
   for (const KernelInput& in : k.inputs) note_input(*this, st, in.slot, in.origin);
   note_outputs(*this, st);
+  for (Node* root : grp.roots)
+    if (auto it = slices.find(root); it != slices.end())
+      last_writer[it->second.concat] = static_cast<int>(sched.steps.size());
   sched.steps.push_back(std::move(st));
   return std::nullopt;
 }
@@ -633,6 +694,7 @@ std::optional<Retry> StepBuilder::build_group(int g) {
 std::variant<Schedule, Retry> build_all(PlanGraph& pg, const std::vector<Group>& groups) {
   StepBuilder b(pg, groups);
   for (Info& in : pg.infos) in.counted = false;
+  b.plan_slices();
   // Groups were created consumers-first; a group reads only the primary outputs of groups
   // whose primary node is older, so building in reverse creation order is a topological order.
   for (int g = static_cast<int>(groups.size()) - 1; g >= 0; --g)

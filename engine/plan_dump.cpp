@@ -60,8 +60,11 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
   }
   for (size_t i = 0; i < k.outputs.size(); ++i) {
     const KernelOutput& o = k.outputs[i];
-    out += fmt::format("    out{} = v{} {}{} -> {}\n", i, o.value, dtype_name(o.dtype),
+    out += fmt::format("    out{} = v{} {}{} -> {}", i, o.value, dtype_name(o.dtype),
                        o.reduced ? " (one per row)" : "", name(o.origin));
+    if (o.offset != 0 || (!o.reduced && o.strides != contiguous_strides(k.shape)))
+      out += fmt::format(" at strides {} offset {}", o.strides.str(), o.offset);
+    out += "\n";
   }
 }
 
