@@ -2,10 +2,15 @@
 
 #include "runtime/cuda/cuda_check.h"
 
+#include "ir/errors.h"
+
 #include <kiln/engine.h>
 
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace kiln::detail {
 
@@ -26,6 +31,38 @@ size_t operand_span(const Layout& l, DType t) {
     last += (l.shape[d] - 1) * l.strides[d];
   }
   return static_cast<size_t>(last + 1) * itemsize(t);
+}
+
+// The node types of a captured GEMM, for the error when it cannot be a child graph (a child
+// may not hold memory allocation or free nodes).
+std::string graph_node_types(cudaGraph_t g) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(g, nullptr, &n) != cudaSuccess) return "?";
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (cudaGraphGetNodes(g, nodes.data(), &n) != cudaSuccess) return "?";
+  std::map<int, int> count;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType t{};
+    cudaGraphNodeGetType(node, &t);
+    count[static_cast<int>(t)]++;
+  }
+  std::string out;
+  for (auto [type, k] : count)
+    out += (out.empty() ? "" : ", ") + std::to_string(k) + " of node type " + std::to_string(type);
+  return out;
+}
+
+void add_gemm_node(cudaGraphNode_t* node, cudaGraph_t graph, cudaGraphNode_t* prev,
+                   cudaGraph_t child) {
+  cudaError_t e = cudaGraphAddChildGraphNode(node, graph, prev, *prev ? 1 : 0, child);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    const std::string types = graph_node_types(child);
+    cudaGraphDestroy(child);
+    fail("eval", "cudaGraphAddChildGraphNode failed for a captured GEMM ({}): {}", types,
+         cudaGetErrorString(e));
+  }
+  cudaGraphDestroy(child); // the node holds a copy
 }
 
 } // namespace
@@ -164,10 +201,8 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
           operand[j] =
               static_cast<const char*>(in.staging[i][j].buffer) - lay.offset * itemsize(g->dtype);
         }
-        cudaGraph_t child = gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]);
-        cudaError_t e = cudaGraphAddChildGraphNode(&node, in.graph, &prev, prev ? 1 : 0, child);
-        cudaGraphDestroy(child); // the node holds a copy
-        cuda_check(e, "eval", "cudaGraphAddChildGraphNode");
+        add_gemm_node(&node, in.graph, &prev,
+                      gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]));
       } else {
         if (!l.fn) continue;
         ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
