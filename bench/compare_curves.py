@@ -30,9 +30,11 @@ def main():
     worst = max(steps, key=lambda s: abs(a[s] - b[s]))
     diff = abs(a[worst] - b[worst])
     ok = diff <= args.tol
+    first_off = next((s for s in steps if abs(a[s] - b[s]) > args.tol), None)
+    where = "" if ok else f", first above it at step {first_off}"
     print(f"{len(steps)} steps compared (up to step {steps[-1]}): largest |loss difference| "
-          f"{diff:.3g} at step {worst} ({a[worst]:.6g} vs {b[worst]:.6g}), tolerance {args.tol:g}: "
-          f"{'agree' if ok else 'DIFFER'}")
+          f"{diff:.3g} at step {worst} ({a[worst]:.6g} vs {b[worst]:.6g}), tolerance {args.tol:g}"
+          f"{where}: {'agree' if ok else 'DIFFER'}")
     return 0 if ok else 1
 
 

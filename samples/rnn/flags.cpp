@@ -66,6 +66,8 @@ std::vector<Flag> flag_table(Config& c) {
        [&c](const std::string& v) { c.clip = to_double("clip", v); }},
       {"eager", "", "run every op at once (kiln::set_eager), for A/B timing",
        [&c](const std::string&) { c.eager = true; }},
+      {"f64", "", "train in double precision (to check the CPU and GPU runs against each other)",
+       [&c](const std::string&) { c.f64 = true; }},
       {"seed", "N", "seed of the initialisation and the batches (default 0)",
        [&c](const std::string& v) { c.seed = static_cast<uint64_t>(to_int("seed", v, 0)); }},
       {"out", "DIR", "output directory (default rnn-out)",

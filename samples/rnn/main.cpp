@@ -25,10 +25,10 @@ kiln::Device choose_device(const std::string& flag) {
 }
 
 void print_setup(const rnn::Config& c, kiln::Device d) {
-  std::cout << "kiln-rnn on " << d << (c.eager ? " (eager)" : "") << ": LSTM hidden " << c.hidden
-            << ", window " << c.window << ", batch " << c.batch << ", Adam lr " << c.lr << ", clip "
-            << c.clip << ", " << c.steps << " steps, validation every " << c.val_every
-            << ", output in " << c.out << "/\n";
+  std::cout << "kiln-rnn on " << d << (c.eager ? " (eager)" : "") << (c.f64 ? " in f64" : "")
+            << ": LSTM hidden " << c.hidden << ", window " << c.window << ", batch " << c.batch
+            << ", Adam lr " << c.lr << ", clip " << c.clip << ", " << c.steps
+            << " steps, validation every " << c.val_every << ", output in " << c.out << "/\n";
 }
 
 void print_summary(const rnn::Summary& s, const rnn::Config& c) {

@@ -6,7 +6,8 @@ namespace rnn {
 
 using kiln::Tensor;
 
-Model::Model(int64_t hidden) : cell(1, hidden), head(hidden, 1) {}
+Model::Model(int64_t hidden, kiln::DType dtype)
+    : cell(1, hidden, {dtype}), head(hidden, 1, true, {dtype}) {}
 
 kiln::nn::ParamList Model::parameters() {
   return kiln::nn::join({cell.parameters("lstm."), head.parameters("head.")});

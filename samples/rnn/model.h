@@ -9,7 +9,7 @@
 namespace rnn {
 
 struct Model {
-  explicit Model(int64_t hidden);
+  Model(int64_t hidden, kiln::DType dtype);
   /// "lstm.*" then "head.*": what the optimizer updates and the checkpoint holds.
   kiln::nn::ParamList parameters();
   /// inputs [T, B, 1] -> the prediction of the next value after each step, [T, B, 1]; the cell

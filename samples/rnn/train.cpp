@@ -13,9 +13,14 @@ constexpr int64_t kValWindows = 128;    // fixed validation windows
 constexpr int64_t kPredictPoints = 300; // length of the stretch in prediction.csv
 constexpr double kNoise = 0.1;          // the series' noise: MSE cannot go below kNoise^2
 
-kiln::Tensor upload(const std::vector<float>& windows, int64_t window) {
-  const int64_t batch = static_cast<int64_t>(windows.size()) / (window + 1);
-  return kiln::from_vector(windows, {window + 1, batch, 1});
+kiln::DType dtype_of(const Config& c) {
+  return c.f64 ? kiln::DType::f64 : kiln::DType::f32;
+}
+
+kiln::Tensor upload(const std::vector<float>& windows, const Config& c) {
+  const int64_t batch = static_cast<int64_t>(windows.size()) / (c.window + 1);
+  kiln::Tensor t = kiln::from_vector(windows, {c.window + 1, batch, 1});
+  return c.f64 ? t.astype(kiln::DType::f64) : t;
 }
 
 // The checkpoint's value of `key` must equal the flag's; otherwise say how to fix it.
@@ -33,10 +38,11 @@ void check_matches(const std::map<std::string, std::string>& meta, const std::st
 } // namespace
 
 Trainer::Trainer(const Config& c)
-    : c_(c), data_(make_series(20000, kNoise)), model_(c.hidden), params_(model_.parameters()),
-      opt_(params_, c.lr), state_(kiln::nn::join({params_, opt_.state()})), log_(path("loss.csv")) {
+    : c_(c), data_(make_series(20000, kNoise)), model_(c.hidden, dtype_of(c)),
+      params_(model_.parameters()), opt_(params_, c.lr),
+      state_(kiln::nn::join({params_, opt_.state()})), log_(path("loss.csv")) {
   auto starts = even_starts(data_.train_end, data_.values.size(), c_.window, kValWindows);
-  val_windows_ = upload(gather_windows(data_.values, starts, c_.window), c_.window);
+  val_windows_ = upload(gather_windows(data_.values, starts, c_.window), c_);
 }
 
 std::string Trainer::path(const char* file) const {
@@ -54,6 +60,9 @@ void Trainer::resume() {
                    " (run without --resume first, or pass the --out of that run)");
   std::map<std::string, std::string> meta = kiln::nn::load(file, {}); // the metadata only
   check_matches(meta, "hidden", c_.hidden, file);
+  if (meta.count("f64") && (meta.at("f64") == "1") != c_.f64)
+    throw RunError("--resume: " + file + " was trained " + (c_.f64 ? "without" : "with") +
+                   " --f64; pass the same to continue it, or another --out to start afresh.");
   check_matches(meta, "window", c_.window, file);
   kiln::nn::load(file, state_);
   step_ = std::stoll(meta.at("step"));
@@ -66,7 +75,7 @@ void Trainer::resume() {
 void Trainer::train_step(int64_t step) {
   std::mt19937 rng = step_rng(c_.seed, step);
   auto starts = random_starts(0, data_.train_end, c_.window, c_.batch, rng);
-  kiln::Tensor windows = upload(gather_windows(data_.values, starts, c_.window), c_.window);
+  kiln::Tensor windows = upload(gather_windows(data_.values, starts, c_.window), c_);
   kiln::Tensor loss = window_loss(model_, windows);
   std::vector<kiln::Tensor> grads = kiln::grad(loss, kiln::optim::tensors(params_));
   if (c_.clip > 0) kiln::optim::clip_grad_norm(grads, c_.clip);
@@ -96,6 +105,7 @@ void Trainer::save_checkpoint(int64_t step) {
   const LogRow* last = log_.rows().empty() ? nullptr : &log_.rows().back();
   std::map<std::string, std::string> meta = {{"step", std::to_string(step)},
                                              {"hidden", std::to_string(c_.hidden)},
+                                             {"f64", std::to_string(int(c_.f64))},
                                              {"window", std::to_string(c_.window)},
                                              {"batch", std::to_string(c_.batch)},
                                              {"lr", std::to_string(c_.lr)},
@@ -117,7 +127,7 @@ Prediction Trainer::predict_stretch() {
     p.truth.push_back(data_.values[i]);
   }
   kiln::NoGradGuard no_grad;
-  kiln::Tensor windows = upload(gather_windows(data_.values, starts, c_.window), c_.window);
+  kiln::Tensor windows = upload(gather_windows(data_.values, starts, c_.window), c_);
   p.predicted = last_prediction(model_, kiln::slice(windows, 0, 0, c_.window)).to_vector<float>();
   return p;
 }
