@@ -29,6 +29,8 @@ public:
   /// The binary for (k, v): from the disk cache, else compiled (and stored). Throws kiln::Error
   /// with NVRTC's log when the source does not compile.
   JitKernel build(const FusedKernel& k, const CudaVariant& v);
+  /// The same for a rendered source (the index kernels, codegen/cuda_index.h).
+  JitKernel build(const CudaKernelSource& src);
   const CudaTarget& target() const { return target_; }
   const JitStats& stats() const { return stats_; }
 

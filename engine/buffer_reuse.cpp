@@ -89,6 +89,9 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
       last_read[g->a_slot] = last_read[g->b_slot] = i;
     } else if (const TransferStep* t = st.transfer()) {
       last_read[t->src_slot] = i;
+    } else if (const IndexStep* x = st.index()) {
+      last_read[x->x_slot] = last_read[x->index_slot] = i;
+      if (x->src_slot >= 0) last_read[x->src_slot] = i;
     } else {
       for (const KernelInput& in : st.kernel()->kernel.inputs) last_read[in.slot] = i;
     }

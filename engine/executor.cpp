@@ -145,6 +145,8 @@ void finish_step(Run& r, const Step& st, Stats& stats) {
   const KernelStep* ks = st.kernel();
   if (st.gemm()) {
     stats.gemms_run++;
+  } else if (st.index()) {
+    stats.kernels_run++;
   } else if (!ks ||
              (ks->kernel.kind == FusedKernel::Kind::elementwise && ks->kernel.compute_ops() == 0)) {
     stats.copies_run++;
@@ -169,6 +171,8 @@ void run_step(Run& r, const Step& st, Stats& stats) {
     be.run_gemm(*g, bufs);
   } else if (st.transfer()) {
     run_transfer(st, bufs);
+  } else if (const IndexStep* ix = st.index()) {
+    be.run_index(*ix, bufs);
   } else {
     const FusedKernel& k = st.kernel()->kernel;
     if (observer()) observer()(k);
@@ -206,8 +210,10 @@ size_t written_bytes(const Schedule& s, const Step& st) {
   return n;
 }
 
+// Index steps launch on their own (not in CUDA graphs yet): between them, batches still form.
 bool batchable(const Schedule& s, const Step& st) {
-  return !st.transfer() && !st.device.is_cpu() && written_bytes(s, st) <= kBatchStepBytes;
+  return !st.transfer() && !st.index() && !st.device.is_cpu() &&
+         written_bytes(s, st) <= kBatchStepBytes;
 }
 
 // Runs of consecutive small steps on one GPU, each prepared by its backend (once per plan).

@@ -56,6 +56,7 @@ int new_group(std::vector<Group>& groups, Node* root) {
            : k == OpKind::Gemm && !fused_matmul(root) ? Group::Kind::gemm
            : k == OpKind::Concat                      ? Group::Kind::concat
            : k == OpKind::Transfer                    ? Group::Kind::transfer
+           : k == OpKind::Index                       ? Group::Kind::index
                                                       : Group::Kind::elementwise;
   g.shape = g.kind == Group::Kind::reduce ? root->inputs[0]->layout.shape : root->shape();
   if (g.kind == Group::Kind::reduce) g.axes = root->axes;
@@ -85,6 +86,12 @@ bool join_consumer_kernel(const PlanGraph& pg, std::vector<Group>& groups, Info&
   in.group = cg[0];
   if (in.materialize) g.roots.push_back(n);
   return true;
+}
+
+// A group built as a FusedKernel, which can write more outputs (not a GEMM, concat, transfer or
+// gather/scatter step, whose operands must be in memory before it runs).
+bool is_kernel(Group::Kind k) {
+  return k == Group::Kind::elementwise || k == Group::Kind::reduce;
 }
 
 // The group among n's readers `cg` that runs first (the highest index: a group runs before the
@@ -186,8 +193,7 @@ std::vector<Group> group_all(PlanGraph& pg) {
       }
     }
     if (elementwise && !in.no_merge && cg.size() == 1 && !through_view &&
-        groups[cg[0]].kind != Group::Kind::gemm && groups[cg[0]].shape == n->shape() &&
-        groups[cg[0]].kind != Group::Kind::concat && groups[cg[0]].kind != Group::Kind::transfer) {
+        is_kernel(groups[cg[0]].kind) && groups[cg[0]].shape == n->shape()) {
       in.group = cg[0];
       groups[cg[0]].roots.push_back(n); // multi-output: written by its consumers' kernel
       continue;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <llvm/ADT/DenseMap.h>
+#include <tuple>
 
 namespace kiln::detail {
 
@@ -64,6 +65,7 @@ struct StepBuilder {
   Step gemm_step(Node* mm);
   Step integer_matmul(Node* mm);
   Step transfer_step(Node* t);
+  Step index_step(Node* n);
   void concat_steps(Node* c);
 };
 
@@ -601,6 +603,31 @@ Step StepBuilder::transfer_step(Node* t) {
   return st;
 }
 
+// gather / scatter_add: an unfused step over its operands in memory (index maps as layouts).
+Step StepBuilder::index_step(Node* n) {
+  Step st;
+  st.device = n->device;
+  IndexStep& ix = st.work.emplace<IndexStep>();
+  ix.op = n->op == OpCode::gather ? IndexStep::Op::gather : IndexStep::Op::scatter_add;
+  ix.select = n->select;
+  ix.dtype = n->dtype;
+  ix.index_dtype = n->inputs[1]->dtype;
+  ix.dim = n->dim;
+  ix.out_shape = n->shape();
+  std::tie(ix.x_slot, ix.x) = operand(*this, n->inputs[0]);
+  std::tie(ix.index_slot, ix.index) = operand(*this, n->inputs[1]);
+  if (n->inputs.size() > 2) std::tie(ix.src_slot, ix.src) = operand(*this, n->inputs[2]);
+  ix.out_slot = slot_for_leaf(n);
+  st.writes.push_back(ix.out_slot);
+  st.realizes.push_back(static_cast<int>(n->walk_index));
+  st.name = ix.name();
+  note_input(*this, st, ix.x_slot, origin(n->inputs[0]));
+  note_input(*this, st, ix.index_slot, origin(n->inputs[1]));
+  if (ix.src_slot >= 0) note_input(*this, st, ix.src_slot, origin(n->inputs[2]));
+  note_outputs(*this, st);
+  return st;
+}
+
 // concat: one copy kernel per piece, into slices of one buffer; pieces whose kernels wrote
 // their slice already (plan_slices) need none. The step that writes last realizes the concat.
 void StepBuilder::concat_steps(Node* c) {
@@ -683,6 +710,9 @@ std::optional<Retry> StepBuilder::build_group(int g) {
     return std::nullopt;
   case Group::Kind::concat:
     concat_steps(root);
+    return std::nullopt;
+  case Group::Kind::index:
+    sched.steps.push_back(index_step(root));
     return std::nullopt;
   case Group::Kind::elementwise:
   case Group::Kind::reduce:

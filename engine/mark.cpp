@@ -47,6 +47,10 @@ void mark_all(PlanGraph& pg, llvm::ArrayRef<Node*> targets) {
       mark(n, Why::device_transfer);
       mark(n->inputs[0], Why::copied_to_device);
       break;
+    case OpKind::Index: // an unfused step: the positions it reads are known only at run time
+      mark(n, Why::index_result);
+      for (Node* x : n->inputs) mark(x, Why::index_operand);
+      break;
     default:
       break;
     }

@@ -34,7 +34,8 @@ struct NodeAttrs {
   ViewPrim view;        // view (its layout, derived from its input's, is Node::layout)
   uint32_t axes = 0;    // reduce: bitmask over input dims
   bool keepdim = false; // reduce
-  int dim = 0;          // concat
+  int dim = 0;          // concat, gather, scatter_add
+  bool select = false;  // gather: recorded by index_select (its errors name that op)
 
   /// Every attribute as 64-bit words, in one fixed order, and for a view its layout. CSE's
   /// comparison and hash and the plan key all read attributes through this one list, so an
@@ -50,7 +51,7 @@ struct NodeAttrs {
     put(seed);
     put(counter);
     put(axes | static_cast<uint64_t>(static_cast<uint32_t>(dim)) << 32 |
-        static_cast<uint64_t>(keepdim) << 63);
+        static_cast<uint64_t>(select) << 62 | static_cast<uint64_t>(keepdim) << 63);
     if (op != OpCode::view) return;
     put(static_cast<uint64_t>(view.kind) | static_cast<uint64_t>(view.shape.size()) << 8 |
         static_cast<uint64_t>(static_cast<uint32_t>(view.dim)) << 32);

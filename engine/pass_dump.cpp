@@ -21,6 +21,8 @@ const char* group_kind_name(Group::Kind k) {
     return "concat";
   case Group::Kind::transfer:
     return "transfer";
+  case Group::Kind::index:
+    return "gather/scatter";
   }
   return "?";
 }

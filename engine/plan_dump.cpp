@@ -80,6 +80,12 @@ std::string dump_schedule(const Schedule& s) {
     if (const TransferStep* t = st.transfer()) {
       out += fmt::format("[{}] copy {} bytes from {} to {}\n", i, t->bytes, t->from.str(),
                          st.device.str());
+    } else if (const IndexStep* x = st.index()) {
+      out += fmt::format("[{}] {} {} dim {} x {} index {} {}{} -> {} on {}\n", i, x->name(),
+                         dtype_name(x->dtype), x->dim, x->x.shape.str(), dtype_name(x->index_dtype),
+                         x->index.shape.str(),
+                         x->src_slot >= 0 ? " src " + x->src.shape.str() : std::string(),
+                         x->out_shape.str(), st.device.str());
     } else if (const GemmStep* g = st.gemm()) {
       out += fmt::format("[{}] gemm {} {} @ {} -> {} on {}\n", i, dtype_name(g->dtype),
                          g->a.shape.str(), g->b.shape.str(), g->out_shape.str(), st.device.str());

@@ -49,7 +49,8 @@ struct Group {
     reduce,
     gemm,
     concat,
-    transfer
+    transfer,
+    index // gather, scatter_add (ir/index_step.h)
   } kind = Kind::elementwise;
   Shape shape;              // iteration space
   uint32_t axes = 0;        // reduce: the reduced axes of `shape`

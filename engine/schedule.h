@@ -6,6 +6,7 @@
 #include "engine/plan_key.h"
 #include "engine/why.h"
 #include "ir/fused_kernel.h"
+#include "ir/index_step.h"
 
 #include <string>
 #include <variant>
@@ -47,7 +48,7 @@ struct TransferStep {
 };
 
 struct Step {
-  std::variant<KernelStep, GemmStep, TransferStep> work; // what runs
+  std::variant<KernelStep, GemmStep, TransferStep, IndexStep> work; // what runs
   Device device;             // where the step runs (for a transfer: the destination)
   std::vector<int> writes;   // slots this step produces (allocated before it runs)
   std::vector<int> realizes; // nodes (walk indices) realized when the step is done
@@ -59,6 +60,7 @@ struct Step {
   const KernelStep* kernel() const { return std::get_if<KernelStep>(&work); }
   const GemmStep* gemm() const { return std::get_if<GemmStep>(&work); }
   const TransferStep* transfer() const { return std::get_if<TransferStep>(&work); }
+  const IndexStep* index() const { return std::get_if<IndexStep>(&work); }
 };
 
 /// A constant node's value in a kernel's tape. The plan key leaves constants' values out, so a

@@ -19,6 +19,7 @@ enum class OpKind : uint8_t {
   Gemm,
   Concat,
   Transfer,
+  Index,
   Load
 };
 

@@ -18,6 +18,7 @@ namespace kiln::detail {
 
 struct FusedKernel;
 struct GemmStep;
+struct IndexStep;
 class Backend;
 
 /// A block of device memory. Freed (returned to its backend) when the last reference goes.
@@ -73,6 +74,10 @@ public:
   /// Run a fused kernel; buffers[i] is the storage of kernel slot i.
   virtual void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) = 0;
   virtual void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) = 0;
+  /// gather / scatter_add (ir/index_step.h). Out-of-range indices: the CPU throws kiln::Error
+  /// before writing anything; CUDA skips them and reports them at the next synchronization
+  /// (docs/semantics.md, "Indexing").
+  virtual void run_index(const IndexStep& s, llvm::ArrayRef<Buffer*> buffers) = 0;
   /// Prepare `items` to run as one batch, or null where running them one by one is as fast
   /// (the CPU). The items outlive the batch.
   virtual std::unique_ptr<StepBatch> prepare_batch(llvm::ArrayRef<BatchItem> items) {

@@ -6,7 +6,10 @@ Jit::Jit(const CudaTarget& target, std::string cache_dir)
     : target_(target), disk_(std::move(cache_dir)) {}
 
 JitKernel Jit::build(const FusedKernel& k, const CudaVariant& v) {
-  CudaKernelSource src = render_cuda(k, v, target_);
+  return build(render_cuda(k, v, target_));
+}
+
+JitKernel Jit::build(const CudaKernelSource& src) {
   JitKernel out{src.name, {}};
   if (auto entry = disk_.load(src, target_)) {
     out.binary = std::move(entry->binary);

@@ -100,7 +100,7 @@ struct Stats {
   int64_t nodes_fused = 0;          // nodes computed in registers inside a kernel, never stored
   int64_t buffers_materialized = 0; // kernel/GEMM/copy outputs written to memory
   int64_t buffers_reused = 0;       // of those, written in place into an input whose last user died
-  int64_t kernels_run = 0;          // fused kernels (elementwise and reduction) run
+  int64_t kernels_run = 0;          // kernels run: fused (elementwise, reduction), gather/scatter
   int64_t gemms_run = 0;
   int64_t copies_run = 0;           // device transfers and concat pieces
   int64_t fused_ops = 0;            // compute ops inside fused kernels (sum over kernels)

@@ -162,6 +162,19 @@ Tensor concat(const std::vector<Tensor>& ts, int dim = 0);
 /// Not a view: the inputs, all of one shape, side by side along a new dim (torch.stack).
 Tensor stack(const std::vector<Tensor>& ts, int dim = 0);
 
+// ---- indexing (PyTorch's semantics; index: i32 or i64; docs/semantics.md, "Indexing") -----
+/// The slices of x at `index` (0-d or 1-d) along dim: shape x.shape with [dim] = index.numel()
+/// (torch.index_select). Not a view.
+Tensor index_select(const Tensor& x, int dim, const Tensor& index);
+/// out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (and so on): shape index.shape, the same
+/// rank as x, index.shape[d] <= x.shape[d] for d != dim (torch.gather).
+Tensor gather(const Tensor& x, int dim, const Tensor& index);
+/// x with src added where index points: out[index[i][j]][j] += src[i][j] for dim 0, duplicate
+/// indices accumulating (torch.Tensor.scatter_add, out of place). index, src and x have one
+/// rank; index.shape[d] <= src.shape[d], and <= x.shape[d] for d != dim; src has x's dtype.
+/// The sums are deterministic: each element adds its contributions in index order.
+Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& src);
+
 // ---- reductions --------------------------------------------------------------------------
 /// axes empty = all axes. Sum of integers/bool gives i64; mean needs a floating input.
 Tensor sum(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);

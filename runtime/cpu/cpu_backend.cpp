@@ -8,6 +8,7 @@
 #include "ir/errors.h"
 #include "ir/settings.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/index_ops.h"
 #include "runtime/cpu/interpreter.h"
 #include "runtime/memory_stats.h"
 #include "runtime/recycled_blocks.h"
@@ -72,6 +73,14 @@ public:
     cpu::run_gemm(g, static_cast<const char*>(buffers[g.a_slot]->data),
                   static_cast<const char*>(buffers[g.b_slot]->data),
                   static_cast<char*>(buffers[g.out_slot]->data));
+  }
+
+  void run_index(const IndexStep& s, llvm::ArrayRef<Buffer*> buffers) override {
+    auto base = [&](int slot) {
+      return slot < 0 ? nullptr : static_cast<const char*>(buffers[slot]->data);
+    };
+    cpu::run_index(s, base(s.x_slot), base(s.index_slot), base(s.src_slot),
+                   static_cast<char*>(buffers[s.out_slot]->data));
   }
 
   void synchronize() override {}

@@ -8,6 +8,7 @@
 #include "runtime/cuda/cuda_batch.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_gemm.h"
+#include "runtime/cuda/index_error.h"
 #include "runtime/cuda/kernel_cache.h"
 #include "runtime/cuda/ordered_stream.h"
 #include "runtime/memory_stats.h"
@@ -121,12 +122,20 @@ public:
       std::memcpy(d + done, stage, n);
       done += n;
     }
+    index_error_.check(index_);
   }
 
   void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) override {
     llvm::SmallVector<void*, 16> base;
     for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
     kernels_->launch(k, base, stream_->after_queued());
+  }
+
+  void run_index(const IndexStep& s, llvm::ArrayRef<Buffer*> buffers) override {
+    auto base = [&](int slot) { return slot < 0 ? nullptr : buffers[slot]->data; };
+    kernels_->launch_index(s, base(s.x_slot), base(s.index_slot), base(s.src_slot),
+                           buffers[s.out_slot]->data, index_error_.device_ptr(),
+                           stream_->after_queued());
   }
 
   void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) override {
@@ -139,6 +148,7 @@ public:
 
   void synchronize() override {
     cuda_check(cudaStreamSynchronize(stream_->after_queued()), "sync", "cudaStreamSynchronize");
+    index_error_.check(index_);
   }
 
   bool asynchronous() const override { return true; }
@@ -170,6 +180,7 @@ private:
   size_t staging_size_ = 0;
   std::unique_ptr<CudaKernelCache> kernels_;
   std::unique_ptr<CudaGemm> gemm_;
+  IndexErrorFlag index_error_;
 };
 
 // Never destroyed: tensors in static storage may release buffers after main returns.

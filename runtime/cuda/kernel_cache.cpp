@@ -96,7 +96,12 @@ cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
     stats_.memory_hits++;
     return it->second;
   }
-  JitKernel built = jit_.build(k, v);
+  cudaKernel_t kernel = load(jit_.build(k, v));
+  loaded_[key] = kernel;
+  return kernel;
+}
+
+cudaKernel_t CudaKernelCache::load(const JitKernel& built) {
   auto t0 = std::chrono::steady_clock::now();
   cudaLibrary_t lib = nullptr;
   cuda_check(cudaLibraryLoadData(&lib, built.binary.image.data(), nullptr, nullptr, 0, nullptr,
@@ -106,8 +111,24 @@ cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
   cuda_check(cudaLibraryGetKernel(&kernel, lib, built.name.c_str()), "eval",
              "cudaLibraryGetKernel");
   stats_.load_ms += ms_since(t0);
-  loaded_[key] = kernel;
   return kernel;
+}
+
+void CudaKernelCache::launch_index(const IndexStep& s, const void* x, const void* index,
+                                   const void* src, void* out, IndexError* err,
+                                   cudaStream_t stream) {
+  CudaLaunch l = index_launch(s, target());
+  if (l.grid == 0) return; // nothing to do (no element, or no fiber)
+  cudaKernel_t& kernel = index_kernels_[index_kernel_id(s)];
+  if (kernel)
+    stats_.memory_hits++;
+  else
+    kernel = load(jit_.build(render_index_cuda(s, target())));
+  std::vector<std::byte> params = pack_index_params(s, x, index, src, out, err);
+  void* args[] = {params.data()};
+  cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid_dims(l), dim3(l.block),
+                              args, 0, stream),
+             s.name(), "cudaLaunchKernel");
 }
 
 void CudaKernelCache::launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,

@@ -3,6 +3,7 @@
 // their launches. A kernel not in the table comes from the JIT (codegen/jit.h: the disk cache,
 // else NVRTC) and is loaded here.
 #include "codegen/cuda_codegen.h"
+#include "codegen/cuda_index.h"
 #include "codegen/jit.h"
 
 #include <cuda_runtime.h>
@@ -30,6 +31,9 @@ public:
   cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
   /// The loaded kernel if it is in memory (no compile, no disk), else null.
   cudaKernel_t find(const FusedKernel& k, const CudaVariant& v) const;
+  /// gather / scatter_add: the kernel s needs (compiled and loaded once), launched on `stream`.
+  void launch_index(const IndexStep& s, const void* x, const void* index, const void* src,
+                    void* out, IndexError* err, cudaStream_t stream);
   const CudaTarget& target() const { return jit_.target(); }
   KernelCacheStats stats() const;
   int device() const { return device_; }
@@ -37,7 +41,9 @@ public:
 private:
   int device_;
   Jit jit_;
+  cudaKernel_t load(const JitKernel& built);
   llvm::StringMap<cudaKernel_t> loaded_;
+  llvm::StringMap<cudaKernel_t> index_kernels_; // index_kernel_id -> kernel
   KernelCacheStats stats_; // memory hits and load time (the JIT counts the rest)
 };
 

@@ -36,6 +36,7 @@ TEST(NodeAttrs, EveryAttributeChangesTheVisitedWords) {
       [](NodeAttrs& a) { a.axes = 1; },
       [](NodeAttrs& a) { a.keepdim = true; },
       [](NodeAttrs& a) { a.dim = -1; },
+      [](NodeAttrs& a) { a.select = true; },
       [](NodeAttrs& a) { a.view.kind = ViewPrim::Kind::slice; },
       [](NodeAttrs& a) {
         a.view.shape = {3, 2};

@@ -1,0 +1,93 @@
+// The gather / scatter_add kernels (codegen/cuda_index.h) compile through NVRTC for sm_90 and
+// sm_80 without a GPU, for every element and index type; their identity is structural.
+#include "codegen/cuda_index.h"
+#include "codegen/nvrtc_compiler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::detail;
+
+CudaTarget target(int arch) {
+  CudaTarget t;
+  t.arch = arch;
+  t.sm_count = 132;
+  t.nvrtc_version = 13000;
+  return t;
+}
+
+IndexStep step(IndexStep::Op op, DType t, DType it, Shape x = {5, 3}, Shape index = {4, 3}) {
+  IndexStep s;
+  s.op = op;
+  s.dtype = t;
+  s.index_dtype = it;
+  s.dim = 0;
+  s.x = contiguous_layout(x);
+  s.index = contiguous_layout(index);
+  if (op == IndexStep::Op::scatter_add) {
+    s.src = contiguous_layout(index);
+    s.out_shape = x;
+  } else {
+    s.out_shape = index;
+  }
+  return s;
+}
+
+std::vector<IndexStep> every_kernel() {
+  std::vector<IndexStep> all;
+  for (DType it : {DType::i32, DType::i64}) {
+    for (DType t : {DType::boolean, DType::f16, DType::f32, DType::f64}) // 1, 2, 4, 8 bytes
+      all.push_back(step(IndexStep::Op::gather, t, it));
+    for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64})
+      all.push_back(step(IndexStep::Op::scatter_add, t, it));
+  }
+  return all;
+}
+
+TEST(IndexCodegen, EveryKernelCompilesForSm90AndSm80) {
+  ASSERT_GT(nvrtc_version(), 0);
+  for (int arch : {90, 80})
+    for (const IndexStep& s : every_kernel()) {
+      const CudaKernelSource src = render_index_cuda(s, target(arch));
+      EXPECT_NE(src.source.find("extern \"C\" __global__ void __launch_bounds__(256) " + src.name +
+                                "(const __grid_constant__ Params p)"),
+                std::string::npos);
+      try {
+        const CudaBinary b = compile_cuda(src, target(arch));
+        EXPECT_GT(b.image.size(), 0u) << src.name;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << src.key << ": " << e.what();
+      }
+    }
+}
+
+TEST(IndexCodegen, KeysAreStructuralAndParamsMatchTheSource) {
+  const IndexStep small = step(IndexStep::Op::gather, DType::f32, DType::i64);
+  const IndexStep large = step(IndexStep::Op::gather, DType::f32, DType::i64, {700, 9}, {80, 9});
+  EXPECT_EQ(render_index_cuda(small, target(90)).key, render_index_cuda(large, target(90)).key);
+  EXPECT_EQ(index_kernel_id(small), index_kernel_id(large));
+  // gather moves bytes: one kernel per element size, whatever the dtype.
+  EXPECT_EQ(index_kernel_id(small),
+            index_kernel_id(step(IndexStep::Op::gather, DType::i32, DType::i64)));
+  std::vector<std::string> ids;
+  for (const IndexStep& s : every_kernel()) ids.push_back(render_index_cuda(s, target(90)).key);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end()) << "two kernels share a key";
+  int x = 0, i = 0, o = 0;
+  IndexError err;
+  const std::vector<std::byte> p = pack_index_params(small, &x, &i, nullptr, &o, &err);
+  EXPECT_EQ(p.size(), 464u); // the source asserts sizeof(Params) == 464
+  EXPECT_EQ(
+      index_launch(step(IndexStep::Op::gather, DType::f32, DType::i64, {5, 3}, {0, 3}), target(90))
+          .grid,
+      0u);
+}
+
+} // namespace
