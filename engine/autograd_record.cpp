@@ -19,6 +19,7 @@ bool differentiable(OpCode op) {
   case OpKind::Gemm:
   case OpKind::Concat:
   case OpKind::Transfer:
+  case OpKind::Index: // with respect to x and src; the index has no gradient
     return true;
   case OpKind::Reduce:
     return op != OpCode::argmax;
@@ -37,6 +38,9 @@ bool rule_reads(OpCode op, size_t i) {
   case OpCode::minimum:
   case OpCode::matmul:
     return true;
+  case OpCode::gather: // the index
+  case OpCode::scatter_add:
+    return i == 1;
   case OpCode::where: // the condition
   case OpCode::abs:
   case OpCode::relu:

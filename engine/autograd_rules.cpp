@@ -215,6 +215,34 @@ llvm::SmallVector<Tensor, 3> concat_rule(const GradRecord& r, const Tensor& g) {
   return grads;
 }
 
+// t (a gradient over the index's shape) padded with zeros to `to`, a shape at least as large in
+// every dim: scatter_add reads only the part of src that the index covers.
+Tensor pad_to(Tensor t, const Shape& to) {
+  for (int d = 0; d < to.size(); ++d) {
+    if (t.shape()[d] == to[d]) continue;
+    Shape rest = t.shape();
+    rest[d] = to[d] - rest[d];
+    t = concat({t, zeros(rest, t.dtype(), t.device())}, d);
+  }
+  return t;
+}
+
+// gather: g goes back to the positions it was read from, summed where indices repeat.
+// scatter_add: x's gradient is g; src's is g at the positions src was added to.
+llvm::SmallVector<Tensor, 3> index_rule(const GradRecord& r, const Tensor& g) {
+  const int d = r.attrs.dim;
+  const GradInput& x = r.inputs[0];
+  const Tensor& index = r.inputs[1].value;
+  llvm::SmallVector<Tensor, 3> grads(r.inputs.size());
+  if (r.op == OpCode::gather) {
+    if (x.requires_grad) grads[0] = scatter_add(zeros(x.shape, g.dtype(), g.device()), d, index, g);
+    return grads;
+  }
+  if (x.requires_grad) grads[0] = g;
+  if (r.inputs[2].requires_grad) grads[2] = pad_to(gather(g, d, index), r.inputs[2].shape);
+  return grads;
+}
+
 } // namespace
 
 llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& out,
@@ -245,6 +273,8 @@ llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& ou
     return matmul_rule(r, g);
   case OpKind::Concat:
     return concat_rule(r, g);
+  case OpKind::Index:
+    return index_rule(r, g);
   default:
     fail("grad", "no gradient rule for {}", op_name(r.op));
   }

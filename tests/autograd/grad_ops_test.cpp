@@ -176,6 +176,46 @@ std::vector<GradCase> matmul_cases() {
   };
 }
 
+// Index tensors (no gradient) with repeated entries: their gradients must accumulate.
+Tensor idx(std::vector<int64_t> v, const Shape& s, DType t = DType::i64) {
+  return from_vector(v, s).astype(t);
+}
+
+std::vector<GradCase> index_cases() {
+  return {
+      {"index_select_duplicates",
+       [](const auto& x) {
+         return index_select(x[0], 0, idx({2, 0, 2, 3}, {4})) * 1.5;
+       },
+       {{4, 3}}},
+      {"index_select_negative_dim_i32",
+       [](const auto& x) {
+         return tanh(index_select(x[0], -1, idx({1, 1, 0}, {3}, DType::i32)));
+       },
+       {{2, 3}}},
+      {"gather_duplicates",
+       [](const auto& x) {
+         return gather(x[0], 1, idx({0, 3, 3, 1, 2, 2, 2, 0, 1, 1}, {2, 5}));
+       },
+       {{3, 4}}},
+      {"gather_transposed_input",
+       [](const auto& x) {
+         return gather(transpose(x[0], 0, 1), 0, idx({2, 0, 0, 1}, {2, 2}));
+       },
+       {{2, 3}}},
+      {"scatter_add_duplicates_larger_src",
+       [](const auto& x) {
+         return scatter_add(x[0], 0, idx({1, 1, 0, 2, 1, 1, 1, 0}, {2, 4}), x[1]) * x[0];
+       },
+       {{3, 4}, {3, 5}}},
+      {"scatter_add_last_dim_i32",
+       [](const auto& x) {
+         return sin(scatter_add(x[0], -1, idx({0, 0, 2, 1, 1, 1}, {2, 3}, DType::i32), x[1]));
+       },
+       {{2, 3}, {2, 3}}},
+  };
+}
+
 class GradOps : public OpsTestP<GradCase> {};
 
 TEST_P(GradOps, MatchesFiniteDifferences) {
@@ -194,5 +234,6 @@ INSTANTIATE_TEST_SUITE_P(Elementwise, GradOps, ::testing::ValuesIn(elementwise_c
 INSTANTIATE_TEST_SUITE_P(Structure, GradOps, ::testing::ValuesIn(structure_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(Reduction, GradOps, ::testing::ValuesIn(reduction_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(Matmul, GradOps, ::testing::ValuesIn(matmul_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Index, GradOps, ::testing::ValuesIn(index_cases()), case_name);
 
 } // namespace
