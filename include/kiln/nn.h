@@ -59,6 +59,17 @@ struct GRUCell {
   Tensor weight_ih, weight_hh, bias_ih, bias_hh;
 };
 
+/// torch.nn.Embedding: row i of `weight` [num_embeddings, dim] for each index i, which must lie
+/// in [0, num_embeddings) (an index out of range is an error when the lookup runs). The weight
+/// ~ N(0, 1). Repeated indices accumulate their gradients in the same row.
+struct Embedding {
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, Options o = {});
+  /// An i32/i64 index tensor of any shape -> [index.shape..., embedding_dim].
+  Tensor operator()(const Tensor& index) const;
+  ParamList parameters(const std::string& prefix = "");
+  Tensor weight;
+};
+
 /// Mean squared error over all elements (torch.nn.functional.mse_loss).
 Tensor mse_loss(const Tensor& prediction, const Tensor& target);
 /// Mean over the batch of -log softmax(logits)[target]: logits [N, C], target [N] of integer

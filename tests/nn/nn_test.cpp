@@ -2,6 +2,7 @@
 #include "tests/ops/reference.h"
 
 #include <kiln/nn.h>
+#include <kiln/optim.h>
 
 #include <cmath>
 #include <vector>
@@ -91,6 +92,60 @@ TEST_F(NN, GruCellFollowsTorchEquations) {
     want[j] = (1 - z) * n + z * h[j];
   }
   EXPECT_TRUE(matches(out, {1, hid}, DType::f64, want, Tol{1e-12, 1e-12}));
+}
+
+TEST_F(NN, EmbeddingLooksUpRowsWithTorchInit) {
+  manual_seed(3);
+  nn::Embedding emb(5, 3);
+  EXPECT_EQ(emb.weight.shape(), Shape({5, 3}));
+  EXPECT_TRUE(emb.weight.requires_grad());
+  const std::vector<double> w = vals(emb.weight);
+  double mean = 0;
+  for (double v : w) mean += v / 15;
+  EXPECT_LT(std::abs(mean), 1.0); // N(0, 1): not U(-1/sqrt(n), ...) nor zeros
+  EXPECT_GT(*std::max_element(w.begin(), w.end()) - *std::min_element(w.begin(), w.end()), 0.5);
+  // An index of any shape: [2, 2] -> [2, 2, 3], row by row.
+  Tensor out = emb(from_vector<int64_t>({4, 0, 4, 2}, {2, 2}));
+  std::vector<double> want;
+  for (int64_t r : {4, 0, 4, 2})
+    for (int c = 0; c < 3; ++c) want.push_back(w[r * 3 + c]);
+  EXPECT_TRUE(matches(out, {2, 2, 3}, DType::f32, want));
+  EXPECT_TRUE(matches(emb(from_vector<int32_t>({1}, {})), {3}, DType::f32,
+                      {w[3], w[4], w[5]})); // a 0-d index gives one row
+  auto p = emb.parameters("tok.");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].name, "tok.weight");
+  EXPECT_EQ(p[0].tensor, &emb.weight);
+  EXPECT_KILN_ERROR("[Embedding] embedding_dim must be positive, got 0", nn::Embedding(4, 0));
+  EXPECT_KILN_ERROR("[index_select] index 5 is out of range [0, 5)",
+                    vals(emb(from_vector<int64_t>({5}))));
+}
+
+TEST_F(NN, EmbeddingGradientsOfRepeatedIndicesAccumulate) {
+  manual_seed(4);
+  nn::Embedding emb(4, 2, {DType::f64});
+  Tensor y = emb(from_vector<int64_t>({3, 1, 3, 3}, {2, 2}));
+  Tensor weights = from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2});
+  Tensor g = grad(sum(y * weights), {emb.weight})[0];
+  // Row 3 is used at positions 0, 2, 3: its gradient is the sum of their weights.
+  EXPECT_TRUE(matches(g, {4, 2}, DType::f64, {0, 0, 3, 4, 0, 0, 1 + 5 + 7, 2 + 6 + 8}));
+}
+
+TEST_F(NN, EmbeddingTrainingStepReducesTheLoss) {
+  manual_seed(5);
+  nn::Embedding emb(6, 4);
+  nn::Linear head(4, 3);
+  auto params = nn::join({emb.parameters("emb."), head.parameters("head.")});
+  optim::SGD opt(params, 0.5);
+  const Tensor tokens = from_vector<int64_t>({0, 5, 2, 5, 1});
+  const Tensor target = from_vector<int64_t>({2, 0, 1, 0, 2});
+  std::vector<double> losses;
+  for (int step = 0; step < 5; ++step) {
+    Tensor loss = nn::cross_entropy(head(emb(tokens)), target);
+    losses.push_back(loss.item<double>());
+    opt.step(grad(loss, optim::tensors(params)));
+  }
+  EXPECT_LT(losses.back(), losses.front() * 0.8) << losses.front() << " -> " << losses.back();
 }
 
 TEST_F(NN, LossesMatchTorchDefinitions) {
