@@ -459,3 +459,116 @@ TEST(CudaAvailability, WithoutAGpuCudaOpsThrowAndTheCpuIsTheDefault) {
   EXPECT_THROW(ones({2}).to(Device::cuda(0)), Error);
   EXPECT_FLOAT_EQ(sum(ones({4})).item<float>(), 4.0f);
 }
+
+namespace {
+
+Tensor host_indices(size_t n, uint32_t seed, int64_t below, const Shape& s, DType t) {
+  std::vector<double> v = random_values(n, seed, 0, static_cast<double>(below));
+  for (double& x : v) x = std::floor(x);
+  return cast(from_vector(v, s, Device::cpu()), t);
+}
+
+// Exact equality: the index kernels add in the CPU's order (one thread per fiber along dim).
+void expect_bits(const std::string& what, const Fn& f, std::vector<Tensor> cpu_inputs) {
+  expect_same(what, f, cpu_inputs, 0);
+}
+
+} // namespace
+
+TEST_F(GpuVsCpu, GatherAndIndexSelectEveryDimAndDtype) {
+  const DType all[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
+  for (DType t : all)
+    for (int dim : {0, 1, -1}) {
+      auto x = host_tensor(random_values(40 * 33 * 7, 11, -4, 4), {40, 33, 7}, t);
+      const int d = dim < 0 ? 2 : dim;
+      const int64_t size = Shape{40, 33, 7}[d];
+      auto g = host_indices(20 * 30 * 7, 12, size, {20, 30, 7}, DType::i64);
+      auto s = host_indices(5000, 13, size, {5000}, DType::i32);
+      const std::string name = std::string(dtype_name(t)) + " dim " + std::to_string(dim);
+      expect_bits("gather " + name,
+                  [dim](std::vector<Tensor>& in) { return gather(in[0], dim, in[1]); }, {x, g});
+      expect_bits("index_select " + name,
+                  [dim](std::vector<Tensor>& in) { return index_select(in[0], dim, in[1]) * 2; },
+                  {x, s});
+    }
+}
+
+TEST_F(GpuVsCpu, ScatterAddWithDuplicatesIsBitIdenticalAndDeterministic) {
+  for (DType t : kFloat)
+    for (int dim : {0, 1}) {
+      auto x = host_tensor(random_values(300 * 64, 21, -1, 1), {300, 64}, t);
+      auto src = host_tensor(random_values(4000 * 64, 22, -1, 1), {4000, 64}, t);
+      auto idx = host_indices(4000 * 64, 23, dim == 0 ? 300 : 64, {4000, 64}, DType::i64);
+      if (dim == 1) { // along the rows: index [300, 200] into 64 columns
+        src = host_tensor(random_values(300 * 200, 24, -1, 1), {300, 200}, t);
+        idx = host_indices(300 * 200, 25, 64, {300, 200}, DType::i32);
+      }
+      const std::string name = std::string(dtype_name(t)) + " dim " + std::to_string(dim);
+      expect_bits("scatter_add " + name,
+                  [dim](std::vector<Tensor>& in) { return scatter_add(in[0], dim, in[1], in[2]); },
+                  {x, idx, src});
+      Tensor gx = x.to(Device::cuda(0)), gi = idx.to(Device::cuda(0)), gs = src.to(Device::cuda(0));
+      EXPECT_EQ(scatter_add(gx, dim, gi, gs).to_vector<double>(),
+                scatter_add(gx, dim, gi, gs).to_vector<double>())
+          << name << ": two runs differ";
+    }
+}
+
+TEST_F(GpuVsCpu, EmbeddingGradientAndTransposedOperands) {
+  auto w = host_tensor(random_values(1000 * 48, 31, -1, 1), {1000, 48}, DType::f32);
+  auto tokens = host_indices(2048, 32, 1000, {2048}, DType::i64);
+  expect_same(
+      "embedding backward",
+      [](std::vector<Tensor>& in) { // tanh: libdevice vs the CPU's
+        Tensor p = in[0].detach().requires_grad_();
+        Tensor y = tanh(index_select(p, 0, in[1]));
+        return grad(sum(y * y), {p})[0];
+      },
+      {w, tokens}, 4);
+  auto x = host_tensor(random_values(48 * 1000, 33, -1, 1), {48, 1000}, DType::f32);
+  auto g = host_indices(48 * 20, 34, 48, {20, 48}, DType::i32);
+  expect_bits("gather of a transpose",
+              [](std::vector<Tensor>& in) { return gather(transpose(in[0], 0, 1), 1, in[1]); },
+              {x, g});
+}
+
+TEST_F(GpuVsCpu, OutOfRangeIndexIsReportedAtTheNextSyncAndTheEngineGoesOn) {
+  set_default_device(Device::cuda(0));
+  Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  Tensor bad = index_select(x, 0, from_vector<int64_t>({0, 3}));
+  try {
+    (void)bad.to_vector<float>();
+    ADD_FAILURE() << "no error for index 3";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[index_select] index 3 is out of range [0, 3) for dim 0"),
+              std::string::npos)
+        << e.what();
+  }
+  // The flag was cleared: later work runs and reads normally.
+  Tensor ok =
+      scatter_add(x, 0, from_vector<int32_t>({2}, {1, 1}), from_vector<float>({10}, {1, 1}));
+  EXPECT_EQ(ok.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 15, 6}));
+  Tensor worse = scatter_add(x, 1, from_vector<int64_t>({-5}, {1, 1}), x);
+  EXPECT_THROW(kiln::sync(), Error);
+  EXPECT_EQ(worse.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6})); // skipped
+  set_default_device(Device::cpu());
+}
+
+TEST_F(GpuVsCpu, IndexStepsInALoopWithGraphs) {
+  set_default_device(Device::cuda(0));
+  Tensor table = randn({64, 16});
+  Tensor acc = zeros({8, 16});
+  eval(table, acc);
+  Tensor cpu_acc = zeros({8, 16}, DType::f32, Device::cpu());
+  Tensor cpu_table = table.to(Device::cpu());
+  for (int step = 0; step < 6; ++step) {
+    std::vector<int64_t> ids(8);
+    for (int i = 0; i < 8; ++i) ids[i] = (step * 7 + i * 5) % 64;
+    Tensor t = from_vector(ids, {8});
+    acc = acc * 0.5f + index_select(table, 0, t); // exact on both devices: same bits
+    eval(acc);
+    cpu_acc = cpu_acc * 0.5f + index_select(cpu_table, 0, t.to(Device::cpu()));
+  }
+  EXPECT_EQ(acc.to_vector<float>(), cpu_acc.to_vector<float>());
+  set_default_device(Device::cpu());
+}
