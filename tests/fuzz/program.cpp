@@ -187,6 +187,7 @@ private:
     if (r < 88) return matmul();
     if (r < 92) return normalize();
     if (r < 95) return eval_some();
+    if (r < 97) return index();
     return drop();
   }
 
@@ -199,6 +200,7 @@ private:
   void reduce();
   void matmul();
   void normalize();
+  void index();
   void eval_some() {
     Value& a = any();
     kiln::eval(a.t);
@@ -526,6 +528,43 @@ void Builder::normalize() {
         return kiln::layer_norm(a.t);
       },
       [&](DType) { return unchecked(); });
+}
+
+// index_select, gather or scatter_add (of a into itself) along a random dim, with indices drawn
+// now (in range: what a run records depends only on the seed and shapes, never on values).
+void Builder::index() {
+  const Value a = any();
+  const Shape& s = a.t.shape();
+  if (s.size() == 0 || s.numel() == 0) return;
+  const int dim = rng_.below(s.size());
+  const int op = rng_.below(3);
+  Shape is = s; // gather and scatter_add: a's shape, another extent along dim (at most a's)
+  is[dim] = op == 0 ? 1 + rng_.below(5) : 1 + rng_.below(int(s[dim]));
+  if (op == 0) is = Shape{is[dim]};
+  std::vector<int64_t> idx(static_cast<size_t>(is.numel()));
+  for (int64_t& v : idx) v = rng_.below(int(s[dim]));
+  const DType it = rng_.chance(50) ? DType::i32 : DType::i64;
+  const Tensor index = kiln::from_vector(idx, is, opt_.device).astype(it);
+  std::string ix = "kiln::from_vector<int64_t>({";
+  for (size_t i = 0; i < idx.size(); ++i) ix += (i ? ", " : "") + std::to_string(idx[i]);
+  ix += "}, " + str(is) + ").astype(" + str(it) + ")";
+  static const char* names[] = {"index_select", "gather", "scatter_add"};
+  const std::string d = std::to_string(dim);
+  const double adds = double(is[dim]); // the most contributions one scatter_add element gets
+  apply(
+      std::string("kiln::") + names[op] + "(" + a.name + ", " + d + ", " + ix +
+          (op == 2 ? ", " + a.name : std::string()) + ")",
+      [&] {
+        if (op == 0) return kiln::index_select(a.t, dim, index);
+        if (op == 1) return kiln::gather(a.t, dim, index);
+        return kiln::scatter_add(a.t, dim, index, a.t);
+      },
+      [&](DType out) -> Bounds {
+        if (op < 2) return {a.checked, a.mag, a.err};
+        if (!a.checked) return unchecked();
+        const double mag = (1 + adds) * a.mag;
+        return {true, mag, (1 + adds) * a.err + adds * eps(out) * mag};
+      });
 }
 
 } // namespace
