@@ -221,18 +221,19 @@ CudaLaunch index_launch(const IndexStep& s, const CudaTarget& t) {
   return l;
 }
 
-std::vector<std::byte> pack_index_params(const IndexStep& s, const void* x, const void* index,
-                                         const void* src, void* out, IndexError* err) {
+ParamTemplate index_param_template(const IndexStep& s, IndexError* err) {
+  ParamTemplate t;
   std::vector<int64_t> f;
   const int64_t isz = itemsize(s.dtype), iisz = itemsize(s.index_dtype);
-  auto ptr = [&](const void* base, int64_t byte_offset) {
-    f.push_back(base ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(base)) + byte_offset : 0);
+  auto ptr = [&](int slot, int64_t byte_offset) { // patched per launch
+    if (slot >= 0) t.pointers.push_back({static_cast<uint32_t>(8 * f.size()), slot, byte_offset});
+    f.push_back(0);
   };
-  ptr(out, 0);
-  ptr(x, s.x.offset * isz);
-  ptr(index, s.index.offset * iisz);
-  ptr(src, is_scatter(s) ? s.src.offset * isz : 0);
-  ptr(err, 0);
+  ptr(s.out_slot, 0);
+  ptr(s.x_slot, s.x.offset * isz);
+  ptr(s.index_slot, s.index.offset * iisz);
+  ptr(is_scatter(s) ? s.src_slot : -1, is_scatter(s) ? s.src.offset * isz : 0);
+  f.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(err)));
   const int op = is_scatter(s) ? 2 : s.select ? 1 : 0;
   for (int64_t v :
        {int64_t{s.out_shape.size()}, int64_t{s.dim}, work_items(s), s.x.shape[s.dim], int64_t{op}})
@@ -247,9 +248,16 @@ std::vector<std::byte> pack_index_params(const IndexStep& s, const void* x, cons
   array(is_scatter(s) ? &s.src.strides : nullptr);
   array(is_scatter(s) ? &os : nullptr);
   array(is_scatter(s) ? &s.index.shape : nullptr);
-  std::vector<std::byte> bytes(f.size() * 8);
-  std::memcpy(bytes.data(), f.data(), bytes.size());
-  return bytes;
+  t.bytes.resize(f.size() * 8);
+  std::memcpy(t.bytes.data(), f.data(), t.bytes.size());
+  return t;
+}
+
+std::vector<std::byte> pack_index_params(const IndexStep& s, llvm::ArrayRef<void*> slot_base,
+                                         IndexError* err) {
+  ParamTemplate t = index_param_template(s, err);
+  t.patch(slot_base);
+  return std::move(t.bytes);
 }
 
 } // namespace kiln::detail

@@ -28,8 +28,12 @@ std::string index_kernel_id(const IndexStep& s);
 CudaKernelSource render_index_cuda(const IndexStep& s, const CudaTarget& t);
 /// Launch shape for s (grid 0: nothing to do).
 CudaLaunch index_launch(const IndexStep& s, const CudaTarget& t);
-/// The Params bytes: x, index, src and out at their slots' base pointers plus their offsets.
-std::vector<std::byte> pack_index_params(const IndexStep& s, const void* x, const void* index,
-                                         const void* src, void* out, IndexError* err);
+/// The Params with the operands' pointers located by slot (x, index, src and out: the slot's
+/// base plus the layout's offset), so that a CUDA-graph replay rewrites only them; `err` is
+/// written in.
+ParamTemplate index_param_template(const IndexStep& s, IndexError* err);
+/// The Params bytes of one launch; slot_base[i] is slot i's device pointer.
+std::vector<std::byte> pack_index_params(const IndexStep& s, llvm::ArrayRef<void*> slot_base,
+                                         IndexError* err);
 
 } // namespace kiln::detail

@@ -210,10 +210,8 @@ size_t written_bytes(const Schedule& s, const Step& st) {
   return n;
 }
 
-// Index steps launch on their own (not in CUDA graphs yet): between them, batches still form.
 bool batchable(const Schedule& s, const Step& st) {
-  return !st.transfer() && !st.index() && !st.device.is_cpu() &&
-         written_bytes(s, st) <= kBatchStepBytes;
+  return !st.transfer() && !st.device.is_cpu() && written_bytes(s, st) <= kBatchStepBytes;
 }
 
 // Runs of consecutive small steps on one GPU, each prepared by its backend (once per plan).
@@ -234,8 +232,9 @@ void find_batches(CachedPlan& p) {
     llvm::SmallVector<BatchItem, 8> items;
     for (int k = i; k < j; ++k) {
       const Step& st = s.steps[k];
-      items.push_back(st.gemm() ? BatchItem{nullptr, st.gemm()}
-                                : BatchItem{&st.kernel()->kernel, nullptr});
+      items.push_back(st.gemm()    ? BatchItem{nullptr, st.gemm()}
+                      : st.index() ? BatchItem{nullptr, nullptr, st.index()}
+                                   : BatchItem{&st.kernel()->kernel});
     }
     if (auto b = backend_for(s.steps[i].device, "eval").prepare_batch(items))
       p.batches.push_back({i, j, std::move(b)});

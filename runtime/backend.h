@@ -42,10 +42,11 @@ private:
 };
 using BufferRef = llvm::IntrusiveRefCntPtr<Buffer>;
 
-/// One step of a batch: a fused kernel or a GEMM (exactly one is set).
+/// One step of a batch: a fused kernel, a GEMM or a gather/scatter (exactly one is set).
 struct BatchItem {
   const FusedKernel* kernel = nullptr;
   const GemmStep* gemm = nullptr;
+  const IndexStep* index = nullptr;
 };
 
 /// Consecutive steps of a cached plan, prepared once and run at every repetition of the plan
@@ -75,8 +76,8 @@ public:
   virtual void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) = 0;
   virtual void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) = 0;
   /// gather / scatter_add (ir/index_step.h). Out-of-range indices: the CPU throws kiln::Error
-  /// before writing anything; CUDA skips them and reports them at the next synchronization
-  /// (docs/semantics.md, "Indexing").
+  /// (the output is left unfinished, never realized); CUDA skips them and reports the first at
+  /// the next synchronization (docs/semantics.md, "Indexing").
   virtual void run_index(const IndexStep& s, llvm::ArrayRef<Buffer*> buffers) = 0;
   /// Prepare `items` to run as one batch, or null where running them one by one is as fast
   /// (the CPU). The items outlive the batch.

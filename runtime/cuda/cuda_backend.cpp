@@ -132,10 +132,9 @@ public:
   }
 
   void run_index(const IndexStep& s, llvm::ArrayRef<Buffer*> buffers) override {
-    auto base = [&](int slot) { return slot < 0 ? nullptr : buffers[slot]->data; };
-    kernels_->launch_index(s, base(s.x_slot), base(s.index_slot), base(s.src_slot),
-                           buffers[s.out_slot]->data, index_error_.device_ptr(),
-                           stream_->after_queued());
+    llvm::SmallVector<void*, 16> base;
+    for (Buffer* b : buffers) base.push_back(b ? b->data : nullptr);
+    kernels_->launch_index(s, base, index_error_.device_ptr(), stream_->after_queued());
   }
 
   void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) override {
@@ -143,7 +142,7 @@ public:
   }
 
   std::unique_ptr<StepBatch> prepare_batch(llvm::ArrayRef<BatchItem> items) override {
-    return std::make_unique<CudaBatch>(*kernels_, *gemm_, *stream_, items);
+    return std::make_unique<CudaBatch>(*kernels_, *gemm_, *stream_, index_error_, items);
   }
 
   void synchronize() override {

@@ -68,8 +68,8 @@ void add_gemm_node(cudaGraphNode_t* node, cudaGraph_t graph, cudaGraphNode_t* pr
 } // namespace
 
 CudaBatch::CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, OrderedStream& stream,
-                     llvm::ArrayRef<BatchItem> items)
-    : kernels_(kernels), gemm_(gemm), stream_(stream) {
+                     IndexErrorFlag& index_error, llvm::ArrayRef<BatchItem> items)
+    : kernels_(kernels), gemm_(gemm), stream_(stream), index_error_(index_error) {
   for (const BatchItem& it : items) {
     Launch l;
     l.item = it;
@@ -102,12 +102,19 @@ void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
       used[g->a_slot] = used[g->b_slot] = used[g->out_slot] = true;
       continue;
     }
-    const FusedKernel& k = *l.item.kernel;
-    l.variant = choose_variant(k, base, kernels_.target());
-    l.shape = launch_for(k, l.variant, kernels_.target());
-    if (l.shape.grid == 0) continue; // empty iteration space
-    l.fn = kernels_.get(k, l.variant);
-    l.params = param_template(k, l.variant);
+    if (const IndexStep* s = l.item.index) { // one kernel whatever the alignment
+      l.shape = index_launch(*s, kernels_.target());
+      if (l.shape.grid == 0) continue;
+      l.fn = kernels_.get_index(*s);
+      l.params = index_param_template(*s, index_error_.device_ptr());
+    } else {
+      const FusedKernel& k = *l.item.kernel;
+      l.variant = choose_variant(k, base, kernels_.target());
+      l.shape = launch_for(k, l.variant, kernels_.target());
+      if (l.shape.grid == 0) continue; // empty iteration space
+      l.fn = kernels_.get(k, l.variant);
+      l.params = param_template(k, l.variant);
+    }
     for (const ParamTemplate::Pointer& p : l.params.pointers)
       if (p.slot >= 0) used[p.slot] = true;
   }
@@ -401,6 +408,8 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     for (const Launch& l : launches_) {
       if (const GemmStep* g = l.item.gemm)
         gemm_.run(*g, base[g->a_slot], base[g->b_slot], base[g->out_slot]);
+      else if (const IndexStep* s = l.item.index)
+        kernels_.launch_index(*s, base, index_error_.device_ptr(), stream_.after_queued());
       else
         kernels_.launch(*l.item.kernel, base, stream_.after_queued());
     }

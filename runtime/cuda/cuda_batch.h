@@ -25,6 +25,7 @@
 #include "ir/errors.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_gemm.h"
+#include "runtime/cuda/index_error.h"
 #include "runtime/cuda/kernel_cache.h"
 #include "runtime/cuda/ordered_stream.h"
 
@@ -36,7 +37,7 @@ namespace kiln::detail {
 class CudaBatch final : public StepBatch {
 public:
   CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, OrderedStream& stream,
-            llvm::ArrayRef<BatchItem> items);
+            IndexErrorFlag& index_error, llvm::ArrayRef<BatchItem> items);
   ~CudaBatch() override;
   void run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) override;
 
@@ -110,6 +111,7 @@ private:
   CudaKernelCache& kernels_;
   CudaGemm& gemm_;
   OrderedStream& stream_;
+  IndexErrorFlag& index_error_; // where gather/scatter kernels report an index out of range
   std::vector<Launch> launches_;
   std::vector<uint8_t> align_;  // per used slot: address mod 16 when the variants were chosen
   std::vector<int> used_slots_; // slots any launch reads or writes

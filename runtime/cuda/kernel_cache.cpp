@@ -114,17 +114,21 @@ cudaKernel_t CudaKernelCache::load(const JitKernel& built) {
   return kernel;
 }
 
-void CudaKernelCache::launch_index(const IndexStep& s, const void* x, const void* index,
-                                   const void* src, void* out, IndexError* err,
-                                   cudaStream_t stream) {
-  CudaLaunch l = index_launch(s, target());
-  if (l.grid == 0) return; // nothing to do (no element, or no fiber)
+cudaKernel_t CudaKernelCache::get_index(const IndexStep& s) {
   cudaKernel_t& kernel = index_kernels_[index_kernel_id(s)];
   if (kernel)
     stats_.memory_hits++;
   else
     kernel = load(jit_.build(render_index_cuda(s, target())));
-  std::vector<std::byte> params = pack_index_params(s, x, index, src, out, err);
+  return kernel;
+}
+
+void CudaKernelCache::launch_index(const IndexStep& s, llvm::ArrayRef<void*> slot_base,
+                                   IndexError* err, cudaStream_t stream) {
+  CudaLaunch l = index_launch(s, target());
+  if (l.grid == 0) return; // nothing to do (no element, or no fiber)
+  cudaKernel_t kernel = get_index(s);
+  std::vector<std::byte> params = pack_index_params(s, slot_base, err);
   void* args[] = {params.data()};
   cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid_dims(l), dim3(l.block),
                               args, 0, stream),

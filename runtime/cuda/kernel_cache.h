@@ -31,9 +31,11 @@ public:
   cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
   /// The loaded kernel if it is in memory (no compile, no disk), else null.
   cudaKernel_t find(const FusedKernel& k, const CudaVariant& v) const;
-  /// gather / scatter_add: the kernel s needs (compiled and loaded once), launched on `stream`.
-  void launch_index(const IndexStep& s, const void* x, const void* index, const void* src,
-                    void* out, IndexError* err, cudaStream_t stream);
+  /// gather / scatter_add: the kernel s needs (compiled and loaded once) ...
+  cudaKernel_t get_index(const IndexStep& s);
+  /// ... launched on `stream`; slot_base[i] is slot i's device pointer.
+  void launch_index(const IndexStep& s, llvm::ArrayRef<void*> slot_base, IndexError* err,
+                    cudaStream_t stream);
   const CudaTarget& target() const { return jit_.target(); }
   KernelCacheStats stats() const;
   int device() const { return device_; }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <string>
 #include <vector>
@@ -29,10 +30,14 @@ IndexStep step(IndexStep::Op op, DType t, DType it, Shape x = {5, 3}, Shape inde
   s.dtype = t;
   s.index_dtype = it;
   s.dim = 0;
+  s.x_slot = 0;
+  s.index_slot = 1;
+  s.out_slot = 3;
   s.x = contiguous_layout(x);
   s.index = contiguous_layout(index);
   if (op == IndexStep::Op::scatter_add) {
     s.src = contiguous_layout(index);
+    s.src_slot = 2;
     s.out_shape = x;
   } else {
     s.out_shape = index;
@@ -80,10 +85,28 @@ TEST(IndexCodegen, KeysAreStructuralAndParamsMatchTheSource) {
   for (const IndexStep& s : every_kernel()) ids.push_back(render_index_cuda(s, target(90)).key);
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end()) << "two kernels share a key";
-  int x = 0, i = 0, o = 0;
+  // Pointers by slot (the operand's base plus its offset; replays patch only them), the error
+  // record baked in.
   IndexError err;
-  const std::vector<std::byte> p = pack_index_params(small, &x, &i, nullptr, &o, &err);
+  IndexStep sliced = step(IndexStep::Op::scatter_add, DType::f32, DType::i32);
+  sliced.x.offset = 3;
+  const ParamTemplate t = index_param_template(sliced, &err);
+  ASSERT_EQ(t.pointers.size(), 4u);
+  EXPECT_EQ(t.pointers[0].slot, 3); // out
+  EXPECT_EQ(t.pointers[1].slot, 0); // x
+  EXPECT_EQ(t.pointers[1].byte_offset, 12);
+  EXPECT_EQ(t.pointers[3].slot, 2);                                 // src
+  EXPECT_EQ(index_param_template(small, &err).pointers.size(), 3u); // gather: no src
+  std::vector<void*> base = {reinterpret_cast<void*>(0x1000), reinterpret_cast<void*>(0x2000),
+                             reinterpret_cast<void*>(0x3000), reinterpret_cast<void*>(0x4000)};
+  const std::vector<std::byte> p = pack_index_params(sliced, base, &err);
   EXPECT_EQ(p.size(), 464u); // the source asserts sizeof(Params) == 464
+  uint64_t f[5];
+  std::memcpy(f, p.data(), sizeof f);
+  EXPECT_EQ(f[0], 0x4000u);
+  EXPECT_EQ(f[1], 0x1000u + 12);
+  EXPECT_EQ(f[3], 0x3000u);
+  EXPECT_EQ(f[4], reinterpret_cast<uintptr_t>(&err));
   EXPECT_EQ(
       index_launch(step(IndexStep::Op::gather, DType::f32, DType::i64, {5, 3}, {0, 3}), target(90))
           .grid,
