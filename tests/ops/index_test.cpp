@@ -216,6 +216,21 @@ TEST_F(Index, ALoopReusesOnePlanAndShowsTheStepInTheDump) {
   EXPECT_TRUE(matches(acc, Shape{2, 3}, DType::f32, {22, 26, 30, 40, 44, 48}));
 }
 
+// x's last reference dies with the evaluation: an elementwise kernel may take its buffer in
+// place only when no later step reads it, and the index step reads it.
+TEST_F(Index, BufferReuseNeverOverwritesAnIndexOperand) {
+  Tensor x = make(counting(6), Shape{2, 3}, DType::f32);
+  kiln::eval(x);
+  Tensor doubled = x * 2;
+  Tensor picked = kiln::index_select(x, 1, make({2, 2, 0}, Shape{3}, DType::i64));
+  Tensor added = kiln::scatter_add(x, 0, make({1, 0, 1}, Shape{1, 3}, DType::i32), x * 10);
+  x = Tensor();
+  kiln::eval(doubled, picked, added);
+  EXPECT_TRUE(matches(doubled, Shape{2, 3}, DType::f32, {2, 4, 6, 8, 10, 12}));
+  EXPECT_TRUE(matches(picked, Shape{2, 3}, DType::f32, {3, 3, 1, 6, 6, 4}));
+  EXPECT_TRUE(matches(added, Shape{2, 3}, DType::f32, {1, 22, 3, 14, 5, 36}));
+}
+
 TEST_F(Index, ShapeAndDtypeErrorsNameTheOpAndRecordNothing) {
   const Tensor x = kiln::ones({3, 4});
   const Tensor i = make({0, 1}, Shape{2}, DType::i64);
