@@ -17,7 +17,8 @@ namespace kiln::detail {
 
 namespace {
 
-constexpr int kIndexKernelVersion = 1; // bumped when these kernels change meaning
+constexpr int kIndexKernelVersion = 2; // bumped when these kernels change meaning (2: no
+                                       // atomics on the host-mapped error record)
 constexpr int kMaxRank = 8;
 
 // Storage type; scatter_add's sum of two of them, rounded to the storage type.
@@ -83,15 +84,19 @@ struct Params {
   long long ishape[8]; // the index's shape (scatter_add)
 };
 static_assert(sizeof(Params) == 464, "Params must match pack_index_params");
-// The first out-of-range index wins; the host throws it at the next synchronization.
+// Records an out-of-range index for the host, which throws it at the next synchronization.
+// Plain stores, no atomics (atomics on host memory need PCIe atomics): threads of one kernel
+// may race, but op, size and dim are the kernel's own and value is one of its bad indices;
+// a later kernel finds the flag set and leaves the record alone.
 __device__ __noinline__ void k_index_error(const Params& p, long long j) {
-  if (p.err && atomicCAS(&p.err->flag, 0, 1) == 0) {
-    p.err->op = (int)p.op;
-    p.err->value = j;
-    p.err->size = p.size;
-    p.err->dim = p.dim;
-    __threadfence_system();
-  }
+  volatile KilnIndexError* e = p.err;
+  if (!e || e->flag) return;
+  e->op = (int)p.op;
+  e->value = j;
+  e->size = p.size;
+  e->dim = p.dim;
+  __threadfence_system();
+  e->flag = 1;
 }
 )";
 

@@ -4,8 +4,8 @@
 // ABI: one `const __grid_constant__ Params` of 8-byte fields. Pure computation, no driver.
 //
 // Out-of-range indices cannot throw in a kernel: gather writes 0 there, scatter_add skips the
-// element, and the first one is recorded in an IndexError the host reads at the next
-// synchronization (runtime/cuda), which throws it as a kiln::Error.
+// element, and the first kernel that meets one records one of its bad indices in an IndexError
+// the host reads at the next synchronization (runtime/cuda), which throws it as a kiln::Error.
 #include "codegen/cuda_codegen.h"
 #include "ir/index_step.h"
 
@@ -15,8 +15,8 @@
 
 namespace kiln::detail {
 
-/// Written by a kernel at its first out-of-range index (flag 0 -> 1, then the rest); lives in
-/// host memory mapped into the device. Layout shared with the kernels' source.
+/// Written by a kernel that meets an out-of-range index while flag is 0 (the fields, then flag
+/// = 1); lives in host memory mapped into the device. Layout shared with the kernels' source.
 struct IndexError {
   int32_t flag = 0;
   int32_t op = 0; // 0 gather, 1 index_select, 2 scatter_add

@@ -76,7 +76,7 @@ public:
   virtual void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) = 0;
   virtual void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) = 0;
   /// gather / scatter_add (ir/index_step.h). Out-of-range indices: the CPU throws kiln::Error
-  /// (the output is left unfinished, never realized); CUDA skips them and reports the first at
+  /// (the output is left unfinished, never realized); CUDA skips them and reports one at
   /// the next synchronization (docs/semantics.md, "Indexing").
   virtual void run_index(const IndexStep& s, llvm::ArrayRef<Buffer*> buffers) = 0;
   /// Prepare `items` to run as one batch, or null where running them one by one is as fast

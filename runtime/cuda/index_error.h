@@ -1,6 +1,6 @@
 #pragma once
 // The device-side error flag of the gather / scatter_add kernels (codegen/cuda_index.h): a
-// kernel cannot throw, so it records its first out-of-range index in pinned host memory mapped
+// kernel cannot throw, so it records an out-of-range index in pinned host memory mapped
 // into the device, and the backend throws it at its next synchronization (a host read,
 // kiln::sync()), where the host waits for the kernels anyway: checking costs one load.
 #include "codegen/cuda_index.h"
