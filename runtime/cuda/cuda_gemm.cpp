@@ -42,8 +42,6 @@ cudaDataType_t data_type(DType t) {
 CudaGemm::CudaGemm(OrderedStream& stream) : stream_(stream) {
   cublas_check(cublasCreate(&handle_), "matmul", "cublasCreate");
   cuda_check(cudaMalloc(&workspace_, kWorkspaceBytes), "matmul", "cudaMalloc (cuBLAS workspace)");
-  cublas_check(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "matmul",
-               "cublasSetWorkspace");
 }
 
 void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
@@ -51,7 +49,16 @@ void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
 }
 
 void CudaGemm::issue(const GemmStep& g, const void* a, const void* b, void* out, cudaStream_t s) {
-  cublas_check(cublasSetStream(handle_, s), "matmul", "cublasSetStream");
+  // cublasSetStream also resets the handle to cuBLAS's own workspace pool, which allocates
+  // during a graph capture (allocation nodes a child graph may not hold): our workspace goes
+  // back with every change of stream.
+  if (!bound_ || s != bound_stream_) {
+    cublas_check(cublasSetStream(handle_, s), "matmul", "cublasSetStream");
+    cublas_check(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "matmul",
+                 "cublasSetWorkspace");
+    bound_stream_ = s;
+    bound_ = true;
+  }
   const int rank = g.out_shape.size();
   const int64_t M = g.out_shape[rank - 2], N = g.out_shape[rank - 1], K = g.a.shape[rank - 1];
   const int64_t isz = itemsize(g.dtype);

@@ -28,6 +28,8 @@ private:
   OrderedStream& stream_;
   cublasHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
+  cudaStream_t bound_stream_ = nullptr; // the stream handle_ issues to, with workspace_
+  bool bound_ = false;
 };
 
 } // namespace kiln::detail

@@ -4,6 +4,8 @@
 #include "../test_device.h"
 
 #include <kiln/kiln.h>
+#include <kiln/nn.h>
+#include <kiln/optim.h>
 
 #include <gtest/gtest.h>
 
@@ -571,4 +573,40 @@ TEST_F(GpuVsCpu, IndexStepsInALoopWithGraphs) {
   }
   EXPECT_EQ(acc.to_vector<float>(), cpu_acc.to_vector<float>());
   set_default_device(Device::cpu());
+}
+
+// A training step (the RNN sample's shapes: LSTM hidden 256, batch 32, Adam, clipping) replays
+// every batch as a CUDA graph once warm: each GEMM's capture must be able to sit in a graph as a
+// child (cuBLAS given its own workspace pool allocates inside a capture, which a child graph may
+// not hold).
+TEST_F(GpuVsCpu, TrainingStepReplaysEveryBatchAsAGraph) {
+  const Device gpu = Device::cuda(0);
+  manual_seed(3);
+  nn::LSTMCell cell(1, 256, {DType::f32, gpu});
+  nn::Linear head(256, 1, true, {DType::f32, gpu});
+  nn::ParamList params = nn::join({cell.parameters("lstm."), head.parameters("head.")});
+  optim::Adam opt(params, 1e-3);
+  const int64_t batch = 32, window = 8;
+  Tensor seq = randn({window + 1, batch, 1}, DType::f32, gpu);
+  auto step = [&] {
+    auto state = cell.zero_state(batch);
+    Tensor loss;
+    for (int t = 0; t < window; ++t) {
+      state = cell(reshape(slice(seq, 0, t, t + 1), {batch, 1}), state);
+      Tensor err = nn::mse_loss(head(state.h), reshape(slice(seq, 0, t + 1, t + 2), {batch, 1}));
+      loss = loss.defined() ? loss + err : err;
+    }
+    std::vector<Tensor> grads = grad(loss, optim::tensors(params));
+    optim::clip_grad_norm(grads, 1.0);
+    opt.step(grads);
+    return loss;
+  };
+  for (int i = 0; i < 3; ++i) step();
+  kiln::sync();
+  reset_stats();
+  Tensor loss;
+  for (int i = 0; i < 3; ++i) loss = step();
+  EXPECT_TRUE(std::isfinite(loss.item<float>()));
+  EXPECT_EQ(stats().graph_misses, 0);
+  EXPECT_GE(stats().graph_replays, 3);
 }
