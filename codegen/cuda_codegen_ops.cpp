@@ -204,6 +204,10 @@ std::string binary(const TapeInst& in) {
     return fmt::format("k_max({}, {})", a, b);
   case OpCode::minimum:
     return fmt::format("k_min({}, {})", a, b);
+  case OpCode::sigmoid_grad: // recorded for f32 and f64 only
+    return fmt::format("{0} * {1} * ({2} - {1})", a, b, lit(t, "1.0"));
+  case OpCode::tanh_grad:
+    return fmt::format("{0} * ({2} - {1} * {1})", a, b, lit(t, "1.0"));
   default:
     return "";
   }

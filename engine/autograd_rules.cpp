@@ -48,6 +48,12 @@ Tensor unbroadcast(const Tensor& g, const Shape& to) {
   return reshape(axes.empty() ? g : sum(g, axes, true), to);
 }
 
+// sigmoid_grad / tanh_grad compute in their operands' type; f16 and bf16 chains round after each
+// op, which the fused ops would not.
+bool fused_activation_grad(const Tensor& g, const Tensor& out) {
+  return g.dtype() == out.dtype() && (g.dtype() == DType::f32 || g.dtype() == DType::f64);
+}
+
 Tensor unary_rule(OpCode op, const Tensor& x, const Tensor& out, const Tensor& g) {
   switch (op) {
   case OpCode::copy:
@@ -72,10 +78,12 @@ Tensor unary_rule(OpCode op, const Tensor& x, const Tensor& out, const Tensor& g
     return g * cos(x);
   case OpCode::cos:
     return g * -sin(x);
-  case OpCode::tanh:
-    return g * (1.0 - out * out);
+  case OpCode::tanh: // one node where g and y are f32 or f64; the chain keeps f16's roundings
+    return fused_activation_grad(g, out) ? binary_op(OpCode::tanh_grad, g, out)
+                                         : g * (1.0 - out * out);
   case OpCode::sigmoid:
-    return g * out * (1.0 - out);
+    return fused_activation_grad(g, out) ? binary_op(OpCode::sigmoid_grad, g, out)
+                                         : g * out * (1.0 - out);
   case OpCode::gelu: {
     // gelu(x) = x * Phi(x), so Phi(x) = out / x (1/2 at 0); d/dx = Phi(x) + x * phi(x).
     const Tensor cdf = where(x == 0, 0.5, out / x);

@@ -47,5 +47,8 @@ void set_constant(const char* op, Node* n, Scalar s, bool finite_range);
 Tensor scalar_tensor(const char* op, Scalar s, DType dt, Device dev);
 /// A pending view of `a` (or a realized alias when `a` is realized) with layout `l`.
 Tensor make_view(const Tensor& a, const ViewPrim& prim, const Layout& l);
+/// An internal binary op of the table (sigmoid_grad, tanh_grad) on g and y, with the public
+/// binary ops' broadcasting and typing.
+Tensor binary_op(OpCode op, const Tensor& g, const Tensor& y);
 
 } // namespace kiln::detail

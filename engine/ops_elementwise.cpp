@@ -228,6 +228,10 @@ Tensor unary(OpCode op, const Tensor& a) {
 
 } // namespace
 
+Tensor detail::binary_op(OpCode op, const Tensor& g, const Tensor& y) {
+  return binary(op, g, y);
+}
+
 #define KILN_BINARY_FRONTEND(fn)                                                                   \
   Tensor fn(const Tensor& a, const Tensor& b) {                                                    \
     return binary(OpCode::fn, a, b);                                                               \

@@ -347,6 +347,14 @@ template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n) {
       o[i] = r;
     }
     return;
+  case OpCode::sigmoid_grad: // the order of autograd's g * y * (1 - y)
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = a[i] * b[i] * (T(1) - b[i]);
+    return;
+  case OpCode::tanh_grad:
+    if constexpr (F)
+      for (int i = 0; i < n; ++i) o[i] = a[i] * (T(1) - b[i] * b[i]);
+    return;
   default:
     return;
   }

@@ -244,6 +244,28 @@ namespace {
 
 // The gradients of a value's chunks are placed by one concat (4 pieces), not padded with
 // zeros one by one (4 concats of up to 3 pieces each, then added up).
+// An f32 or f64 tanh or sigmoid is differentiated by one node (tanh_grad, sigmoid_grad), not a
+// chain of three; f16 keeps the chain, which rounds after each op as f16 arithmetic does.
+TEST_F(Grad, ActivationDerivativesAreOneNodeInF32AndAChainInF16) {
+  for (DType dt : {DType::f32, DType::f16}) {
+    Tensor x = randn({3, 4}).astype(dt).requires_grad_();
+    eval(x);
+    Tensor g = grad(sum(tanh(x) * sigmoid(x)), {x})[0];
+    eval(g);
+    const std::string plan = last_plan();
+    const bool fused = dt == DType::f32;
+    EXPECT_EQ(plan.find("tanh_grad") != std::string::npos, fused) << plan;
+    EXPECT_EQ(plan.find("sigmoid_grad") != std::string::npos, fused) << plan;
+    std::vector<float> xv = x.astype(DType::f32).to_vector<float>();
+    std::vector<float> gv = g.astype(DType::f32).to_vector<float>();
+    for (size_t i = 0; i < xv.size(); ++i) {
+      const double t = std::tanh(xv[i]), s = 1 / (1 + std::exp(-double(xv[i])));
+      const double want = (1 - t * t) * s + t * s * (1 - s);
+      EXPECT_NEAR(gv[i], want, fused ? 1e-6 : 2e-2) << i;
+    }
+  }
+}
+
 TEST_F(Grad, ChunkGradientsArePlacedByOneConcat) {
   Tensor x = randn({2, 8}).requires_grad_();
   eval(x);

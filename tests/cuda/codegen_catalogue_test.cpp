@@ -43,6 +43,10 @@ void float_ops(DType dt) {
   eval(cast(x, DType::i32), cast(x, DType::i64), cast(x, DType::boolean), cast(x, DType::f64),
        cast(x, DType::f16), cast(x, DType::bf16), cast(x, DType::f32));
   eval(softmax(x), log_softmax(x), softmax(x, 0));
+  if (dt == DType::f32 || dt == DType::f64) { // tanh_grad, sigmoid_grad
+    Tensor w = x.detach().requires_grad_();
+    eval(grad(sum(tanh(w) * sigmoid(w)), {w})[0]);
+  }
   eval(layer_norm(x, slice(y, 0, 0, 1).reshape({20}), slice(p, 0, 3, 4).reshape({20})),
        x - mean(x, {0}, true), argmax(x, 1, true) + x);
   for (auto r : {OpCode::sum, OpCode::mean, OpCode::max, OpCode::min}) {
@@ -268,7 +272,7 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
                     OpCode::ne,       OpCode::lt,           OpCode::le,          OpCode::gt,
                     OpCode::ge,       OpCode::logical_and,  OpCode::logical_or,  OpCode::where,
                     OpCode::sum,      OpCode::mean,         OpCode::max,         OpCode::min,
-                    OpCode::argmax})
+                    OpCode::argmax,   OpCode::sigmoid_grad, OpCode::tanh_grad})
     EXPECT_TRUE(ops[static_cast<int>(op)]) << "no kernel used " << op_name(op);
 
   // Compile on two threads (NVRTC is thread-safe per program).
