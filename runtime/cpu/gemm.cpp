@@ -47,15 +47,46 @@ template <class T> BlasOperand<T> prepare(const Mat& m) {
 }
 
 template <class T>
+void blas_call(const BlasOperand<T>& A, const T* a, const BlasOperand<T>& B, const T* b, T* c,
+               int64_t ldc, int64_t M, int64_t N, int64_t K) {
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, A.trans, B.trans, M, N, K, 1.0f, a, A.ld, b, B.ld, 0.0f, c, ldc);
+  else
+    cblas_dgemm(CblasRowMajor, A.trans, B.trans, M, N, K, 1.0, a, A.ld, b, B.ld, 0.0, c, ldc);
+}
+
+// Products below this many multiply-adds run on the calling thread, and no block is smaller.
+constexpr int64_t kSplitWork = int64_t(1) << 18;
+
+int64_t block_extent(int64_t n, int64_t work_per_unit) {
+  const int64_t per_thread = (n + num_threads() - 1) / num_threads();
+  return std::max(per_thread,
+                  (kSplitWork + work_per_unit - 1) / std::max<int64_t>(work_per_unit, 1));
+}
+
+// OpenBLAS runs single-threaded (its idle workers spin in sched_yield after each call, taking
+// the cores kiln's pool needs for the elementwise kernels between GEMMs). A large product is
+// split on kiln's pool into one block per thread, each one BLAS call with the whole K (so every
+// element is summed in the order of one call): blocks of columns when there are fewer rows than
+// columns (each call packs all of A, the smaller operand), else blocks of rows.
+template <class T>
 void blas_gemm(const Mat& a, const Mat& b, T* c, int64_t M, int64_t N, int64_t K) {
   auto A = prepare<T>(a);
   auto B = prepare<T>(b);
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, A.trans, B.trans, M, N, K, 1.0f, A.p, A.ld, B.p, B.ld, 0.0f, c,
-                std::max<int64_t>(N, 1));
-  else
-    cblas_dgemm(CblasRowMajor, A.trans, B.trans, M, N, K, 1.0, A.p, A.ld, B.p, B.ld, 0.0, c,
-                std::max<int64_t>(N, 1));
+  const int64_t ldc = std::max<int64_t>(N, 1);
+  if (M * N * K < 2 * kSplitWork || num_threads() <= 1)
+    return blas_call(A, A.p, B, B.p, c, ldc, M, N, K);
+  if (M < N) {
+    parallel_for(N, block_extent(N, M * K), [&](int64_t n0, int64_t n1) {
+      const T* b0 = B.trans == CblasNoTrans ? B.p + n0 : B.p + n0 * B.ld;
+      blas_call(A, A.p, B, b0, c + n0, ldc, M, n1 - n0, K);
+    });
+    return;
+  }
+  parallel_for(M, block_extent(M, N * K), [&](int64_t m0, int64_t m1) {
+    const T* a0 = A.trans == CblasNoTrans ? A.p + m0 * A.ld : A.p + m0;
+    blas_call(A, a0, B, B.p, c + m0 * ldc, ldc, m1 - m0, N, K);
+  });
 }
 
 } // namespace
@@ -66,7 +97,7 @@ int blas_threads() {
 
 void run_gemm(const GemmStep& g, const char* a_base, const char* b_base, char* out) {
   static const bool threads_set = [] {
-    openblas_set_num_threads(num_threads());
+    openblas_set_num_threads(1);
     return true;
   }();
   (void)threads_set;

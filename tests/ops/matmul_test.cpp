@@ -77,6 +77,11 @@ const std::vector<MMCase>& mm_cases() {
       {"batch_broadcast_ones", {1, 3, 2, 5}, {4, 1, 5, 3}},
       {"vec_batch", {6}, {3, 6, 5}},
       {"batch_vec", {3, 4, 6}, {6}},
+      // past the CPU backend's split threshold (runtime/cpu/gemm.cpp): blocks of rows on its
+      // pool, blocks of columns when there are fewer rows than threads, per batch
+      {"split_rows", {300, 40}, {40, 60}},
+      {"split_cols", {1, 4096}, {4096, 256}},
+      {"split_batched", {2, 64, 200}, {200, 100}},
   };
   return cs;
 }
