@@ -136,6 +136,49 @@ private:
   llvm::DenseMap<Node*, Pending> pending_;
 };
 
+// A parameter's gradient summed over the steps of a recurrence (an RNN's weights over a
+// window): each step's matmul contribution P_t^T Q_t is kept as its factors, and the sum is one
+// matmul over the steps' rows stacked, concat(P)^T concat(Q), instead of a small matmul and an
+// add per step.
+class StackedProducts {
+public:
+  /// Whether r's contribution to its right operand, a parameter (no history of its own), was
+  /// taken as factors; then the rule need not compute it.
+  bool take(const GradRecord& r, const Tensor& g) {
+    if (r.op != OpCode::matmul || !r.inputs[1].requires_grad) return false;
+    Node* target = gradient_target(r, 1);
+    if (target->grad_record) return false;
+    auto factors = weight_gradient_factors(r, g);
+    if (!factors) return false;
+    Factors& f = factors_[target];
+    // every product must stack with the first (one orientation of the parameter, one dtype)
+    auto fits = [](const Tensor& a, const Tensor& b) {
+      return a.shape()[1] == b.shape()[1] && a.dtype() == b.dtype();
+    };
+    if (!f.p.empty() && !(fits(f.p[0], factors->first) && fits(f.q[0], factors->second)))
+      return false;
+    f.p.push_back(factors->first);
+    f.q.push_back(factors->second);
+    return true;
+  }
+  /// The sum of the products taken for `n` (undefined without any).
+  Tensor sum(Node* n) {
+    auto it = factors_.find(n);
+    if (it == factors_.end()) return Tensor();
+    const Factors& f = it->second;
+    Tensor p = f.p.size() == 1 ? f.p[0] : concat(f.p, 0);
+    Tensor q = f.q.size() == 1 ? f.q[0] : concat(f.q, 0);
+    factors_.erase(it);
+    return matmul(transpose(p, 0, 1), q);
+  }
+
+private:
+  struct Factors {
+    std::vector<Tensor> p, q;
+  };
+  llvm::DenseMap<Node*, Factors> factors_;
+};
+
 bool is_slice(const GradRecord& r) {
   return r.op == OpCode::view && r.attrs.view.kind == ViewPrim::Kind::slice &&
          r.inputs[0].requires_grad;
@@ -159,10 +202,12 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
 
   llvm::DenseMap<Node*, Tensor> grads;
   SliceGrads slices;
+  StackedProducts products;
   // n's gradient once every consumer has contributed (they all come before n in `order`).
   auto complete = [&](Node* n) -> Tensor {
     Tensor& acc = grads[n];
     if (Tensor s = slices.take(n); s.defined()) acc = acc.defined() ? acc + s : s;
+    if (Tensor s = products.sum(n); s.defined()) acc = acc.defined() ? acc + s : s;
     return acc;
   };
   {
@@ -178,10 +223,11 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
         continue;
       }
       restore_scalar_operands(r);
-      llvm::SmallVector<Tensor, 3> in_grads = backward_rule(r, handle_to(n), g);
+      const unsigned taken = products.take(r, g) ? 2u : 0u; // input 1's contribution
+      llvm::SmallVector<Tensor, 3> in_grads = backward_rule(r, handle_to(n), g, taken);
       drop_scalar_operands(r);
       for (size_t i = 0; i < r.inputs.size(); ++i) {
-        if (!r.inputs[i].requires_grad) continue;
+        if (!r.inputs[i].requires_grad || (taken & (1u << i))) continue;
         Tensor& acc = grads[gradient_target(r, i)];
         acc = acc.defined() ? acc + in_grads[i] : in_grads[i];
       }

@@ -12,7 +12,10 @@
 #include <kiln/tensor.h>
 
 #include <llvm/ADT/ArrayRef.h>
+
 #include <llvm/ADT/SmallVector.h>
+#include <optional>
+#include <utility>
 
 namespace kiln::detail {
 
@@ -73,8 +76,14 @@ bool transposed_matrix(const GradInput& in);
 Node* gradient_target(const GradRecord& r, size_t i);
 
 /// The gradients of an op's inputs given the gradient `g` of its output `out` (entries of
-/// inputs that do not require grad stay undefined). Records the backward ops; call under
-/// no-grad.
-llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& out, const Tensor& g);
+/// inputs that do not require grad stay undefined, as do those in the bit mask `skip`). Records
+/// the backward ops; call under no-grad.
+llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& out, const Tensor& g,
+                                           unsigned skip = 0);
+
+/// A 2-D matmul's contribution to its right operand's gradient as factors: P^T Q (P and Q with
+/// the batch rows first), or nothing when the operands are not 2-D.
+std::optional<std::pair<Tensor, Tensor>> weight_gradient_factors(const GradRecord& r,
+                                                                 const Tensor& g);
 
 } // namespace kiln::detail

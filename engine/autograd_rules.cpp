@@ -198,14 +198,14 @@ Tensor reduce_rule(const GradRecord& r, const Tensor& out, const Tensor& g) {
 // gradient_target): as `(a^T g)^T`, a matmul read through a view, it would be a kernel of its
 // own at every step; as a plain product the weight gradients of a step over time sum in a few
 // kernels. The ops recorded do not depend on what is realized, so lazy and eager round alike.
-llvm::SmallVector<Tensor, 3> matmul_rule(const GradRecord& r, const Tensor& g) {
+llvm::SmallVector<Tensor, 3> matmul_rule(const GradRecord& r, const Tensor& g, unsigned skip) {
   const Tensor& a = r.inputs[0].value;
   const Tensor& b = r.inputs[1].value;
   llvm::SmallVector<Tensor, 3> grads(2);
-  if (r.inputs[0].requires_grad)
+  if (r.inputs[0].requires_grad && !(skip & 1u))
     grads[0] = transposed_matrix(r.inputs[0]) ? matmul(b, transpose(g, -1, -2))
                                               : matmul(g, transpose(b, -1, -2));
-  if (r.inputs[1].requires_grad)
+  if (r.inputs[1].requires_grad && !(skip & 2u))
     grads[1] = transposed_matrix(r.inputs[1]) ? matmul(transpose(g, -1, -2), a)
                                               : matmul(transpose(a, -1, -2), g);
   return grads;
@@ -253,8 +253,8 @@ llvm::SmallVector<Tensor, 3> index_rule(const GradRecord& r, const Tensor& g) {
 
 } // namespace
 
-llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& out,
-                                           const Tensor& g) {
+llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& out, const Tensor& g,
+                                           unsigned skip) {
   const GradInput& x = r.inputs[0];
   switch (op_kind(r.op)) {
   case OpKind::Unary:
@@ -278,7 +278,7 @@ llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& ou
     return grads;
   }
   case OpKind::Gemm:
-    return matmul_rule(r, g);
+    return matmul_rule(r, g, skip);
   case OpKind::Concat:
     return concat_rule(r, g);
   case OpKind::Index:
@@ -292,6 +292,15 @@ bool transposed_matrix(const GradInput& in) {
   const GradRecord* v = in.value.defined() ? in.value.node()->grad_record : nullptr;
   return v && v->op == OpCode::view && v->attrs.view.kind == ViewPrim::Kind::permute &&
          v->attrs.view.shape == Shape{1, 0};
+}
+
+std::optional<std::pair<Tensor, Tensor>> weight_gradient_factors(const GradRecord& r,
+                                                                 const Tensor& g) {
+  const Tensor& a = r.inputs[0].value;
+  if (r.op != OpCode::matmul || a.ndim() != 2 || g.ndim() != 2) return std::nullopt;
+  // matmul_rule's grads[1]: g^T a for a @ W^T (delivered to W), else a^T g
+  if (transposed_matrix(r.inputs[1])) return std::make_pair(g, a);
+  return std::make_pair(a, g);
 }
 
 Node* gradient_target(const GradRecord& r, size_t i) {

@@ -266,6 +266,50 @@ TEST_F(Grad, ActivationDerivativesAreOneNodeInF32AndAChainInF16) {
   }
 }
 
+// A parameter read by a matmul at every step of a window gets its gradient from one matmul over
+// the steps' rows stacked, not a small matmul and an add per step.
+TEST_F(Grad, WeightGradientOverStepsIsOneStackedProduct) {
+  Tensor w = randn({8, 5}).requires_grad_();
+  Tensor u = randn({5, 8}).requires_grad_(); // read untransposed: x @ u
+  Tensor xs = randn({6, 3, 5});
+  eval(w, u, xs);
+  Tensor loss;
+  for (int64_t t = 0; t < 6; ++t) {
+    Tensor x = reshape(slice(xs, 0, t, t + 1), {3, 5});
+    Tensor y = tanh(matmul(x, transpose(w, 0, 1))) + sigmoid(matmul(x, u));
+    loss = loss.defined() ? loss + sum(y * y) : sum(y * y);
+  }
+  eval(loss); // the forward, so that the evaluation below is the backward alone
+  std::vector<Tensor> g = grad(loss, {w, u});
+  reset_stats();
+  eval(g[0], g[1]);
+  EXPECT_EQ(stats().gemms_run, 2) << "one product per parameter over the 6 steps";
+  // against the per-step sum in double on the host
+  std::vector<float> xv = xs.to_vector<float>(), wv = w.to_vector<float>(),
+                     uv = u.to_vector<float>(), gw = g[0].to_vector<float>(),
+                     gu = g[1].to_vector<float>();
+  std::vector<double> ww(40, 0), wu(40, 0);
+  for (int r = 0; r < 18; ++r) {
+    const float* x = &xv[r * 5];
+    for (int o = 0; o < 8; ++o) {
+      double a = 0, b = 0;
+      for (int k = 0; k < 5; ++k) {
+        a += double(x[k]) * wv[o * 5 + k];
+        b += double(x[k]) * uv[k * 8 + o];
+      }
+      const double ta = std::tanh(a), sb = 1 / (1 + std::exp(-b)), y = ta + sb;
+      for (int k = 0; k < 5; ++k) {
+        ww[o * 5 + k] += 2 * y * (1 - ta * ta) * x[k];
+        wu[k * 8 + o] += 2 * y * sb * (1 - sb) * x[k];
+      }
+    }
+  }
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_NEAR(gw[i], ww[i], 1e-4 * std::max(1.0, std::fabs(ww[i]))) << i;
+    EXPECT_NEAR(gu[i], wu[i], 1e-4 * std::max(1.0, std::fabs(wu[i]))) << i;
+  }
+}
+
 TEST_F(Grad, ChunkGradientsArePlacedByOneConcat) {
   Tensor x = randn({2, 8}).requires_grad_();
   eval(x);
