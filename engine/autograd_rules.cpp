@@ -196,8 +196,9 @@ Tensor reduce_rule(const GradRecord& r, const Tensor& out, const Tensor& g) {
 // d(a @ b): g @ b^T and a^T @ g. An operand that is the transpose of a matrix that requires
 // grad (nn::Linear's `x @ W^T`) gets the gradient of that matrix instead, `g^T a` (see
 // gradient_target): as `(a^T g)^T`, a matmul read through a view, it would be a kernel of its
-// own at every step; as a plain product the weight gradients of a step over time sum in a few
-// kernels. The ops recorded do not depend on what is realized, so lazy and eager round alike.
+// own at every step. A parameter's product is usually taken as factors by grad() instead
+// (StackedProducts, autograd.cpp) and skipped here. The ops recorded do not depend on what is
+// realized, so lazy and eager round alike.
 llvm::SmallVector<Tensor, 3> matmul_rule(const GradRecord& r, const Tensor& g, unsigned skip) {
   const Tensor& a = r.inputs[0].value;
   const Tensor& b = r.inputs[1].value;
