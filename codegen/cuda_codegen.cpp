@@ -39,7 +39,6 @@ CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const C
   src.name = fmt::format("{}{}{}_sm{}_{:06x}", readable,
                          v.vec ? fmt::format("_v{}", elems_per_vec(k)) : std::string(),
                          v.index32 ? "" : "_i64", t.arch, fnv1a64(src.key) & 0xffffff);
-  CgPlan pl = cuda_make_plan(k, {});
   bool rand = false;
   for (const TapeInst& in : k.tape)
     rand |= in.op == OpCode::rand_uniform || in.op == OpCode::rand_normal;
@@ -53,6 +52,11 @@ CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const C
   if (half) s += cg::half_preamble();
   s += cg::preamble();
   if (rand) s += kPhiloxSource;
+  if (k.segmented()) {
+    src.source = s + render_segmented(k, v, src.name);
+    return src;
+  }
+  CgPlan pl = cuda_make_plan(k, {});
   s += params_decl(pl);
   CudaVariant rv = v;
   if (t.arch < 90) rv.dot_cluster = 1; // thread-block clusters are sm_90+
@@ -69,7 +73,8 @@ std::vector<std::byte> pack_params(const FusedKernel& k, const CudaVariant& v,
 }
 
 ParamTemplate param_template(const FusedKernel& k, const CudaVariant& v) {
-  (void)v; // every variant of a kernel takes the same Params
+  if (k.segmented()) return segmented_param_template(k, v); // its Params hold block counts
+  // Every variant of an unsegmented kernel takes the same Params.
   CgPlan pl = cuda_make_plan(k, {});
   ParamTemplate t;
   t.bytes.resize(pl.fields.size() * 8);

@@ -75,6 +75,9 @@ struct CudaVariant {
   // (16, 4 or 1 of them); dot_cluster blocks split K as in the dot layout.
   // 0: not this layout.
   int gemm_tile = 0;
+  // A segmented kernel (FusedKernel::segments): each segment's variant of the elementwise
+  // layout, in order; the fields above are unused but index32 (the same in every segment).
+  std::vector<CudaVariant> segments;
 };
 
 /// The CUDA layouts: how a kernel's elements map to blocks and threads. A kernel and variant

@@ -138,7 +138,7 @@ bool out_contiguous(const FusedKernel& k, const KernelOutput& o);
 /// given: 0, all a renderer needs).
 CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base);
 /// `struct Params` declared from the plan's fields, and a static_assert of its size.
-std::string params_decl(const CgPlan& pl);
+std::string params_decl(const CgPlan& pl, const std::string& type = "Params");
 
 // ---- source emission -------------------------------------------------------------------------
 
@@ -149,6 +149,9 @@ public:
   Emitter(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl) : k_(k), v_(v), pl_(pl) {}
 
   std::string run(const std::string& name);
+  /// The elementwise layout as `static __device__ void fn(const params_type& p, unsigned blk,
+  /// unsigned nblk)`: block blk of nblk (one segment of a segmented kernel). No idx_t typedef.
+  std::string run_segment(const std::string& fn, const std::string& params_type);
 
 private:
   using M = CgOperand::Mode;
@@ -286,8 +289,21 @@ private:
   const CgPlan& pl_;
   std::string s_;
   bool hoisted_ = false;
+  // The block's index and the grid's size in blocks as the elementwise layout reads them.
+  const char* block_index_ = "blockIdx.x";
+  const char* grid_blocks_ = "gridDim.x";
   const std::vector<bool>* hoist_ = nullptr; // reduce: row constants, emitted once per row
 };
+
+// ---- segmented kernels (layouts/segmented.cpp): FusedKernel::segments -----------------------
+
+/// Each segment's variant of the elementwise layout (index widths made equal: one idx_t).
+CudaVariant choose_segmented(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
+                             const CudaTarget& t);
+CudaLaunch launch_segmented(const FusedKernel& k, const CudaVariant& v);
+/// Every segment's Params and device function, the Params of the kernel and the kernel.
+std::string render_segmented(const FusedKernel& k, const CudaVariant& v, const std::string& name);
+ParamTemplate segmented_param_template(const FusedKernel& k, const CudaVariant& v);
 
 /// The kernel function `name`, to follow the preambles and params_decl(pl) in the source.
 std::string render_kernel(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl,

@@ -45,6 +45,17 @@ std::string Emitter::run(const std::string& name) {
   return std::move(s_);
 }
 
+std::string Emitter::run_segment(const std::string& fn, const std::string& params_type) {
+  line(0, fmt::format("static __device__ __forceinline__ void {}(const {}& p, unsigned blk, "
+                      "unsigned nblk) {{",
+                      fn, params_type));
+  block_index_ = "blk";
+  grid_blocks_ = "nblk";
+  elementwise_body();
+  line(0, "}");
+  return std::move(s_);
+}
+
 // Hoisted loads of scalar inputs: s<j>, one element each (elementwise only: a reduction over
 // an empty dim runs with no element to read).
 void Emitter::scalars(int ind) {

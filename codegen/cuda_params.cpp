@@ -181,8 +181,8 @@ CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
   return pl;
 }
 
-std::string params_decl(const CgPlan& pl) {
-  std::string s = "struct Params {\n";
+std::string params_decl(const CgPlan& pl, const std::string& type) {
+  std::string s = "struct " + type + " {\n";
   for (const CgField& f : pl.fields) {
     const char* t = f.type == CgField::Type::i64   ? "long long"
                     : f.type == CgField::Type::u64 ? "unsigned long long"
@@ -191,7 +191,7 @@ std::string params_decl(const CgPlan& pl) {
     s += fmt::format("  {} {};\n", t, f.name);
   }
   s += "};\n";
-  s += fmt::format("static_assert(sizeof(Params) == {}, \"Params layout\");\n",
+  s += fmt::format("static_assert(sizeof({}) == {}, \"Params layout\");\n", type,
                    8 * pl.fields.size());
   return s;
 }

@@ -59,6 +59,11 @@ int64_t reach(const Shape& shape, const Shape& strides) {
 // layout's rows per step and the outputs' contiguity are derived from k and v, but are in the
 // key text so that disk caches tell apart kernels from before they existed.
 template <class Sink> void visit_variant(const FusedKernel& k, const CudaVariant& v, Sink& s) {
+  if (k.segmented()) { // the segments' variants in order
+    for (int i = 0; i < static_cast<int>(k.segments.size()); ++i)
+      visit_variant(k.segment(i), v.segments[i], s);
+    return;
+  }
   s.field(' ', 0, [] { return std::string("|"); });
   int64_t outc_bits = 0;
   for (size_t i = 0; i < k.outputs.size(); ++i)
@@ -115,6 +120,7 @@ CudaLayout layout_of(const FusedKernel& k, const CudaVariant& v) {
 
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                            const CudaTarget& t) {
+  if (k.segmented()) return choose_segmented(k, slot_base, t);
   CudaVariant v;
   const int64_t blocks = 2 * int64_t(std::max(1, t.sm_count)); // about two per SM
   // 32-bit indices: the flat index plus a grid-stride step, and every offset, fit in int32.
@@ -141,6 +147,7 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
 }
 
 CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
+  if (k.segmented()) return launch_segmented(k, v);
   switch (layout_of(k, v)) {
   case CudaLayout::elementwise:
     return launch_elementwise(k, v, t);

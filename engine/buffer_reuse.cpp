@@ -45,10 +45,14 @@ struct Holders {
   Device device;
 };
 
-bool reads_slot_only_as(const FusedKernel& k, int slot, const KernelOutput& o) {
+bool reads_slot_only_as(const FusedKernel& k, int slot, int out) {
+  const KernelOutput& o = k.outputs[out];
   for (int j = 0; j < static_cast<int>(k.inputs.size()); ++j) {
     const KernelInput& in = k.inputs[j];
     if (in.slot != slot) continue;
+    // Another segment of a segmented kernel runs concurrently with o's: it must not read what
+    // o overwrites.
+    if (k.segmented() && k.segment_of_input(j) != k.segment_of_output(out)) return false;
     // A dot operand is read along K: other elements' values, possibly already overwritten.
     if (in.strides != o.strides || in.offset != o.offset ||
         itemsize(in.dtype) != itemsize(o.dtype) || k.dot_operand(j))
@@ -83,19 +87,8 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
 
   std::vector<Slot>& slots = sched.slots;
   std::vector<int> last_read(slots.size(), -1);
-  for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i) {
-    const Step& st = sched.steps[i];
-    if (const GemmStep* g = st.gemm()) {
-      last_read[g->a_slot] = last_read[g->b_slot] = i;
-    } else if (const TransferStep* t = st.transfer()) {
-      last_read[t->src_slot] = i;
-    } else if (const IndexStep* x = st.index()) {
-      last_read[x->x_slot] = last_read[x->index_slot] = i;
-      if (x->src_slot >= 0) last_read[x->src_slot] = i;
-    } else {
-      for (const KernelInput& in : st.kernel()->kernel.inputs) last_read[in.slot] = i;
-    }
-  }
+  for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i)
+    for_each_read(sched.steps[i], [&](int slot) { last_read[slot] = i; });
 
   std::vector<bool> donated(slots.size(), false);
   for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i) {
@@ -109,8 +102,8 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
       // A concat piece written into its slice of the concat (kernel_builder.cpp) is not o's
       // whole value.
       if (out.producer < 0 || !contains(st.realizes, out.producer) || o.offset != 0 ||
-          o.strides != contiguous_strides(k.shape) || out.bytes == 0 ||
-          out.bytes != static_cast<size_t>(k.shape.numel()) * itemsize(o.dtype))
+          o.strides != contiguous_strides(k.output_space(oi)) || out.bytes == 0 ||
+          out.bytes != static_cast<size_t>(k.output_space(oi).numel()) * itemsize(o.dtype))
         continue;
       for (int ii = 0; ii < static_cast<int>(k.inputs.size()); ++ii) {
         int s = k.inputs[ii].slot;
@@ -118,7 +111,7 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
         if (!b || donated[s] || last_read[s] != i || b->bytes != out.bytes) continue;
         auto h = holders.find(b);
         if (h == holders.end() || h->second.survives || h->second.device != st.device ||
-            b->use_count() != h->second.nodes || !reads_slot_only_as(k, s, o))
+            b->use_count() != h->second.nodes || !reads_slot_only_as(k, s, oi))
           continue;
         donated[s] = true;
         ks->in_place.push_back({oi, ii});

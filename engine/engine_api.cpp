@@ -84,6 +84,13 @@ SmallMatmul small_matmul() {
   return static_cast<SmallMatmul>(detail::engine().small_matmul);
 }
 
+void set_group_launches(bool on) {
+  detail::engine().group_launches = on; // part of every plan key
+}
+bool group_launches() {
+  return detail::engine().group_launches;
+}
+
 void set_plan_cache_limit(int64_t max_plans) {
   if (max_plans < 0)
     throw Error(fmt::format("[set_plan_cache_limit] the limit must be >= 0, got {}", max_plans));

@@ -27,6 +27,9 @@ struct EngineState {
   // 0 never (always BLAS), 1 on CUDA devices, 2 on every device (tests: the CPU interpreter
   // runs them too). KILN_SMALL_MATMUL=0 turns them off for A/B measurements.
   int small_matmul = 1;
+  // Sink kernels launched as one segmented kernel (engine/horizontal_fusion.cpp;
+  // KILN_GROUP_LAUNCHES).
+  bool group_launches = true;
   // Adaptive batching (engine/adaptive_flush.cpp): every this many pending nodes, flush early if
   // the device is idle (KILN_IDLE_FLUSH; 0 never). The next check is at next_idle_check nodes.
   int64_t idle_flush_nodes = 64;

@@ -62,9 +62,21 @@ void dump_kernel(std::string& out, const FusedKernel& k) {
     const KernelOutput& o = k.outputs[i];
     out += fmt::format("    out{} = v{} {}{} -> {}", i, o.value, dtype_name(o.dtype),
                        o.reduced ? " (one per row)" : "", name(o.origin));
-    if (o.offset != 0 || (!o.reduced && o.strides != contiguous_strides(k.shape)))
+    if (o.offset != 0 || (!o.reduced && o.strides != contiguous_strides(k.output_space(i))))
       out += fmt::format(" at strides {} offset {}", o.strides.str(), o.offset);
     out += "\n";
+  }
+}
+
+// A segmented kernel's segments, each numbered as a kernel of its own.
+void dump_segments(std::string& out, const FusedKernel& k) {
+  if (!k.segmented()) return dump_kernel(out, k);
+  out += fmt::format("    {} segments launched together, nothing read between them:\n",
+                     k.segments.size());
+  for (int s = 0; s < static_cast<int>(k.segments.size()); ++s) {
+    const FusedKernel seg = k.segment(s);
+    out += fmt::format("  segment {} over {}: {} op(s)\n", s, seg.shape.str(), seg.compute_ops());
+    dump_kernel(out, seg);
   }
 }
 
@@ -96,12 +108,17 @@ std::string dump_schedule(const Schedule& s) {
                          i, kernel_name(k),
                          k.kind == FusedKernel::Kind::reduce ? "reduction" : "elementwise",
                          k.shape.str(), st.device.str(), k.compute_ops(), st.fused.size());
-      dump_kernel(out, k);
-      for (const KernelStep::InPlace& r : st.kernel()->in_place)
-        out += fmt::format("    in place: out{} ({}) is written into the buffer of in{} ({}), "
+      dump_segments(out, k);
+      for (const KernelStep::InPlace& r : st.kernel()->in_place) {
+        // Segments are numbered as kernels of their own.
+        const int seg = k.segment_of_output(r.output);
+        const KernelSegment first = seg == 0 ? KernelSegment{} : k.segments[seg - 1];
+        out += fmt::format("    in place: {}out{} ({}) is written into the buffer of in{} ({}), "
                            "whose last reference dies with this evaluation\n",
-                           r.output, name(k.outputs[r.output].origin), r.input,
-                           name(k.inputs[r.input].origin));
+                           k.segmented() ? fmt::format("segment {} ", seg) : std::string(),
+                           r.output - first.outputs_end, name(k.outputs[r.output].origin),
+                           r.input - first.inputs_end, name(k.inputs[r.input].origin));
+      }
     }
     for (const Note& n : st.notes)
       out += fmt::format("    why: {} {}: {}\n", name(n.value),

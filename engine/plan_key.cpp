@@ -99,7 +99,9 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
   for (size_t i = 0; i < w.nodes.size(); ++i) w.nodes[i]->walk_index = static_cast<uint32_t>(i);
 
   std::vector<uint64_t>& k = w.key;
-  k.push_back(static_cast<uint64_t>(engine().small_matmul)); // changes how matmuls are planned
+  // Both change how the same graph is planned.
+  k.push_back(static_cast<uint64_t>(engine().small_matmul) | uint64_t(engine().group_launches)
+                                                                 << 8);
   FirstHolders buffers;
   for (Node* n : w.nodes) {
     const bool realized = n->realized();

@@ -13,8 +13,10 @@
 // 4. build     each group's FusedKernel (kernel_builder.cpp). Views and broadcasts become index
 //              maps on the loads. If a view cannot be expressed that way the builder asks for
 //              one more node to be marked, and planning starts again from step 3;
-// Steps come out in dependency order (see build_all). Then buffer_reuse.cpp lets outputs take
-// over input buffers whose last reference dies with this evaluation.
+// Steps come out in dependency order (see build_all). Then horizontal_fusion.cpp launches the
+// elementwise kernels whose outputs no later step reads as one segmented kernel, and
+// buffer_reuse.cpp lets outputs take over input buffers whose last reference dies with this
+// evaluation.
 //
 // Each pass is one function over explicit data (planner_impl.h): the PlanGraph (an Info per
 // pending node: marks, reasons, groups), the groups, the Schedule. Files: mark.cpp (1, 2),
@@ -50,6 +52,7 @@ Schedule plan(const Walk& w) {
     after(pg, groups, "group");
     std::variant<Schedule, Retry> built = build_all(pg, groups);
     if (Schedule* s = std::get_if<Schedule>(&built)) {
+      if (engine().group_launches) fuse_sink_kernels(*s);
       reuse_buffers(pg, *s);
       return std::move(*s);
     }

@@ -98,6 +98,9 @@ std::vector<Group> group_all(PlanGraph& pg);
 /// Every group's step, in dependency order, or a node that must be written first
 /// (kernel_builder.cpp).
 std::variant<Schedule, Retry> build_all(PlanGraph& pg, const std::vector<Group>& groups);
+/// Launch the elementwise kernels whose outputs no later step reads as one segmented kernel per
+/// device (horizontal_fusion.cpp).
+void fuse_sink_kernels(Schedule& s);
 /// Let elementwise outputs take over input buffers whose last reference dies with this
 /// evaluation (buffer_reuse.cpp).
 void reuse_buffers(const PlanGraph& pg, Schedule& s);

@@ -63,6 +63,22 @@ struct Step {
   const IndexStep* index() const { return std::get_if<IndexStep>(&work); }
 };
 
+/// Calls f(slot) for every slot step `st` reads (a slot read twice: twice).
+template <class F> void for_each_read(const Step& st, F&& f) {
+  if (const GemmStep* g = st.gemm()) {
+    f(g->a_slot);
+    f(g->b_slot);
+  } else if (const TransferStep* t = st.transfer()) {
+    f(t->src_slot);
+  } else if (const IndexStep* x = st.index()) {
+    f(x->x_slot);
+    f(x->index_slot);
+    if (x->src_slot >= 0) f(x->src_slot);
+  } else {
+    for (const KernelInput& in : st.kernel()->kernel.inputs) f(in.slot);
+  }
+}
+
 /// A constant node's value in a kernel's tape. The plan key leaves constants' values out, so a
 /// scalar that changes every step (a learning rate) reuses the plan; each run writes the
 /// values of its own constant nodes into the tapes it will run.

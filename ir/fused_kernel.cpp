@@ -41,6 +41,43 @@ bool FusedKernel::dot_operand(int j) const {
                      [j](const KernelDot& d) { return d.a == j || d.b == j; });
 }
 
+FusedKernel FusedKernel::segment(int s) const {
+  const KernelSegment& seg = segments[s];
+  const KernelSegment begin = s == 0 ? KernelSegment{} : segments[s - 1];
+  FusedKernel k;
+  k.kind = kind;
+  k.shape = seg.shape;
+  k.inputs.assign(inputs.begin() + begin.inputs_end, inputs.begin() + seg.inputs_end);
+  k.tape.assign(tape.begin() + begin.tape_end, tape.begin() + seg.tape_end);
+  for (TapeInst& t : k.tape) {
+    if (t.op == OpCode::load) {
+      t.a -= begin.inputs_end;
+      continue;
+    }
+    for (int* v : {&t.a, &t.b, &t.c})
+      if (*v >= 0) *v -= begin.tape_end;
+  }
+  k.outputs.assign(outputs.begin() + begin.outputs_end, outputs.begin() + seg.outputs_end);
+  for (KernelOutput& o : k.outputs) o.value -= begin.tape_end;
+  return k;
+}
+
+int FusedKernel::segment_of_output(int o) const {
+  for (size_t s = 0; s < segments.size(); ++s)
+    if (o < segments[s].outputs_end) return static_cast<int>(s);
+  return 0;
+}
+
+int FusedKernel::segment_of_input(int j) const {
+  for (size_t s = 0; s < segments.size(); ++s)
+    if (j < segments[s].inputs_end) return static_cast<int>(s);
+  return 0;
+}
+
+const Shape& FusedKernel::output_space(int o) const {
+  return segmented() ? segments[segment_of_output(o)].shape : shape;
+}
+
 const char* index_class_name(IndexClass c) {
   switch (c) {
   case IndexClass::contiguous:

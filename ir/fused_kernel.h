@@ -80,14 +80,36 @@ struct KernelDot {
   int same_k = 0;
 };
 
+/// One iteration space of a segmented kernel (FusedKernel::segments): its inputs, tape
+/// instructions and outputs are the ranges of the kernel's lists that end where this segment's
+/// `*_end` say and begin where the previous segment's end (the first segment's at 0).
+struct KernelSegment {
+  Shape shape;
+  int inputs_end = 0, tape_end = 0, outputs_end = 0;
+};
+
 struct FusedKernel {
   enum class Kind : uint8_t { elementwise, reduce } kind = Kind::elementwise;
-  Shape shape; // iteration space
+  Shape shape; // iteration space; a segmented kernel: {total elements of its segments}
   std::vector<KernelInput> inputs;
   std::vector<TapeInst> tape;
   std::vector<KernelOutput> outputs;
   uint32_t reduce_axes = 0;    // reduce: bitmask over `shape`
   std::vector<KernelDot> dots; // elementwise only
+  // Horizontal fusion: independent elementwise kernels without dots, each over its own
+  // iteration space, launched as one (a parameter group's optimizer updates). Empty: one
+  // space, `shape`. Operand, value and input indices are the kernel's (global); segment()
+  // gives one segment as a kernel of its own. The segments run in any order, concurrently.
+  std::vector<KernelSegment> segments;
+
+  bool segmented() const { return !segments.empty(); }
+  /// Segment s of a segmented kernel as a kernel of its own (indices renumbered from 0).
+  FusedKernel segment(int s) const;
+  /// The segment whose outputs include output o, inputs input j (0 for an unsegmented kernel).
+  int segment_of_output(int o) const;
+  int segment_of_input(int j) const;
+  /// The iteration space output o is stored over.
+  const Shape& output_space(int o) const;
 
   /// Whether input j is an operand of a dot (read along K, not at its own index only).
   bool dot_operand(int j) const;

@@ -14,6 +14,16 @@ namespace kiln::detail {
 namespace {
 
 template <class Sink> void visit_identity(const FusedKernel& k, Sink& s) {
+  if (k.segmented()) { // the segments' identities in order
+    s.field(0, 2, [&] { return fmt::format("seg{}", k.segments.size()); });
+    s.count(k.segments.size());
+    for (int i = 0; i < static_cast<int>(k.segments.size()); ++i) {
+      s.field(' ', 0, [] { return std::string("{"); });
+      visit_identity(k.segment(i), s);
+      s.field(0, 0, [] { return std::string("}"); });
+    }
+    return;
+  }
   const bool reduce = k.kind == FusedKernel::Kind::reduce;
   s.field(0, reduce, [&] { return std::string(reduce ? "reduce" : "ew"); });
   s.field(' ', k.shape.size(), [&] { return fmt::format("r{}", k.shape.size()); });
@@ -76,6 +86,7 @@ std::string kernel_name(const FusedKernel& k) {
 
 std::string kernel_name(const FusedKernel& k, const std::string& key) {
   std::string name = "kiln";
+  if (k.segmented()) name += fmt::format("_seg{}", k.segments.size());
   int shown = 0;
   for (const TapeInst& t : k.tape) {
     if (t.op == OpCode::load || t.op == OpCode::constant) continue;

@@ -67,8 +67,8 @@ CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const 
 
 void Emitter::elementwise_body() {
   line(1, "const idx_t n = (idx_t)p.n;");
-  line(1, "const idx_t tid = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");
-  line(1, "const idx_t stride = (idx_t)gridDim.x * blockDim.x;");
+  line(1, fmt::format("const idx_t tid = (idx_t){} * blockDim.x + threadIdx.x;", block_index_));
+  line(1, fmt::format("const idx_t stride = (idx_t){} * blockDim.x;", grid_blocks_));
   scalars(1);
   std::string start = "tid";
   if (v_.vec) {

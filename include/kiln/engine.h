@@ -91,6 +91,12 @@ bool launch_thread();
 enum class SmallMatmul { blas, on_gpu, everywhere };
 void set_small_matmul(SmallMatmul mode);
 SmallMatmul small_matmul();
+/// Grouped launches: the elementwise kernels of an evaluation whose results nothing in it reads
+/// (an optimizer's per-parameter updates, each over its own shape) run as one kernel with a
+/// segment per kernel, instead of one launch each. On by default; off for A/B measurements
+/// (env KILN_GROUP_LAUNCHES=0). Results are the same bits either way.
+void set_group_launches(bool on);
+bool group_launches();
 void set_plan_cache_limit(int64_t max_plans);
 
 struct Stats {

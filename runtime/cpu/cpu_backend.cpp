@@ -63,7 +63,10 @@ public:
   }
 
   void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) override {
-    if (k.kind == FusedKernel::Kind::reduce)
+    if (k.segmented()) // one after the other: each is parallel over its own elements
+      for (int s = 0; s < static_cast<int>(k.segments.size()); ++s)
+        cpu::run_elementwise(k.segment(s), buffers);
+    else if (k.kind == FusedKernel::Kind::reduce)
       cpu::run_reduce(k, buffers);
     else
       cpu::run_elementwise(k, buffers);

@@ -204,10 +204,11 @@ std::vector<Job> catalogue_jobs(const std::vector<FusedKernel>& all, size_t& uni
   sm80 = 0;
   const std::vector<void*> aligned_bases(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
   for (auto& [key, k] : unique) {
-    // Kernels with dot products only in a layout launches choose (dot or GEMM tile).
+    // Kernels with dot products only in a layout launches choose (dot or GEMM tile), segmented
+    // kernels in the variants their segments' launches choose.
     const bool dots = !k.dots.empty();
-    const CudaVariant base =
-        dots ? choose_variant(k, aligned_bases, target()) : CudaVariant{true, vec_possible(k)};
+    const CudaVariant base = dots || k.segmented() ? choose_variant(k, aligned_bases, target())
+                                                   : CudaVariant{true, vec_possible(k)};
     CudaVariant wide = base, plain = base; // 64-bit indices; for sm_80 without vectors
     wide.index32 = wide.vec = false;
     plain.vec = false;
