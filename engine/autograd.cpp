@@ -179,6 +179,46 @@ private:
   llvm::DenseMap<Node*, Factors> factors_;
 };
 
+// A parameter's gradient summed over the steps of a recurrence where an add broadcasts it over
+// leading dims (an RNN's biases over a window): each step's contribution is kept as its rows
+// (g as [rows, parameter elements]), and the gradient is one reduction over every step's rows
+// stacked, sum(concat(rows), 0), instead of a reduction and an add per step. The stack is the
+// same concat as the weights' stacked products (StackedProducts' P), which CSE then shares.
+class StackedSums {
+public:
+  /// Whether r's contribution to input i, a parameter broadcast over g's leading dims, was taken.
+  bool take(const GradRecord& r, unsigned i, const Tensor& g) {
+    const GradInput& in = r.inputs[i];
+    if (r.op != OpCode::add || !in.requires_grad || in.scalar_operand ||
+        in.value.node()->grad_record || in.dtype != g.dtype())
+      return false;
+    const Shape& to = in.shape;
+    const Shape& s = g.shape();
+    const int lead = s.size() - to.size();
+    if (to.size() == 0 || lead < 1) return false;
+    for (int d = 0; d < to.size(); ++d)
+      if (s[lead + d] != to[d]) return false; // broadcast within: unbroadcast's sum
+    const int64_t cols = to.numel();
+    Tensor rows = s.size() == 2 ? g : reshape(g, {s.numel() / std::max<int64_t>(cols, 1), cols});
+    std::vector<Tensor>& list = rows_[in.value.node()];
+    if (!list.empty() && list[0].shape()[1] != cols) return false;
+    list.push_back(rows);
+    return true;
+  }
+  /// The sum of the rows taken for `n`, shaped as n (undefined without any).
+  Tensor sum(Node* n) {
+    auto it = rows_.find(n);
+    if (it == rows_.end()) return Tensor();
+    const std::vector<Tensor>& list = it->second;
+    Tensor all = list.size() == 1 ? list[0] : concat(list, 0);
+    rows_.erase(it);
+    return reshape(kiln::sum(all, {0}), n->shape());
+  }
+
+private:
+  llvm::DenseMap<Node*, std::vector<Tensor>> rows_;
+};
+
 bool is_slice(const GradRecord& r) {
   return r.op == OpCode::view && r.attrs.view.kind == ViewPrim::Kind::slice &&
          r.inputs[0].requires_grad;
@@ -203,11 +243,13 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
   llvm::DenseMap<Node*, Tensor> grads;
   SliceGrads slices;
   StackedProducts products;
+  StackedSums sums;
   // n's gradient once every consumer has contributed (they all come before n in `order`).
   auto complete = [&](Node* n) -> Tensor {
     Tensor& acc = grads[n];
     if (Tensor s = slices.take(n); s.defined()) acc = acc.defined() ? acc + s : s;
     if (Tensor s = products.sum(n); s.defined()) acc = acc.defined() ? acc + s : s;
+    if (Tensor s = sums.sum(n); s.defined()) acc = acc.defined() ? acc + s : s;
     return acc;
   };
   {
@@ -223,7 +265,9 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
         continue;
       }
       restore_scalar_operands(r);
-      const unsigned taken = products.take(r, g) ? 2u : 0u; // input 1's contribution
+      unsigned taken = products.take(r, g) ? 2u : 0u; // input 1's contribution
+      for (unsigned i = 0; i < r.inputs.size() && r.op == OpCode::add; ++i)
+        if (sums.take(r, i, g)) taken |= 1u << i;
       llvm::SmallVector<Tensor, 3> in_grads = backward_rule(r, handle_to(n), g, taken);
       drop_scalar_operands(r);
       for (size_t i = 0; i < r.inputs.size(); ++i) {

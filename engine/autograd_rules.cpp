@@ -103,7 +103,8 @@ Tensor extreme_share(OpCode op, const Tensor& a, const Tensor& b, bool b_scalar,
   return where(is_max ? a > b : a < b, g, where(a == b, g * 0.5, 0.0));
 }
 
-llvm::SmallVector<Tensor, 3> binary_rule(const GradRecord& r, const Tensor& out, const Tensor& g) {
+llvm::SmallVector<Tensor, 3> binary_rule(const GradRecord& r, const Tensor& out, const Tensor& g,
+                                         unsigned skip) {
   const Tensor& a = r.inputs[0].value;
   const Tensor& b = r.inputs[1].value;
   Tensor ga, gb;
@@ -135,8 +136,9 @@ llvm::SmallVector<Tensor, 3> binary_rule(const GradRecord& r, const Tensor& out,
     fail("grad", "no gradient rule for {}", op_name(r.op));
   }
   llvm::SmallVector<Tensor, 3> grads(2);
-  if (r.inputs[0].requires_grad) grads[0] = unbroadcast(ga, r.inputs[0].shape);
-  if (r.inputs[1].requires_grad) grads[1] = unbroadcast(gb, r.inputs[1].shape);
+  for (unsigned i = 0; i < 2; ++i)
+    if (r.inputs[i].requires_grad && !(skip & (1u << i)))
+      grads[i] = unbroadcast(i == 0 ? ga : gb, r.inputs[i].shape);
   return grads;
 }
 
@@ -270,7 +272,7 @@ llvm::SmallVector<Tensor, 3> backward_rule(const GradRecord& r, const Tensor& ou
   case OpKind::Reduce:
     return {reduce_rule(r, out, g)};
   case OpKind::Binary:
-    return binary_rule(r, out, g);
+    return binary_rule(r, out, g, skip);
   case OpKind::Ternary: {
     const Tensor& cond = x.value;
     llvm::SmallVector<Tensor, 3> grads(3);

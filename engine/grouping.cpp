@@ -128,16 +128,18 @@ void merge_first_readers(PlanGraph& pg, std::vector<Group>& groups, Node* n,
 }
 
 // The elementwise kernels computing pieces of one concat over one space become one kernel,
-// which writes every piece into its slice of the concat (kernel_builder.cpp).
+// which writes every piece into its slice of the concat (kernel_builder.cpp). A piece that is
+// a view (a reshape) is computed by its root's kernel.
 void merge_concat_pieces(PlanGraph& pg, std::vector<Group>& groups) {
+  auto computed = [&](Node* x) { return pg.info(x->op == OpCode::view ? view_root(x) : x); };
   for (Info& in : pg.infos) {
     if (in.n->op != OpCode::concat) continue;
     for (Node* x : in.n->inputs) { // each piece's shape in turn: merging renumbers groups
-      Info* xi = pg.info(x);
+      Info* xi = computed(x);
       if (!xi || xi->group < 0 || groups[xi->group].kind != Group::Kind::elementwise) continue;
       llvm::SmallVector<int, 4> gs;
       for (Node* y : in.n->inputs) {
-        Info* yi = pg.info(y);
+        Info* yi = computed(y);
         if (yi && yi->group >= 0 && groups[yi->group].kind == Group::Kind::elementwise &&
             groups[yi->group].shape == groups[xi->group].shape &&
             std::find(gs.begin(), gs.end(), yi->group) == gs.end())

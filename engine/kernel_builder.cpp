@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
 #include <tuple>
 
 namespace kiln::detail {
@@ -42,12 +43,15 @@ struct StepBuilder {
   llvm::DenseMap<Node*, int> slot_of;          // node (root or realized leaf) -> slot
   llvm::DenseMap<Buffer*, int> slot_of_buffer; // realized leaves share their buffer's slot
   // Concat pieces written by their own kernel straight into their slice of the concat's buffer
-  // (no copy): piece -> the concat and the piece's offset in elements.
+  // (no copy): the written node -> the concat, and the offset (elements) and strides its
+  // output takes; and the concat inputs so written (the node itself or a reshape of it).
   struct Slice {
     Node* concat;
     int64_t offset;
+    Shape strides;
   };
   llvm::DenseMap<Node*, Slice> slices;
+  llvm::DenseSet<Node*> written_pieces;
   llvm::DenseMap<Node*, int> last_writer; // concat -> the last step that wrote a piece of it
 
   void plan_slices();
@@ -418,9 +422,27 @@ private:
 
 } // namespace
 
+namespace {
+
+// Whether view x reads all of its root, in order: a reshape (possibly of a reshape).
+bool whole_reshape(const Node* x, const Node* root) {
+  return x->layout.offset == 0 && x->layout.strides == contiguous_strides(x->shape()) &&
+         x->shape().numel() == root->shape().numel();
+}
+
+// Whether the slice of concat c at dim `dim` is one contiguous block of its buffer.
+bool contiguous_slice(const Node* c) {
+  for (int d = 0; d < c->dim; ++d)
+    if (c->shape()[d] != 1) return false;
+  return true;
+}
+
+} // namespace
+
 // A concat piece computed by an elementwise kernel, read by nothing else and held by no handle,
 // is written by that kernel into its slice of the concat's buffer instead of into a buffer of
-// its own that a copy kernel then reads.
+// its own that a copy kernel then reads. So is a piece that is a reshape of such a value, where
+// the slice is one contiguous block: the value is written there in its own order.
 void StepBuilder::plan_slices() {
   for (Info& in : pg.infos) {
     Node* c = in.n;
@@ -430,14 +452,21 @@ void StepBuilder::plan_slices() {
     for (Node* x : c->inputs) {
       const int64_t offset = at * strides[c->dim];
       at += x->shape()[c->dim];
+      Node* r = x;
+      if (x->op == OpCode::view) {
+        r = view_root(x);
+        if (x->uses != 1 || x->handles != 0 || !whole_reshape(x, r) || !contiguous_slice(c))
+          continue;
+      }
       // Its kernel must be built before the concat's (a higher group index).
-      Info* xi = info(x);
-      if (!xi || xi->reason != Why::concat_input || x->uses != 1 || x->handles != 0 ||
-          x->dtype != c->dtype || x->device != c->device || x->op == OpCode::view ||
-          op_kind(x->op) == OpKind::Reduce || xi->group <= info(c)->group ||
-          groups[xi->group].kind != Group::Kind::elementwise)
+      Info* ri = info(r);
+      if (!ri || ri->reason != Why::concat_input || r->uses != 1 || r->handles != 0 ||
+          r->dtype != c->dtype || r->device != c->device || r->op == OpCode::view ||
+          op_kind(r->op) == OpKind::Reduce || ri->group <= info(c)->group ||
+          groups[ri->group].kind != Group::Kind::elementwise)
         continue;
-      slices[x] = {c, offset};
+      slices[r] = {c, offset, r == x ? strides : contiguous_strides(r->shape())};
+      written_pieces.insert(x);
     }
   }
 }
@@ -458,9 +487,7 @@ KernelOutput StepBuilder::output_for(Step& st, Node* root, int v, const Shape& s
     st.writes.push_back(slot); // the first step that writes a piece allocates the concat
   st.fused.push_back(static_cast<int>(root->walk_index)); // computed, never a value of its own
   st.notes.push_back({origin(root), true, Why::concat_slice});
-  return {
-      v,      slot, root->dtype, contiguous_strides(c->shape()), it->second.offset, origin(root),
-      reduced};
+  return {v, slot, root->dtype, it->second.strides, it->second.offset, origin(root), reduced};
 }
 
 Node* StepBuilder::joined_reduction(int g) {
@@ -638,7 +665,7 @@ void StepBuilder::concat_steps(Node* c) {
   for (Node* x : c->inputs) {
     const int64_t offset = at * ostrides[c->dim];
     at += x->shape()[c->dim];
-    if (slices.count(x)) continue;
+    if (written_pieces.count(x)) continue;
     Step piece;
     piece.device = c->device;
     auto [slot, l] = operand(*this, x);

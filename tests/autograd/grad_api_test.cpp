@@ -310,6 +310,52 @@ TEST_F(Grad, WeightGradientOverStepsIsOneStackedProduct) {
   }
 }
 
+// A bias broadcast over the batch at every step of a window gets its gradient from one
+// reduction over the steps' rows stacked, not a reduction and an add per step.
+TEST_F(Grad, BiasGradientOverStepsIsOneStackedSum) {
+  Tensor b = randn({4}).requires_grad_();
+  Tensor c = randn({2, 4}).requires_grad_(); // broadcast over a leading dim of [3, 2, 4]
+  Tensor xs = randn({5, 3, 4}), ys = randn({5, 3, 2, 4});
+  eval(b, c, xs, ys);
+  Tensor loss;
+  for (int64_t t = 0; t < 5; ++t) {
+    Tensor x = reshape(slice(xs, 0, t, t + 1), {3, 4});
+    Tensor y = reshape(slice(ys, 0, t, t + 1), {3, 2, 4});
+    Tensor l = sum(tanh(x + b) * x) + sum(sigmoid(y + c) * y);
+    loss = loss.defined() ? loss + l : l;
+  }
+  eval(loss);
+  std::vector<Tensor> g = grad(loss, {b, c});
+  reset_stats();
+  eval(g[0], g[1]);
+  const std::string plan = last_plan();
+  int reductions = 0;
+  for (size_t at = plan.find("(reduction)"); at != std::string::npos;
+       at = plan.find("(reduction)", at + 1))
+    ++reductions;
+  EXPECT_EQ(reductions, 2) << "one reduction per parameter over the 5 steps\n" << plan;
+  // the steps' rows are written into the stack by the kernels computing them (a reshape too),
+  // one kernel per shape: each parameter's rows, then its reduction
+  EXPECT_EQ(stats().copies_run, 0) << plan;
+  EXPECT_EQ(stats().kernels_run, 4) << plan;
+  std::vector<float> xv = xs.to_vector<float>(), yv = ys.to_vector<float>(),
+                     bv = b.to_vector<float>(), cv = c.to_vector<float>(),
+                     gb = g[0].to_vector<float>(), gc = g[1].to_vector<float>();
+  std::vector<double> wb(4, 0), wc(8, 0);
+  for (int r = 0; r < 15; ++r)
+    for (int j = 0; j < 4; ++j) {
+      const double x = xv[r * 4 + j], t = std::tanh(x + bv[j]);
+      wb[j] += (1 - t * t) * x;
+    }
+  for (int r = 0; r < 15; ++r)
+    for (int j = 0; j < 8; ++j) {
+      const double y = yv[r * 8 + j], s = 1 / (1 + std::exp(-(y + cv[j])));
+      wc[j] += s * (1 - s) * y;
+    }
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(gb[j], wb[j], 1e-4 * std::max(1.0, std::fabs(wb[j])));
+  for (int j = 0; j < 8; ++j) EXPECT_NEAR(gc[j], wc[j], 1e-4 * std::max(1.0, std::fabs(wc[j])));
+}
+
 TEST_F(Grad, ChunkGradientsArePlacedByOneConcat) {
   Tensor x = randn({2, 8}).requires_grad_();
   eval(x);
