@@ -51,12 +51,20 @@ struct StepBuilder {
     Shape strides;
   };
   llvm::DenseMap<Node*, Slice> slices;
+  // Values that keep a buffer of their own (other kernels read them) and are written into
+  // concat slices as well, by extra outputs of their kernel: the value -> those slices.
+  llvm::DenseMap<Node*, llvm::SmallVector<Slice, 1>> copies;
   llvm::DenseSet<Node*> written_pieces;
+  // Per concat: who writes its pieces, where (both kinds above).
+  llvm::DenseMap<Node*, std::vector<std::pair<Node*, Slice>>> piece_writers;
   llvm::DenseMap<Node*, int> last_writer; // concat -> the last step that wrote a piece of it
 
   void plan_slices();
+  bool plan_piece(Node* c, Node* x, int64_t offset, const Shape& strides);
   /// Output `v` of step `st` for `root`: its own buffer, or its slice of a concat's.
   KernelOutput output_for(Step& st, Node* root, int v, const Shape& shape, bool reduced);
+  /// Output `v` of step `st` into slice s of a concat.
+  KernelOutput slice_output(Step& st, Node* root, int v, const Slice& s, bool reduced);
 
   Info* info(Node* n) { return pg.info(n); }
   Node* node(int walk_index) const { return pg.node(walk_index); }
@@ -439,12 +447,17 @@ bool contiguous_slice(const Node* c) {
 
 } // namespace
 
-// A concat piece computed by an elementwise kernel, read by nothing else and held by no handle,
-// is written by that kernel into its slice of the concat's buffer instead of into a buffer of
-// its own that a copy kernel then reads. So is a piece that is a reshape of such a value, where
-// the slice is one contiguous block: the value is written there in its own order.
+// The pieces of a concat are written into their slices of its buffer by the kernels computing
+// them, where that can be, rather than copied there by a copy kernel each:
+// - a piece computed by an elementwise kernel, read by nothing else and held by no handle, is
+//   written there instead of into a buffer of its own; so is a whole reshape of such a value,
+//   where the slice is one contiguous block (the value is written there in its own order);
+// - a piece its elementwise kernel writes to a buffer of its own anyway (other kernels read it,
+//   a handle holds it) is also written into the slice, by one more output of that kernel;
+// - a piece that is a concat all of whose pieces are written so, and that is one contiguous
+//   block of this concat, has each of its pieces written into this concat as well.
 void StepBuilder::plan_slices() {
-  for (Info& in : pg.infos) {
+  for (Info& in : pg.infos) { // creation order: a concat's concat pieces come first
     Node* c = in.n;
     if (c->op != OpCode::concat) continue;
     const Shape strides = contiguous_strides(c->shape());
@@ -452,23 +465,49 @@ void StepBuilder::plan_slices() {
     for (Node* x : c->inputs) {
       const int64_t offset = at * strides[c->dim];
       at += x->shape()[c->dim];
-      Node* r = x;
-      if (x->op == OpCode::view) {
-        r = view_root(x);
-        if (x->uses != 1 || x->handles != 0 || !whole_reshape(x, r) || !contiguous_slice(c))
-          continue;
-      }
-      // Its kernel must be built before the concat's (a higher group index).
-      Info* ri = info(r);
-      if (!ri || ri->reason != Why::concat_input || r->uses != 1 || r->handles != 0 ||
-          r->dtype != c->dtype || r->device != c->device || r->op == OpCode::view ||
-          op_kind(r->op) == OpKind::Reduce || ri->group <= info(c)->group ||
-          groups[ri->group].kind != Group::Kind::elementwise)
-        continue;
-      slices[r] = {c, offset, r == x ? strides : contiguous_strides(r->shape())};
-      written_pieces.insert(x);
+      if (plan_piece(c, x, offset, strides)) written_pieces.insert(x);
     }
   }
+}
+
+// Whether piece x of concat c, at `offset` of c's buffer, is written there by the kernels
+// computing it (see plan_slices).
+bool StepBuilder::plan_piece(Node* c, Node* x, int64_t offset, const Shape& strides) {
+  Node* r = x;
+  if (x->op == OpCode::view) {
+    r = view_root(x);
+    if (x->uses != 1 || x->handles != 0 || !whole_reshape(x, r) || !contiguous_slice(c))
+      return false;
+  }
+  Info* ri = info(r);
+  if (!ri || r->dtype != c->dtype || r->device != c->device) return false;
+  if (r->op == OpCode::concat) { // its pieces' writers write here too
+    auto it = piece_writers.find(r);
+    if (r != x || !contiguous_slice(c) || it == piece_writers.end()) return false;
+    for (Node* p : r->inputs)
+      if (!written_pieces.count(p)) return false;
+    for (auto [w, s] : std::vector<std::pair<Node*, Slice>>(it->second)) {
+      s.concat = c;
+      s.offset += offset;
+      copies[w].push_back(s);
+      piece_writers[c].push_back({w, s});
+    }
+    return true;
+  }
+  // Its kernel must be built before the concat's (a higher group index).
+  if (r->op == OpCode::view || op_kind(r->op) == OpKind::Reduce || ri->group <= info(c)->group ||
+      groups[ri->group].kind != Group::Kind::elementwise)
+    return false;
+  const Slice s{c, offset, r == x ? strides : contiguous_strides(r->shape())};
+  if (ri->reason == Why::concat_input && r->uses == 1 && r->handles == 0) {
+    slices[r] = s;
+  } else {
+    const std::vector<Node*>& roots = groups[ri->group].roots;
+    if (r != x || std::find(roots.begin(), roots.end(), r) == roots.end()) return false;
+    copies[r].push_back(s);
+  }
+  piece_writers[c].push_back({r, s});
+  return true;
 }
 
 KernelOutput StepBuilder::output_for(Step& st, Node* root, int v, const Shape& shape,
@@ -480,14 +519,18 @@ KernelOutput StepBuilder::output_for(Step& st, Node* root, int v, const Shape& s
     st.realizes.push_back(static_cast<int>(root->walk_index));
     return {v, slot, root->dtype, contiguous_strides(shape), 0, origin(root), reduced};
   }
-  Node* c = it->second.concat;
-  int slot = slot_for_leaf(c);
-  if (!last_writer.count(c) &&
+  st.fused.push_back(static_cast<int>(root->walk_index)); // computed, never a value of its own
+  return slice_output(st, root, v, it->second, reduced);
+}
+
+KernelOutput StepBuilder::slice_output(Step& st, Node* root, int v, const Slice& s, bool reduced) {
+  const int slot = slot_for_leaf(s.concat);
+  if (!last_writer.count(s.concat) &&
       std::find(st.writes.begin(), st.writes.end(), slot) == st.writes.end())
     st.writes.push_back(slot); // the first step that writes a piece allocates the concat
-  st.fused.push_back(static_cast<int>(root->walk_index)); // computed, never a value of its own
+  last_writer[s.concat] = static_cast<int>(sched.steps.size()); // st's index once pushed
   st.notes.push_back({origin(root), true, Why::concat_slice});
-  return {v, slot, root->dtype, it->second.strides, it->second.offset, origin(root), reduced};
+  return {v, slot, root->dtype, s.strides, s.offset, origin(root), reduced};
 }
 
 Node* StepBuilder::joined_reduction(int g) {
@@ -709,6 +752,8 @@ std::optional<Retry> StepBuilder::kernel_step(int g) {
     int v = reduced ? b.reduction(root) : b.value(root, -1);
     if (b.retry) return b.retry;
     k.outputs.push_back(output_for(st, root, v, reduced ? kept : k.shape, reduced));
+    if (auto it = copies.find(root); it != copies.end())
+      for (const Slice& s : it->second) k.outputs.push_back(slice_output(st, root, v, s, reduced));
   }
   if (b.retry) return b.retry;
   for (Node* n : b.fused) st.fused.push_back(static_cast<int>(n->walk_index));
@@ -718,9 +763,6 @@ std::optional<Retry> StepBuilder::kernel_step(int g) {
   }
   for (const KernelInput& in : k.inputs) note_input(*this, st, in.slot, in.origin);
   note_outputs(*this, st);
-  for (Node* root : grp.roots)
-    if (auto it = slices.find(root); it != slices.end())
-      last_writer[it->second.concat] = static_cast<int>(sched.steps.size());
   sched.steps.push_back(std::move(st));
   return std::nullopt;
 }
