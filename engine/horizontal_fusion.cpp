@@ -18,19 +18,14 @@
 
 namespace kiln::detail {
 
-namespace {
-
-// The most segments one kernel launches: each is a compare in every block's dispatch.
-constexpr size_t kMaxSegments = 32;
-
-// The Params fields a segment takes (codegen/cuda_params.cpp): its size and shape, a pointer and
-// strides per operand, two per constant, and its end in the grid. An upper bound.
-int64_t param_fields(const FusedKernel& k) {
+int64_t segment_param_fields(const FusedKernel& k) {
   const int64_t rank = k.shape.size();
   int64_t f = 2 + rank + (rank + 1) * int64_t(k.inputs.size() + k.outputs.size());
   for (const TapeInst& t : k.tape) f += t.op == OpCode::constant ? 2 : 0;
   return f;
 }
+
+namespace {
 
 // Whether step i may move: an elementwise kernel whose outputs are whole buffers it allocates,
 // read by no later step.
@@ -50,38 +45,14 @@ bool movable_sink(const Schedule& s, int i, const std::vector<int>& last_read,
   return true;
 }
 
-// Appends kernel `part` to `into` as its next segment.
-void append_segment(FusedKernel& into, const FusedKernel& part) {
-  const int in0 = static_cast<int>(into.inputs.size());
-  const int v0 = static_cast<int>(into.tape.size());
-  into.inputs.insert(into.inputs.end(), part.inputs.begin(), part.inputs.end());
-  for (TapeInst t : part.tape) {
-    if (t.op == OpCode::load)
-      t.a += in0;
-    else
-      for (int* v : {&t.a, &t.b, &t.c})
-        if (*v >= 0) *v += v0;
-    into.tape.push_back(t);
-  }
-  for (KernelOutput o : part.outputs) {
-    o.value += v0;
-    into.outputs.push_back(o);
-  }
-  into.segments.push_back({part.shape, static_cast<int>(into.inputs.size()),
-                           static_cast<int>(into.tape.size()),
-                           static_cast<int>(into.outputs.size())});
-  into.shape = Shape{(into.shape.size() ? into.shape[0] : 0) + part.shape.numel()};
-}
-
 // Steps `members` (ascending) as one segmented kernel step.
 Step merge_steps(const Schedule& s, const std::vector<int>& members) {
   Step m;
   m.device = s.steps[members[0]].device;
   FusedKernel& k = m.work.emplace<KernelStep>().kernel;
-  k.shape = Shape{0};
   for (int i : members) {
     const Step& st = s.steps[i];
-    append_segment(k, st.kernel()->kernel);
+    k.append_segment(st.kernel()->kernel);
     m.writes.insert(m.writes.end(), st.writes.begin(), st.writes.end());
     m.realizes.insert(m.realizes.end(), st.realizes.begin(), st.realizes.end());
     m.notes.insert(m.notes.end(), st.notes.begin(), st.notes.end());
@@ -96,9 +67,9 @@ std::vector<std::vector<int>> launch_sets(const Schedule& s, const std::vector<i
   std::vector<std::vector<int>> sets(1);
   int64_t fields = 0;
   for (int i : sinks) {
-    const int64_t f = param_fields(s.steps[i].kernel()->kernel);
+    const int64_t f = segment_param_fields(s.steps[i].kernel()->kernel);
     if (!sets.back().empty() &&
-        (fields + f > kMaxParamFields || sets.back().size() == kMaxSegments)) {
+        (fields + f > kMaxParamFields || sets.back().size() == kMaxKernelSegments)) {
       sets.emplace_back();
       fields = 0;
     }

@@ -698,21 +698,22 @@ Step StepBuilder::index_step(Node* n) {
   return st;
 }
 
-// concat: one copy kernel per piece, into slices of one buffer; pieces whose kernels wrote
-// their slice already (plan_slices) need none. The step that writes last realizes the concat.
+// concat: the pieces whose kernels did not write their slice (plan_slices) are copied into
+// it, all of them by one copy kernel with a segment per piece (several kernels past the
+// segment and parameter limits). The step that writes last realizes the concat.
 void StepBuilder::concat_steps(Node* c) {
   int out = slot_for_leaf(c);
   Shape ostrides = contiguous_strides(c->shape());
   bool allocated = last_writer.count(c) > 0;
+  std::vector<FusedKernel> copies_of_pieces;
+  std::vector<Origin> sources;
   int64_t at = 0;
   for (Node* x : c->inputs) {
     const int64_t offset = at * ostrides[c->dim];
     at += x->shape()[c->dim];
     if (written_pieces.count(x)) continue;
-    Step piece;
-    piece.device = c->device;
     auto [slot, l] = operand(*this, x);
-    FusedKernel& k = piece.kernel()->kernel;
+    FusedKernel& k = copies_of_pieces.emplace_back();
     k.shape = x->shape();
     KernelInput in{slot, x->dtype, l.strides, l.offset, classify(k.shape, l.strides), origin(x)};
     k.inputs.push_back(in);
@@ -720,13 +721,31 @@ void StepBuilder::concat_steps(Node* c) {
     ld.dtype = x->dtype;
     ld.a = 0;
     k.tape.push_back(ld);
-    KernelOutput o{0, out, c->dtype, ostrides, offset, origin(c)};
-    k.outputs.push_back(o);
+    k.outputs.push_back({0, out, c->dtype, ostrides, offset, origin(c)});
+    sources.push_back(origin(x));
+  }
+  for (size_t i = 0; i < copies_of_pieces.size();) {
+    Step piece;
+    piece.device = c->device;
+    FusedKernel& k = piece.kernel()->kernel;
+    int64_t fields = 0;
+    size_t j = i;
+    for (; j < copies_of_pieces.size() && j - i < kMaxKernelSegments; ++j) {
+      fields += segment_param_fields(copies_of_pieces[j]);
+      if (j > i && fields > kMaxParamFields) break;
+    }
+    for (size_t p = i; p < j; ++p)
+      note_input(*this, piece, copies_of_pieces[p].inputs[0].slot, sources[p]);
+    if (j == i + 1) {
+      k = std::move(copies_of_pieces[i]);
+    } else {
+      for (size_t p = i; p < j; ++p) k.append_segment(copies_of_pieces[p]);
+    }
     if (!allocated) piece.writes.push_back(out);
     allocated = true;
-    note_input(*this, piece, slot, origin(x));
     last_writer[c] = static_cast<int>(sched.steps.size());
     sched.steps.push_back(std::move(piece));
+    i = j;
   }
   Step& last = sched.steps[last_writer[c]];
   last.realizes.push_back(static_cast<int>(c->walk_index));

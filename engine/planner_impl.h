@@ -26,6 +26,13 @@ constexpr int64_t kMaxParamFields = 1024;
 // tile of sums), and a launch gets 48 KB of static shared memory. A training step's weight
 // gradient, the sum over time steps of outer products, has one dot per step.
 constexpr size_t kMaxKernelDots = 16;
+// The segments one segmented kernel may have (FusedKernel::segments): each is a compare in
+// every block's dispatch in the CUDA layout.
+constexpr size_t kMaxKernelSegments = 32;
+/// The Params fields a segment of a segmented kernel takes (codegen/cuda_params.cpp): its size
+/// and shape, a pointer and strides per operand, two per constant, its end in the grid. An
+/// upper bound, to stay within kMaxParamFields.
+int64_t segment_param_fields(const FusedKernel& k);
 // The reductions one kernel may compute: each takes up to 4 KB of shared memory (a column
 // reduction's two buffers of 256 partial sums in f64), 8 KB with argmax's indices.
 constexpr size_t kMaxKernelReductions = 8;

@@ -62,6 +62,27 @@ FusedKernel FusedKernel::segment(int s) const {
   return k;
 }
 
+void FusedKernel::append_segment(const FusedKernel& part) {
+  const int in0 = static_cast<int>(inputs.size());
+  const int v0 = static_cast<int>(tape.size());
+  inputs.insert(inputs.end(), part.inputs.begin(), part.inputs.end());
+  for (TapeInst t : part.tape) {
+    if (t.op == OpCode::load)
+      t.a += in0;
+    else
+      for (int* v : {&t.a, &t.b, &t.c})
+        if (*v >= 0) *v += v0;
+    tape.push_back(t);
+  }
+  for (KernelOutput o : part.outputs) {
+    o.value += v0;
+    outputs.push_back(o);
+  }
+  segments.push_back({part.shape, static_cast<int>(inputs.size()), static_cast<int>(tape.size()),
+                      static_cast<int>(outputs.size())});
+  shape = Shape{(segments.size() > 1 ? shape[0] : 0) + part.shape.numel()};
+}
+
 int FusedKernel::segment_of_output(int o) const {
   for (size_t s = 0; s < segments.size(); ++s)
     if (o < segments[s].outputs_end) return static_cast<int>(s);

@@ -105,6 +105,9 @@ struct FusedKernel {
   bool segmented() const { return !segments.empty(); }
   /// Segment s of a segmented kernel as a kernel of its own (indices renumbered from 0).
   FusedKernel segment(int s) const;
+  /// Append `part` (an unsegmented elementwise kernel without dots) as the next segment; the
+  /// inverse of segment(). Start from a default FusedKernel.
+  void append_segment(const FusedKernel& part);
   /// The segment whose outputs include output o, inputs input j (0 for an unsegmented kernel).
   int segment_of_output(int o) const;
   int segment_of_input(int j) const;
