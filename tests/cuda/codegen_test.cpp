@@ -493,3 +493,68 @@ TEST_F(Codegen, KernelsStayWithinStaticSharedMemory) {
   EXPECT_EQ(tiles, 11u) << "11 f32 tiles of 4,224 bytes fit 47 KB";
   EXPECT_NO_THROW(compile_cuda(src, target())); // NVRTC and ptxas, no GPU needed
 }
+
+// A segmented kernel (FusedKernel::segments): its Params are the block ends, then each
+// segment's own Params as that segment alone would have them; the grid is the segments' blocks
+// end to end; constants reach the right fields after a run rewrites the tape; NVRTC compiles it.
+TEST_F(Codegen, SegmentedKernelParamsAndLaunch) {
+  Tensor x = randn({10, 6}), y = randn({6}), z = randn({3000});
+  eval(x, y, z);
+  const FusedKernel a = kernel_of([&] { return x * y + 2.5; });
+  const FusedKernel b = kernel_of([&] { return exp(z) - 0.25; });
+  FusedKernel k;
+  k.append_segment(a);
+  k.append_segment(b);
+  ASSERT_EQ(k.segments.size(), 2u);
+  EXPECT_EQ(kernel_key(k.segment(1)), kernel_key(b));
+  EXPECT_NE(kernel_key(k), kernel_key(a) + kernel_key(b));
+
+  std::vector<char> mem(1 << 16);
+  std::vector<void*> bases;
+  for (int s = 0; s < 8; ++s) bases.push_back(mem.data() + 4096 * s); // 16-byte aligned
+  const CudaVariant v = choose_variant(k, bases, target());
+  ASSERT_EQ(v.segments.size(), 2u);
+  EXPECT_TRUE(v.segments[1].vec) << "the contiguous segment reads 16-byte vectors";
+  EXPECT_FALSE(v.segments[0].vec) << "the broadcast one (a strided input) element by element";
+  const CudaLaunch l = launch_for(k, v, target());
+  // 60 elements: one block; 3000 by vectors of 4: 3 blocks of 1024.
+  EXPECT_EQ(l.grid, 4u);
+  EXPECT_EQ(l.block, 256u);
+
+  ParamTemplate t = param_template(k, v);
+  const ParamTemplate ta = param_template(a, v.segments[0]);
+  const ParamTemplate tb = param_template(b, v.segments[1]);
+  ASSERT_EQ(t.bytes.size(), 16 + ta.bytes.size() + tb.bytes.size());
+  int64_t ends[2];
+  std::memcpy(ends, t.bytes.data(), 16);
+  EXPECT_EQ(ends[0], 1);
+  EXPECT_EQ(ends[1], 4);
+  t.patch(bases);
+  std::vector<std::byte> pa = ta.bytes, pb = tb.bytes;
+  ParamTemplate::patch_pointers(pa, ta.pointers, bases);
+  ParamTemplate::patch_pointers(pb, tb.pointers, bases);
+  EXPECT_EQ(std::memcmp(t.bytes.data() + 16, pa.data(), pa.size()), 0);
+  EXPECT_EQ(std::memcmp(t.bytes.data() + 16 + pa.size(), pb.data(), pb.size()), 0);
+
+  // A run with other constants: each lands in its segment's field.
+  ASSERT_EQ(t.values.size(), 2u);
+  FusedKernel k2 = k;
+  for (TapeInst& in : k2.tape)
+    if (in.op == OpCode::constant) in.imm = in.imm == 2.5 ? 7.0 : -3.0;
+  EXPECT_TRUE(ParamTemplate::patch_values(t.bytes, t.values, k2));
+  double c0, c1;
+  std::memcpy(&c0, t.bytes.data() + t.values[0].at, 8);
+  std::memcpy(&c1, t.bytes.data() + t.values[1].at, 8);
+  EXPECT_EQ(c0, 7.0);
+  EXPECT_EQ(c1, -3.0);
+  EXPECT_GT(t.values[1].at, 16 + pa.size() - 1) << "segment 1's constant is in segment 1's Params";
+
+  const CudaKernelSource src = render_cuda(k, v, target());
+  EXPECT_NE(src.source.find("if (b < p.end1) { seg1(p.s1, b - p.end0, p.end1 - p.end0); return; }"),
+            std::string::npos)
+      << src.source;
+  EXPECT_NE(src.source.find("sizeof(Params) == " + std::to_string(t.bytes.size())),
+            std::string::npos);
+  const CudaBinary bin = compile_cuda(src, target());
+  EXPECT_FALSE(bin.image.empty());
+}
