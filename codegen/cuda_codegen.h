@@ -6,6 +6,7 @@
 // whose fields are all 8 bytes wide (pointers, int64_t, double) in the order pack_params
 // writes them. Sizes, strides, offsets and constant values are parameters, never part of the
 // source, so one compiled kernel serves every size and every constant value.
+#include "codegen/codegen_version.h"
 #include "ir/fused_kernel.h"
 
 #include <llvm/ADT/ArrayRef.h>
@@ -17,14 +18,6 @@
 #include <vector>
 
 namespace kiln::detail {
-
-/// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 8; // 2: --fmad=false; 3: column layout, float max/min
-                                          // accumulators, per-row constants; 4: f16/bf16 exp and
-                                          // division approximated, row-vector weights; 5: f16/bf16
-                                          // exp flushes subnormal results; 6: GEMM-tile layout;
-                                          // 7: its K groups; 8: entry points named by FNV-1a
-                                          // (older caches hold binaries with other names)
 
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)

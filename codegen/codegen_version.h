@@ -1,0 +1,15 @@
+#pragma once
+// kiln's code generation version, on its own so that tools reading the kernel cache
+// (tools/kiln-cache) need no other codegen header.
+
+namespace kiln::detail {
+
+/// Bumped whenever generated code changes meaning; part of every kernel key.
+inline constexpr int kCodegenVersion = 8; // 2: --fmad=false; 3: column layout, float max/min
+                                          // accumulators, per-row constants; 4: f16/bf16 exp and
+                                          // division approximated, row-vector weights; 5: f16/bf16
+                                          // exp flushes subnormal results; 6: GEMM-tile layout;
+                                          // 7: its K groups; 8: entry points named by FNV-1a
+                                          // (older caches hold binaries with other names)
+
+} // namespace kiln::detail

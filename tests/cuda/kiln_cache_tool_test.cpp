@@ -1,0 +1,195 @@
+// The kiln-cache tool (tools/kiln-cache) on a cache filled by NVRTC (no GPU needed): every
+// command's output and exit status, its JSON, damage found and healed, prune and clear, and
+// export/import round trips. Runs the built tool as a user would.
+#include "codegen/jit.h"
+#include "codegen_fixture.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <sys/wait.h>
+
+using namespace kt_codegen;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct ToolRun {
+  int status = -1;
+  std::string out;
+};
+
+ToolRun tool(const std::string& args) {
+  ToolRun r;
+  const std::string cmd = std::string(KILN_CACHE_TOOL) + " " + args + " 2>&1";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+struct KilnCacheTool : Codegen {
+  std::string dir, other;
+  std::vector<std::string> names; // the kernels' entry points
+  void SetUp() override {
+    Codegen::SetUp();
+    dir = temp_dir(), other = temp_dir();
+    Tensor x = randn({64}), y = randn({8, 8});
+    eval(x, y);
+    const std::vector<FusedKernel> ks = {kernel_of([&] { return tanh(x) * 3; }),
+                                         kernel_of([&] { return exp(y) + y; }),
+                                         kernel_of([&] { return sum(y * y, {1}); })};
+    Jit jit(target(), dir);
+    for (const FusedKernel& k : ks) names.push_back(jit.build(k, {true, false}).name);
+    Jit again(target(), dir); // later processes: two hits
+    again.build(ks[0], {true, false});
+    again.build(ks[0], {true, false});
+  }
+  void TearDown() override {
+    fs::remove_all(dir);
+    fs::remove_all(other);
+    Codegen::TearDown();
+  }
+  static std::string temp_dir() {
+    std::string t = (fs::temp_directory_path() / "kiln-cache-tool-XXXXXX").string();
+    EXPECT_NE(::mkdtemp(t.data()), nullptr);
+    return t;
+  }
+  ToolRun in(const std::string& d, const std::string& args) {
+    return tool("--dir " + d + " --arch 90 --nvrtc 13000 " + args);
+  }
+  std::string entry_file(const std::string& d) {
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.path().extension() == ".kce") return e.path().string();
+    return {};
+  }
+};
+
+TEST_F(KilnCacheTool, StatsAndListTellWhatIsThere) {
+  ToolRun s = in(dir, "stats --json");
+  ASSERT_EQ(s.status, 0) << s.out;
+  const json j = json::parse(s.out);
+  EXPECT_EQ(j["entries"], 3);
+  EXPECT_EQ(j["damaged"], 0);
+  EXPECT_EQ(j["hits"], 2);
+  EXPECT_EQ(j["usable_here"], 3);
+  EXPECT_GT(j["compile_ms_saved"].get<double>(), 0.0);
+  ASSERT_EQ(j["groups"].size(), 1u);
+  EXPECT_EQ(j["groups"][0]["arch"], 90);
+
+  ToolRun l = in(dir, "list --json --sort hits");
+  ASSERT_EQ(l.status, 0) << l.out;
+  const json entries = json::parse(l.out);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0]["name"], names[0]) << "the kernel with a hit first";
+  EXPECT_EQ(entries[0]["hits"], 2);
+  EXPECT_EQ(entries[0]["format"], "cubin");
+  EXPECT_TRUE(entries[0]["usable_here"].get<bool>());
+
+  ToolRun human = in(dir, "list");
+  EXPECT_EQ(human.status, 0);
+  for (const std::string& n : names) EXPECT_NE(human.out.find(n), std::string::npos) << human.out;
+  // Another GPU cannot use them.
+  ToolRun foreign = tool("--dir " + dir + " --arch 80 --nvrtc 13000 stats --json");
+  EXPECT_EQ(json::parse(foreign.out)["usable_here"], 0) << foreign.out;
+  ToolRun filtered = in(dir, "list --json --filter " + names[1]);
+  EXPECT_EQ(json::parse(filtered.out).size(), 1u) << filtered.out;
+}
+
+TEST_F(KilnCacheTool, ShowGivesKeySourceAndLog) {
+  ToolRun s = in(dir, "show " + names[1]);
+  ASSERT_EQ(s.status, 0) << s.out;
+  EXPECT_NE(s.out.find("key ("), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("target arch"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("extern \"C\" __global__"), std::string::npos) << s.out;
+  ToolRun j = in(dir, "show --json " + names[1]);
+  const json e = json::parse(j.out);
+  EXPECT_EQ(e["name"], names[1]);
+  EXPECT_NE(e["source"].get<std::string>().find(names[1]), std::string::npos);
+  EXPECT_NE(e["key"].get<std::string>().find("sm_90"), std::string::npos);
+  // by hash prefix, and errors
+  const std::string hash = e["hash"];
+  EXPECT_EQ(in(dir, "show " + hash.substr(0, 6)).status, 0);
+  ToolRun none = in(dir, "show no_such_kernel");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.out.find("no entry named or hashed 'no_such_kernel'"), std::string::npos);
+}
+
+TEST_F(KilnCacheTool, VerifyFindsDamageAndFixHealsIt) {
+  EXPECT_EQ(in(dir, "verify").status, 0);
+  const std::string victim = entry_file(dir);
+  {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-10, std::ios::end);
+    f.put('\x5a'); // a flipped byte in the binary section
+  }
+  ToolRun bad = in(dir, "verify --json");
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  const json j = json::parse(bad.out);
+  ASSERT_EQ(j["damaged"].size(), 1u);
+  EXPECT_EQ(j["damaged"][0]["path"], victim);
+  EXPECT_NE(j["damaged"][0]["problem"].get<std::string>().find("checksum"), std::string::npos);
+  ToolRun fixed = in(dir, "verify --fix");
+  EXPECT_EQ(fixed.status, 0) << fixed.out;
+  EXPECT_FALSE(fs::exists(victim));
+  EXPECT_EQ(in(dir, "verify").status, 0);
+  EXPECT_EQ(json::parse(in(dir, "stats --json").out)["entries"], 2);
+}
+
+TEST_F(KilnCacheTool, PruneAndClear) {
+  ToolRun dry = in(dir, "prune --max-size 1 --dry-run --json");
+  ASSERT_EQ(dry.status, 0) << dry.out;
+  EXPECT_EQ(json::parse(dry.out)["entries"].size(), 3u);
+  EXPECT_EQ(json::parse(in(dir, "stats --json").out)["entries"], 3) << "a dry run removes nothing";
+  ToolRun old = in(dir, "prune --older-than 1d --json");
+  EXPECT_EQ(json::parse(old.out)["entries"].size(), 0u) << "all were used just now";
+  ToolRun foreign = tool("--dir " + dir + " --arch 80 --nvrtc 13000 prune --foreign --json");
+  EXPECT_EQ(json::parse(foreign.out)["entries"].size(), 3u) << foreign.out;
+  EXPECT_EQ(json::parse(in(dir, "stats --json").out)["entries"], 0);
+  EXPECT_EQ(in(dir, "prune --older-than soon").status, 2) << "a malformed duration";
+  fs::create_directories(other);
+  EXPECT_EQ(in(other, "clear").status, 0);
+}
+
+TEST_F(KilnCacheTool, ExportImportRoundTrip) {
+  const std::string archive = other + "/warm.kca";
+  ToolRun e = in(dir, "export " + archive);
+  ASSERT_EQ(e.status, 0) << e.out;
+  const std::string target_dir = other + "/fresh";
+  ToolRun i = in(target_dir, "import --json " + archive);
+  ASSERT_EQ(i.status, 0) << i.out;
+  EXPECT_EQ(json::parse(i.out)["added"], 3);
+  EXPECT_EQ(in(target_dir, "verify").status, 0);
+  // Same entries, byte for byte, and kiln loads them: a Jit there compiles nothing.
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().extension() == ".kce") {
+      std::ifstream a(f.path(), std::ios::binary),
+          b(target_dir + "/" + f.path().filename().string(), std::ios::binary);
+      std::string sa((std::istreambuf_iterator<char>(a)), {}),
+          sb((std::istreambuf_iterator<char>(b)), {});
+      EXPECT_EQ(sa, sb) << f.path();
+    }
+  ToolRun again = in(target_dir, "import --json " + archive);
+  EXPECT_EQ(json::parse(again.out)["unchanged"], 3);
+  // A damaged archive adds nothing.
+  std::string bytes;
+  {
+    std::ifstream a(archive, std::ios::binary);
+    bytes.assign((std::istreambuf_iterator<char>(a)), {});
+  }
+  std::ofstream(archive, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  ToolRun cut = in(other + "/cut", "import " + archive);
+  EXPECT_EQ(cut.status, 1);
+  EXPECT_NE(cut.out.find("truncated"), std::string::npos) << cut.out;
+  EXPECT_FALSE(fs::exists(other + "/cut"));
+}
+
+} // namespace
