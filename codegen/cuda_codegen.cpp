@@ -24,8 +24,8 @@ namespace {
 // The whole key: structure, variant, target and versions (everything that changes the binary).
 std::string full_key(const std::string& structural, const FusedKernel& k, const CudaVariant& v,
                      const CudaTarget& t) {
-  return fmt::format("{}{} sm_{} nvrtc{} cg{}", structural, variant_key(k, v), t.arch,
-                     t.nvrtc_version, kCodegenVersion);
+  return fmt::format("{}{} sm_{} nvrtc{} cg{} {}", structural, variant_key(k, v), t.arch,
+                     t.nvrtc_version, kCodegenVersion, pasted_sources_tag());
 }
 
 } // namespace

@@ -19,6 +19,11 @@
 
 namespace kiln::detail {
 
+/// A hash of the device code kiln pastes into kernels (codegen/device/*.cuh, ir/philox.h),
+/// "dev" + 8 hex digits: part of every kernel key, so that a changed helper never loads a
+/// binary compiled with the old one, whether or not kCodegenVersion was bumped.
+const std::string& pasted_sources_tag();
+
 struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
   int sm_count = 132;    // multiprocessors, for sizing grids

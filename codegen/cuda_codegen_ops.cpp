@@ -4,6 +4,7 @@
 // as int 0/1; integer add/sub/mul/neg/abs/pow wrap; float->int casts saturate with NaN -> 0;
 // maximum/minimum propagate NaN. Declared in cuda_codegen_internal.h for the emitter.
 #include "codegen/cuda_codegen_internal.h"
+#include "ir/hash.h"
 #include "kiln_embedded_sources.h" // codegen/device/*.cuh
 
 #include <fmt/format.h>
@@ -23,6 +24,24 @@ const char* half_preamble() {
 const char* preamble() {
   return kCommonSource; // codegen/device/common.cuh
 }
+
+} // namespace kiln::detail::cg
+
+namespace kiln::detail {
+
+const std::string& pasted_sources_tag() {
+  static const std::string tag = [] {
+    uint64_t h = 0;
+    for (const char* s : {kCommonSource, kHalfSource, kPhiloxSource, kClusterSource, kDsumSource})
+      h = hash_mix(h, fnv1a64(s));
+    return fmt::format("dev{:08x}", h & 0xffffffffu);
+  }();
+  return tag;
+}
+
+} // namespace kiln::detail
+
+namespace kiln::detail::cg {
 
 /// Type a value of dtype t computes in.
 const char* ct_name(DType t) {

@@ -558,3 +558,16 @@ TEST_F(Codegen, SegmentedKernelParamsAndLaunch) {
   const CudaBinary bin = compile_cuda(src, target());
   EXPECT_FALSE(bin.image.empty());
 }
+
+// The pasted device code (codegen/device/*.cuh, ir/philox.h) is part of every key: a binary
+// built with other helpers is never loaded for this source.
+TEST_F(Codegen, KeysCarryThePastedDeviceCode) {
+  const std::string& tag = pasted_sources_tag();
+  ASSERT_EQ(tag.size(), 11u);
+  EXPECT_EQ(tag.substr(0, 3), "dev");
+  Tensor x = randn({64});
+  eval(x);
+  const FusedKernel k = kernel_of([&] { return tanh(x) * 3; });
+  const CudaKernelSource src = render_cuda(k, {true, false}, target());
+  EXPECT_EQ(src.key.substr(src.key.size() - tag.size()), tag) << src.key;
+}

@@ -202,6 +202,10 @@ std::string key_fields(const std::string& key) {
       what = "NVRTC version";
     else if (tok.rfind("cg", 0) == 0 && variant)
       what = "codegen version";
+    else if (tok.rfind("dev", 0) == 0 && variant)
+      what = "hash of the pasted device code";
+    else if (tok.rfind("ix", 0) == 0 && variant)
+      what = "index kernel version";
     else if (variant)
       what = "variant";
     else if (tok == "ew" || tok == "reduce" || tok.rfind("seg", 0) == 0)
