@@ -8,12 +8,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <random>
 #include <system_error>
+#include <vector>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -174,6 +176,61 @@ void remove_stale_temps(const std::string& dir) {
       ::unlinkat(::dirfd(d), e->d_name, 0);
   }
   ::closedir(d);
+}
+
+namespace {
+
+struct Resident {
+  std::string name;
+  struct stat st;
+  uint64_t bytes = 0; // entry and use record
+  int64_t last_use = 0;
+};
+
+bool entry_name(std::string_view name) {
+  return name.size() == 16 + 4 && name.substr(16) == kEntrySuffix &&
+         name.find_first_not_of("0123456789abcdef") == 16;
+}
+
+} // namespace
+
+int evict_least_recently_used(const std::string& dir, uint64_t limit, const std::string& keep) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  std::vector<Resident> rs;
+  uint64_t total = 0;
+  while (const dirent* e = ::readdir(d)) {
+    Resident r;
+    r.name = e->d_name;
+    if (!entry_name(r.name) || ::fstatat(::dirfd(d), e->d_name, &r.st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(r.st.st_mode))
+      continue;
+    r.bytes = uint64_t(r.st.st_size);
+    r.last_use = r.st.st_mtime;
+    struct stat use;
+    const std::string use_name = r.name.substr(0, 16) + kUseSuffix;
+    if (::fstatat(::dirfd(d), use_name.c_str(), &use, AT_SYMLINK_NOFOLLOW) == 0) {
+      r.bytes += uint64_t(use.st_size);
+      r.last_use = std::max<int64_t>(r.last_use, use.st_mtime);
+    }
+    total += r.bytes;
+    rs.push_back(std::move(r));
+  }
+  ::closedir(d);
+  if (total <= limit) return 0;
+  std::sort(rs.begin(), rs.end(),
+            [](const Resident& a, const Resident& b) { return a.last_use < b.last_use; });
+  const uint64_t goal = limit - limit / 10;
+  int removed = 0;
+  for (const Resident& r : rs) {
+    if (total <= goal) break;
+    if (r.name == keep) continue;
+    const std::string base = dir + "/" + r.name.substr(0, 16);
+    remove_entry(dir, base + kEntrySuffix, base + kUseSuffix, r.st);
+    total -= r.bytes;
+    ++removed;
+  }
+  return removed;
 }
 
 } // namespace kiln::detail::cache_files

@@ -34,5 +34,12 @@ void remove_entry(const std::string& dir, const std::string& path, const std::st
                   const struct stat& read, void (*during_removal)(const std::string&) = nullptr);
 /// Removes kiln's temp files (exact name pattern) in dir older than an hour.
 void remove_stale_temps(const std::string& dir);
+/// When the entries and use records in dir take more than `limit` bytes, removes entries
+/// (with their use records) least recently used first until they take at most 90% of it,
+/// never `keep` (the name of an entry just written). Last use is the later of the entry's
+/// and its use record's modification times (a hit rewrites the use record). A process that
+/// has an entry open keeps reading it; one about to open it sees a miss. Returns the number
+/// of entries removed.
+int evict_least_recently_used(const std::string& dir, uint64_t limit, const std::string& keep);
 
 } // namespace kiln::detail::cache_files

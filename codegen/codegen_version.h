@@ -5,11 +5,12 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 8; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 9; // 2: --fmad=false; 3: column layout, float max/min
                                           // accumulators, per-row constants; 4: f16/bf16 exp and
                                           // division approximated, row-vector weights; 5: f16/bf16
                                           // exp flushes subnormal results; 6: GEMM-tile layout;
                                           // 7: its K groups; 8: entry points named by FNV-1a
-                                          // (older caches hold binaries with other names)
+                                          // (older caches hold binaries with other names);
+                                          // 9: keys end with pasted_sources_tag()
 
 } // namespace kiln::detail

@@ -60,7 +60,11 @@ void warn_if_others_can_write(const std::string& dir) {
 
 } // namespace
 
-DiskCache::DiskCache(std::string dir) : dir_(resolve_dir(std::move(dir))) {
+DiskCache::DiskCache(std::string dir, std::optional<uint64_t> max_bytes)
+    : dir_(resolve_dir(std::move(dir))),
+      max_bytes_(max_bytes
+                     ? *max_bytes
+                     : uint64_t(setting_int(Setting::cache_max_bytes).value_or(int64_t(1) << 30))) {
   std::string why = dir_.empty() ? "no HOME to put ~/.cache/kiln in" : make_dirs(dir_);
   if (why.empty()) { // the real test (access(2) says yes to root on a read-only mount)
     std::string probe = temp_name(dir_, "probe");
@@ -171,8 +175,13 @@ void DiskCache::store(const CudaKernelSource& src, const CudaTarget& t, const Cu
   std::string header = format_header(m, src.key, src.source, bin.log, binary);
   const std::string name = entry_base_name(src.key) + std::string(kEntrySuffix);
   if (std::string err = write_atomic(dir_, name, {header, src.key, src.source, bin.log, binary});
-      !err.empty() && first_time("entry-write"))
-    warn(fmt::format("kernel cache: {} (kernels still run; further write errors not shown)", err));
+      !err.empty()) {
+    if (first_time("entry-write"))
+      warn(
+          fmt::format("kernel cache: {} (kernels still run; further write errors not shown)", err));
+    return;
+  }
+  if (max_bytes_ > 0) evict_least_recently_used(dir_, max_bytes_, name);
 }
 
 } // namespace kiln::detail

@@ -26,13 +26,16 @@ struct DiskCacheEntry {
 
 class DiskCache {
 public:
-  /// dir empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
-  explicit DiskCache(std::string dir = {});
+  /// dir empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. max_bytes:
+  /// the size the directory's entries are kept within, least recently used out first (unset:
+  /// $KILN_CACHE_MAX_BYTES, else 1 GiB; 0: no limit).
+  explicit DiskCache(std::string dir = {}, std::optional<uint64_t> max_bytes = std::nullopt);
   /// The entry for `src.key` if present and valid (bumps hits and last_used).
   std::optional<DiskCacheEntry> load(const CudaKernelSource& src, const CudaTarget& t);
   void store(const CudaKernelSource& src, const CudaTarget& t, const CudaBinary& bin);
   bool enabled() const { return enabled_; }
   const std::string& dir() const { return dir_; }
+  uint64_t max_bytes() const { return max_bytes_; }
 
   /// Tests only: called while a damaged entry is being removed, after it has been moved out
   /// of its name and before it is deleted (where a concurrent writer may store a fresh entry).
@@ -40,6 +43,7 @@ public:
 
 private:
   std::string dir_;
+  uint64_t max_bytes_ = 0;
   bool enabled_ = false;
 };
 

@@ -611,3 +611,109 @@ TEST(DiskCache, EntryFileMatchesDocumentedFormat) {
                 line("binary", image));
   EXPECT_EQ(f.substr(end), key + src.source + log + image);
 }
+
+namespace {
+
+uint64_t bytes_in(const std::string& dir) {
+  uint64_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".kce" || e.path().extension() == ".kcu") n += e.file_size();
+  return n;
+}
+
+// Sets an entry's (and its use record's) modification time: its last use.
+void used_at(const std::string& dir, const std::string& key, time_t when) {
+  const timeval tv[2] = {{when, 0}, {when, 0}};
+  for (const char* suffix : {".kce", ".kcu"})
+    ::utimes((dir + "/" + base_name(key) + suffix).c_str(), tv);
+}
+
+} // namespace
+
+TEST(DiskCache, PastTheLimitLeastRecentlyUsedEntriesGo) {
+  TempDir d;
+  DiskCache unlimited(d.path, 0);
+  const time_t now = std::time(nullptr);
+  for (int i = 0; i < 6; ++i) {
+    unlimited.store(source("k" + std::to_string(i)), target(), binary("k" + std::to_string(i)));
+    used_at(d.path, "k" + std::to_string(i), now - 1000 + 100 * i); // k0 oldest ... k5 newest
+  }
+  ASSERT_TRUE(unlimited.load(source("k1"), target())); // a hit makes k1 the most recent
+  const uint64_t six = bytes_in(d.path);
+  EXPECT_EQ(unlimited.max_bytes(), 0u);
+  DiskCache limited(d.path, six * 2 / 3); // room for about four of the six, then a seventh
+  limited.store(source("k6"), target(), binary("k6"));
+  EXPECT_LE(bytes_in(d.path), six * 2 / 3 * 9 / 10 + 1);
+  // Gone oldest first: k0, k2, k3 (k1 was used just now); the new entry is never evicted.
+  EXPECT_FALSE(limited.load(source("k0"), target()));
+  EXPECT_FALSE(limited.load(source("k2"), target()));
+  for (const char* k : {"k1", "k5", "k6"}) {
+    auto e = limited.load(source(k), target());
+    ASSERT_TRUE(e) << k;
+    EXPECT_EQ(check(*e, k), "");
+  }
+  for (const std::string& name : files_in(d.path)) EXPECT_NE(name[0], '.') << name;
+  // The default limit: 1 GiB, or the setting.
+  EXPECT_EQ(DiskCache(d.path).max_bytes(), uint64_t(1) << 30);
+  ScopedEnv env("KILN_CACHE_MAX_BYTES", "12345");
+  EXPECT_EQ(DiskCache(d.path).max_bytes(), 12345u);
+}
+
+// A process reading an entry (its file open) when another evicts it reads the whole entry.
+TEST(DiskCache, AnEntryBeingReadSurvivesItsEviction) {
+  TempDir d;
+  DiskCache cache(d.path, 0);
+  cache.store(source("read me"), target(), binary("read me", 3));
+  const std::string path = entry_path(d.path, "read me");
+  const std::string whole = read_file(path);
+  std::ifstream reader(path, std::ios::binary); // opened, not yet read
+  used_at(d.path, "read me", std::time(nullptr) - 5000);
+  DiskCache tiny(d.path, 1);
+  tiny.store(source("newer"), target(), binary("newer"));
+  EXPECT_FALSE(fs::exists(path)) << "evicted";
+  const std::string got{std::istreambuf_iterator<char>(reader), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(got, whole);
+}
+
+// Writer processes storing and loading under a limit that keeps evicting: every load returns
+// an intact entry of the right key, nothing is reported, no temp file is left, and the cache
+// ends within the limit.
+TEST(DiskCache, EvictionUnderConcurrentWriterProcessesLosesNothingBeingRead) {
+  TempDir d;
+  constexpr int kChildren = 6, kIters = 60;
+  const uint64_t limit = 40 * 1024;
+  testing::internal::CaptureStderr();
+  std::vector<pid_t> pids;
+  for (int c = 0; c < kChildren; ++c) {
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int bad = 0;
+      DiskCache cache(d.path, limit);
+      for (int it = 0; it < kIters; ++it) {
+        const std::string k = "key " + std::to_string((c * 7 + it) % 25);
+        cache.store(source(k, c + 1), target(), binary(k, c + 1));
+        for (int j = 0; j < 3; ++j) {
+          const std::string other = "key " + std::to_string((it + j * 5) % 25);
+          if (auto e = cache.load(source(other), target())) bad += !check(*e, other).empty();
+        }
+      }
+      std::_Exit(bad > 100 ? 100 : bad);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  for (const std::string& name : files_in(d.path)) EXPECT_NE(name[0], '.') << name;
+  // Entries are at most ~13 KB: the last writers to evict left it within the limit, or one
+  // entry over it when two stored at once.
+  EXPECT_LE(bytes_in(d.path), limit + 16 * 1024);
+  DiskCache cache(d.path, 0);
+  for (int i = 0; i < 25; ++i)
+    if (auto e = cache.load(source("key " + std::to_string(i)), target()))
+      EXPECT_EQ(check(*e, "key " + std::to_string(i)), "");
+}

@@ -1,5 +1,6 @@
 // kiln-cache stats, list and show: reading the cache.
 #include "commands.h"
+#include "ir/settings.h"
 #include "text.h"
 
 #include <fmt/format.h>
@@ -79,6 +80,9 @@ int stats(const Directory& d, const Here& here, const Args& a) {
     usable_count += usable(e, here);
   }
   auto opt = [](std::optional<int> v) { return v ? json(*v) : json(nullptr); };
+  // What a kiln process storing here keeps the cache within (codegen/disk_cache.h).
+  const uint64_t limit = uint64_t(
+      kiln::detail::setting_int(kiln::detail::Setting::cache_max_bytes).value_or(int64_t(1) << 30));
   json j = {
       {"dir", d.dir},
       {"entries", total.entries},
@@ -87,6 +91,7 @@ int stats(const Directory& d, const Here& here, const Args& a) {
       {"compile_ms_saved", total.saved_ms},
       {"damaged", damaged},
       {"usable_here", usable_count},
+      {"max_bytes", limit},
       {"here", {{"arch", opt(here.arch)}, {"nvrtc", opt(here.nvrtc)}, {"codegen", here.codegen}}},
       {"groups", json::array()}};
   Table t{{"arch", "nvrtc", "codegen", ">entries", ">size", ">hits", ">compile time saved", "here"},
@@ -113,12 +118,14 @@ int stats(const Directory& d, const Here& here, const Args& a) {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string("unknown");
   };
   std::string text = fmt::format(
-      "cache directory     {}{}\nentries             {} ({}), {} damaged\nhits                {}\n"
+      "cache directory     {}{}\nentries             {} ({} of {}), {} damaged\n"
+      "hits                {}\n"
       "compile time saved  {} (hits x compile time)\nthis machine        arch {}, NVRTC {}, "
       "codegen {}: {} entries usable\n",
-      d.dir, d.exists ? "" : " (does not exist)", total.entries, human_bytes(total.bytes), damaged,
-      total.hits, human_ms(total.saved_ms), known(here.arch, "sm_{}"), known(here.nvrtc, "{}"),
-      here.codegen, usable_count);
+      d.dir, d.exists ? "" : " (does not exist)", total.entries, human_bytes(total.bytes),
+      limit ? "at most " + human_bytes(limit) + ", KILN_CACHE_MAX_BYTES" : std::string("no limit"),
+      damaged, total.hits, human_ms(total.saved_ms), known(here.arch, "sm_{}"),
+      known(here.nvrtc, "{}"), here.codegen, usable_count);
   if (!t.rows.empty()) text += "\n" + t.str();
   print(a, j, text);
   return 0;
