@@ -75,6 +75,7 @@ DiskCache::DiskCache(std::string dir, std::optional<uint64_t> max_bytes)
       ::close(fd), ::unlink(probe.c_str());
   }
   enabled_ = why.empty();
+  miss_log_ = setting_text(Setting::cache_miss_log).value_or("");
   if (enabled_) warn_if_others_can_write(dir_);
   if (!enabled_) {
     if (first_time("unusable-dir"))
@@ -86,8 +87,57 @@ DiskCache::DiskCache(std::string dir, std::optional<uint64_t> max_bytes)
   remove_stale_temps(dir_);
 }
 
+namespace {
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += char(c);
+    else if (c < 0x20)
+      out += fmt::format("\\u{:04x}", c);
+    else
+      out += char(c);
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+// One JSON line per miss, appended with one write(2) (O_APPEND: lines of concurrent processes
+// do not interleave); kiln-cache why reads it.
+void DiskCache::log_miss(const CudaKernelSource& src, const CudaTarget& t,
+                         std::string_view why) const {
+  if (miss_log_.empty()) return;
+  const std::string line =
+      fmt::format("{{\"time\":{},\"name\":{},\"arch\":{},\"nvrtc\":{},\"codegen\":{},\"why\":{},"
+                  "\"key\":{}}}\n",
+                  int64_t(std::time(nullptr)), json_string(src.name), t.arch, t.nvrtc_version,
+                  kCodegenVersion, json_string(why), json_string(src.key));
+  const int fd = ::open(miss_log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (first_time("miss-log"))
+      warn(fmt::format("cannot write the miss log {}: {}", miss_log_, errno_text(errno)));
+    return;
+  }
+  if (::write(fd, line.data(), line.size()) != ssize_t(line.size()) && first_time("miss-log"))
+    warn(fmt::format("cannot write the miss log {}: {}", miss_log_, errno_text(errno)));
+  ::close(fd);
+}
+
 std::optional<DiskCacheEntry> DiskCache::load(const CudaKernelSource& src, const CudaTarget& t) {
+  std::string missed;
+  std::optional<DiskCacheEntry> e = load_entry(src, t, missed);
+  if (!e) log_miss(src, t, missed);
+  return e;
+}
+
+// `missed`: why, when it returns nothing.
+std::optional<DiskCacheEntry> DiskCache::load_entry(const CudaKernelSource& src,
+                                                    const CudaTarget& t, std::string& missed) {
+  missed = "disk cache disabled";
   if (!enabled_) return std::nullopt;
+  missed = "not in the cache";
   const std::string base = entry_base_name(src.key);
   const std::string path = dir_ + "/" + base + kEntrySuffix;
   const std::string use_path = dir_ + "/" + base + kUseSuffix;
@@ -110,16 +160,19 @@ std::optional<DiskCacheEntry> DiskCache::load(const CudaKernelSource& src, const
       warn(fmt::format("kernel cache entry {} has format version {} (this kiln writes {}); left "
                        "in place, not used",
                        path, *version, kCacheFormatVersion));
+    missed = "an entry of another cache format under its name";
     return std::nullopt;
   }
   if (!why.empty()) {
     report_once(path, why);
     remove_entry(dir_, path, use_path, st, during_removal_for_tests);
+    missed = "damaged entry removed: " + why;
     return std::nullopt;
   }
   if (v.key != src.key) { // an FNV-1a collision: a valid entry of another kernel; leave it
     if (first_time("entry:" + path))
       warn(fmt::format("kernel cache entry {} holds another key (hash collision); not used", path));
+    missed = "another key under its name (hash collision)";
     return std::nullopt;
   }
   if (v.arch != t.arch || v.nvrtc != t.nvrtc_version || v.codegen != kCodegenVersion) {
@@ -128,6 +181,7 @@ std::optional<DiskCacheEntry> DiskCache::load(const CudaKernelSource& src, const
                             "codegen {}",
                             v.arch, v.nvrtc, v.codegen, t.arch, t.nvrtc_version, kCodegenVersion));
     remove_entry(dir_, path, use_path, st, during_removal_for_tests);
+    missed = "foreign entry removed";
     return std::nullopt;
   }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace kiln::detail {
 
@@ -30,7 +31,8 @@ public:
   /// the size the directory's entries are kept within, least recently used out first (unset:
   /// $KILN_CACHE_MAX_BYTES, else 1 GiB; 0: no limit).
   explicit DiskCache(std::string dir = {}, std::optional<uint64_t> max_bytes = std::nullopt);
-  /// The entry for `src.key` if present and valid (bumps hits and last_used).
+  /// The entry for `src.key` if present and valid (bumps hits and last_used). A miss is
+  /// appended to the miss log when KILN_CACHE_MISS_LOG names one (`kiln-cache why` reads it).
   std::optional<DiskCacheEntry> load(const CudaKernelSource& src, const CudaTarget& t);
   void store(const CudaKernelSource& src, const CudaTarget& t, const CudaBinary& bin);
   bool enabled() const { return enabled_; }
@@ -42,7 +44,12 @@ public:
   static inline void (*during_removal_for_tests)(const std::string& path) = nullptr;
 
 private:
+  std::optional<DiskCacheEntry> load_entry(const CudaKernelSource& src, const CudaTarget& t,
+                                           std::string& missed);
+  void log_miss(const CudaKernelSource& src, const CudaTarget& t, std::string_view why) const;
+
   std::string dir_;
+  std::string miss_log_;
   uint64_t max_bytes_ = 0;
   bool enabled_ = false;
 };

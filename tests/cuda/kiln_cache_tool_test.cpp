@@ -192,4 +192,35 @@ TEST_F(KilnCacheTool, ExportImportRoundTrip) {
   EXPECT_FALSE(fs::exists(other + "/cut"));
 }
 
+TEST_F(KilnCacheTool, WhyNamesTheKeyFieldsAMissDifferedIn) {
+  const std::string before = other + "/before", log = other + "/misses.jsonl";
+  fs::copy(dir, before); // the cache as the run below finds it
+  ::setenv("KILN_CACHE_MISS_LOG", log.c_str(), 1);
+  Tensor x = randn({64});
+  eval(x);
+  {
+    Jit sm80(target(80), dir); // a cached kernel, for another GPU
+    sm80.build(kernel_of([&] { return tanh(x) * 3; }), {true, false});
+    Jit sm90(target(), dir); // a new kernel: one more op
+    sm90.build(kernel_of([&] { return tanh(x) * 3 + 1; }), {true, false});
+  }
+  ::unsetenv("KILN_CACHE_MISS_LOG");
+  ToolRun w = in(before, "why --json " + log);
+  ASSERT_EQ(w.status, 0) << w.out;
+  const json j = json::parse(w.out);
+  ASSERT_EQ(j.size(), 2u) << w.out;
+  auto differs = [&](const json& m, const std::string& field, const std::string& missed) {
+    for (const json& d : m["differences"])
+      if (d["field"] == field && d["missed"] == missed) return true;
+    return false;
+  };
+  EXPECT_TRUE(differs(j[0], "target arch", "sm_80")) << j[0];
+  EXPECT_EQ(j[0]["differences"].size(), 1u) << "only the arch: " << j[0];
+  EXPECT_TRUE(differs(j[1], "v5 = op:dtype:operands", "add:f32:3,4")) << j[1];
+  // That run compiled and stored both: against the cache now, nothing is missing.
+  const json now = json::parse(in(dir, "why --json " + log).out);
+  for (const json& m : now) EXPECT_TRUE(m.value("cached_now", false)) << m;
+  EXPECT_EQ(in(dir, "why " + other + "/no-such-log").status, 1);
+}
+
 } // namespace

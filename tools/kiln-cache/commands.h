@@ -48,5 +48,6 @@ int prune(const Directory& d, const Here& here, const Args& a);
 int clear(const Directory& d, const Args& a);
 int export_entries(const Directory& d, const Here& here, const Args& a);
 int import_entries(const Args& a);
+int why(const Directory& d, const Here& here, const Args& a);
 
 } // namespace kiln_cache

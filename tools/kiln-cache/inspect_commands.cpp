@@ -1,6 +1,7 @@
 // kiln-cache stats, list and show: reading the cache.
 #include "commands.h"
 #include "ir/settings.h"
+#include "key_fields.h"
 #include "text.h"
 
 #include <fmt/format.h>
@@ -123,10 +124,10 @@ int stats(const Directory& d, const Here& here, const Args& a) {
       "compile time saved  {} (hits x compile time)\nthis machine        arch {}, NVRTC {}, "
       "codegen {}: {} entries usable\n",
       d.dir, d.exists ? "" : " (does not exist)", total.entries, human_bytes(total.bytes),
-      limit ? "at most " + human_bytes(limit) + ", KILN_CACHE_MAX_BYTES" : std::string("no limit"),
+      limit ? fmt::format("at most {}, KILN_CACHE_MAX_BYTES", human_bytes(limit)) : "no limit",
       damaged, total.hits, human_ms(total.saved_ms), known(here.arch, "sm_{}"),
       known(here.nvrtc, "{}"), here.codegen, usable_count);
-  if (!t.rows.empty()) text += "\n" + t.str();
+  if (!t.rows.empty()) text += "\n", text += t.str();
   print(a, j, text);
   return 0;
 }
@@ -181,58 +182,6 @@ int list(const Directory& d, const Here& here, const Args& a) {
 }
 
 namespace {
-
-// The key's fields, one per line: structure (kind, rank, inputs, tape, outputs), the
-// variant after "|", then the target.
-std::string key_fields(const std::string& key) {
-  std::string out;
-  int input = 0, inst = 0, segment = -1;
-  bool variant = false;
-  size_t at = 0;
-  while (at < key.size()) {
-    size_t end = key.find(' ', at);
-    if (end == std::string::npos) end = key.size();
-    const std::string tok = key.substr(at, end - at);
-    at = end + 1;
-    std::string what;
-    if (tok == "{") {
-      out += fmt::format("  segment {}:\n", ++segment), input = inst = 0;
-      continue;
-    }
-    if (tok == "|") {
-      variant = true;
-      continue;
-    }
-    if (tok.rfind("sm_", 0) == 0)
-      what = "target arch";
-    else if (tok.rfind("nvrtc", 0) == 0)
-      what = "NVRTC version";
-    else if (tok.rfind("cg", 0) == 0 && variant)
-      what = "codegen version";
-    else if (tok.rfind("dev", 0) == 0 && variant)
-      what = "hash of the pasted device code";
-    else if (tok.rfind("ix", 0) == 0 && variant)
-      what = "index kernel version";
-    else if (variant)
-      what = "variant";
-    else if (tok == "ew" || tok == "reduce" || tok.rfind("seg", 0) == 0)
-      what = "kind";
-    else if (tok.size() > 1 && tok[0] == 'r' && std::isdigit(static_cast<unsigned char>(tok[1])))
-      what = "rank";
-    else if (tok.rfind("in:", 0) == 0)
-      what = fmt::format("input {}", input++);
-    else if (tok.rfind("out:", 0) == 0)
-      what = "output (value:dtype:c|s|r)";
-    else if (tok.rfind("axes", 0) == 0)
-      what = "reduced axes (mask)";
-    else if (tok.rfind("dot:", 0) == 0)
-      what = "dot product (inputs, K group)";
-    else
-      what = fmt::format("v{} = op:dtype:operands", inst++);
-    out += fmt::format("  {:<20} {}\n", tok, what);
-  }
-  return out;
-}
 
 // cuobjdump from PATH, else from the CUDA toolkit ($CUDA_HOME, /usr/local/cuda).
 std::string cuobjdump() {
@@ -291,7 +240,7 @@ int show(const Directory& d, const Here& here, const Args& a) {
       e.path, e.meta.name, e.meta.arch, e.meta.nvrtc, e.meta.codegen,
       usable(e, here) ? "usable here" : "not usable here", e.meta.is_cubin ? "cubin" : "ptx",
       human_bytes(e.binary_bytes), e.meta.compile_us / 1000.0, e.hits, e.key_bytes,
-      key_fields(s.key));
+      key_fields_text(s.key));
   text += fmt::format("NVRTC log: {}\n", s.log.empty() ? "(empty)" : "\n" + s.log);
   text += "\nCUDA source:\n" + s.source;
   if (a.ptx) {

@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
   CLI::App* export_cmd = with_json(app.add_subcommand("export", "write entries to one archive"));
   export_cmd->add_option("file", a.file, "the archive to write")->required();
   export_cmd->add_flag("--all", a.all, "also entries this machine cannot use");
+  CLI::App* why_cmd = with_json(app.add_subcommand(
+      "why", "for each kernel a run missed (KILN_CACHE_MISS_LOG), how it differs from the cache"));
+  why_cmd->add_option("log", a.file, "the miss log the run wrote")->required();
   CLI::App* import_cmd = with_json(app.add_subcommand("import", "add an archive's entries"));
   import_cmd->add_option("file", a.file, "the archive to read")->required();
   import_cmd->add_flag("--all", a.all, "also entries of another kiln code generator");
@@ -94,5 +97,6 @@ int main(int argc, char** argv) {
   if (verify_cmd->parsed()) return verify(d, a);
   if (prune_cmd->parsed()) return prune(d, here, a);
   if (clear_cmd->parsed()) return clear(d, a);
+  if (why_cmd->parsed()) return why(d, here, a);
   return export_entries(d, here, a);
 }
