@@ -4,7 +4,7 @@
 
 #include "ir/errors.h"
 
-#include <nvrtc.h>
+#include "codegen/nvrtc/nvrtc_api.h"
 
 #include <algorithm>
 #include <chrono>
@@ -43,9 +43,9 @@ const std::vector<int>& supported_archs() {
   static const std::vector<int> archs = [] {
     std::vector<int> a;
     int n = 0;
-    if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
+    if (nvrtc_api().nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
       a.resize(n);
-      if (nvrtcGetSupportedArchs(a.data()) != NVRTC_SUCCESS) a.clear();
+      if (nvrtc_api().nvrtcGetSupportedArchs(a.data()) != NVRTC_SUCCESS) a.clear();
     }
     std::sort(a.begin(), a.end());
     return a;
@@ -68,15 +68,15 @@ std::string save_failed_source(const CudaKernelSource& src) {
 struct Program {
   nvrtcProgram prog = nullptr;
   ~Program() {
-    if (prog) nvrtcDestroyProgram(&prog);
+    if (prog) nvrtc_api().nvrtcDestroyProgram(&prog);
   }
 };
 
 std::string program_log(nvrtcProgram prog) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  if (nvrtc_api().nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size <= 1) return {};
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
+  if (nvrtc_api().nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
 }
@@ -86,7 +86,7 @@ std::string program_log(nvrtcProgram prog) {
 int nvrtc_version() {
   static const int version = [] {
     int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+    if (nvrtc_api().nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
     return major * 1000 + minor * 10;
   }();
   return version;
@@ -114,36 +114,37 @@ CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
                         "--fmad=false"};
 
   Program p;
-  nvrtcResult r = nvrtcCreateProgram(&p.prog, src.source.c_str(), (src.name + ".cu").c_str(), 0,
-                                     nullptr, nullptr);
+  nvrtcResult r = nvrtc_api().nvrtcCreateProgram(&p.prog, src.source.c_str(),
+                                                 (src.name + ".cu").c_str(), 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS)
     fail("compile", "nvrtcCreateProgram failed for kernel {}: {}", src.name,
-         nvrtcGetErrorString(r));
-  r = nvrtcCompileProgram(p.prog, static_cast<int>(std::size(opts)), opts);
+         nvrtc_api().nvrtcGetErrorString(r));
+  r = nvrtc_api().nvrtcCompileProgram(p.prog, static_cast<int>(std::size(opts)), opts);
   CudaBinary out;
   out.log = program_log(p.prog);
   if (r != NVRTC_SUCCESS) {
     std::string path = save_failed_source(src);
     fail("compile", "NVRTC could not compile kernel {} for {} ({}); source saved to {}\n{}",
-         src.name, arch_opt.substr(arch_opt.find('=') + 1), nvrtcGetErrorString(r), path, out.log);
+         src.name, arch_opt.substr(arch_opt.find('=') + 1), nvrtc_api().nvrtcGetErrorString(r),
+         path, out.log);
   }
   size_t size = 0;
   if (cubin) {
-    r = nvrtcGetCUBINSize(p.prog, &size);
+    r = nvrtc_api().nvrtcGetCUBINSize(p.prog, &size);
     if (r == NVRTC_SUCCESS) {
       out.image.resize(size);
-      r = nvrtcGetCUBIN(p.prog, out.image.data());
+      r = nvrtc_api().nvrtcGetCUBIN(p.prog, out.image.data());
     }
   } else {
-    r = nvrtcGetPTXSize(p.prog, &size); // includes the terminating NUL
+    r = nvrtc_api().nvrtcGetPTXSize(p.prog, &size); // includes the terminating NUL
     if (r == NVRTC_SUCCESS) {
       out.image.resize(size);
-      r = nvrtcGetPTX(p.prog, out.image.data());
+      r = nvrtc_api().nvrtcGetPTX(p.prog, out.image.data());
     }
   }
   if (r != NVRTC_SUCCESS || out.image.empty())
     fail("compile", "NVRTC produced no {} for kernel {}: {}", cubin ? "cubin" : "PTX", src.name,
-         nvrtcGetErrorString(r));
+         nvrtc_api().nvrtcGetErrorString(r));
   out.is_cubin = cubin;
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

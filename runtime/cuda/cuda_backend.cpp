@@ -4,6 +4,8 @@
 // release threshold raised, so a buffer freed by its last handle is reused by later work in
 // stream order without a device sync. Host copies go through a pinned staging buffer.
 #include "runtime/cuda/cuda_backend.h"
+#include "codegen/nvrtc/nvrtc_api.h"
+#include "runtime/cuda/cublas_api.h"
 
 #include "runtime/cuda/cuda_batch.h"
 #include "runtime/cuda/cuda_check.h"
@@ -206,6 +208,10 @@ const Probe& probe() {
       r.why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
     } else if (r.count == 0) {
       r.why = "no CUDA device found";
+    } else if (std::string why = nvrtc_unavailable_reason(); !why.empty()) {
+      r.count = 0, r.why = why; // a GPU, but kiln cannot compile or multiply for it
+    } else if (std::string why = cublas_unavailable_reason(); !why.empty()) {
+      r.count = 0, r.why = why;
     }
     return r;
   }();

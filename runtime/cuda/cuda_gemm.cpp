@@ -1,4 +1,5 @@
 #include "runtime/cuda/cuda_gemm.h"
+#include "runtime/cuda/cublas_api.h"
 
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_check.h"
@@ -40,7 +41,7 @@ cudaDataType_t data_type(DType t) {
 } // namespace
 
 CudaGemm::CudaGemm(OrderedStream& stream) : stream_(stream) {
-  cublas_check(cublasCreate(&handle_), "matmul", "cublasCreate");
+  cublas_check(cublas_api().cublasCreate(&handle_), "matmul", "cublasCreate");
   cuda_check(cudaMalloc(&workspace_, kWorkspaceBytes), "matmul", "cudaMalloc (cuBLAS workspace)");
 }
 
@@ -53,8 +54,8 @@ void CudaGemm::issue(const GemmStep& g, const void* a, const void* b, void* out,
   // during a graph capture (allocation nodes a child graph may not hold): our workspace goes
   // back with every change of stream.
   if (!bound_ || s != bound_stream_) {
-    cublas_check(cublasSetStream(handle_, s), "matmul", "cublasSetStream");
-    cublas_check(cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "matmul",
+    cublas_check(cublas_api().cublasSetStream(handle_, s), "matmul", "cublasSetStream");
+    cublas_check(cublas_api().cublasSetWorkspace(handle_, workspace_, kWorkspaceBytes), "matmul",
                  "cublasSetWorkspace");
     bound_stream_ = s;
     bound_ = true;
@@ -101,13 +102,14 @@ void CudaGemm::issue(const GemmStep& g, const void* a, const void* b, void* out,
     // goes through cublasGemmEx: its heuristics pick different (faster) kernels than the
     // batched entry point with a batch of one.
     if (inner == 1)
-      cublas_check(cublasGemmEx(handle_, B.op, A.op, N, M, K, alpha, pb, dt, B.ld, pa, dt, A.ld,
-                                beta, pc, dt, N, compute, CUBLAS_GEMM_DEFAULT),
+      cublas_check(cublas_api().cublasGemmEx(handle_, B.op, A.op, N, M, K, alpha, pb, dt, B.ld, pa,
+                                             dt, A.ld, beta, pc, dt, N, compute,
+                                             CUBLAS_GEMM_DEFAULT),
                    "matmul", "cublasGemmEx");
     else
-      cublas_check(cublasGemmStridedBatchedEx(handle_, B.op, A.op, N, M, K, alpha, pb, dt, B.ld, sb,
-                                              pa, dt, A.ld, sa, beta, pc, dt, N, M * N, inner,
-                                              compute, CUBLAS_GEMM_DEFAULT),
+      cublas_check(cublas_api().cublasGemmStridedBatchedEx(
+                       handle_, B.op, A.op, N, M, K, alpha, pb, dt, B.ld, sb, pa, dt, A.ld, sa,
+                       beta, pc, dt, N, M * N, inner, compute, CUBLAS_GEMM_DEFAULT),
                    "matmul", "cublasGemmStridedBatchedEx");
   }
 }

@@ -4,6 +4,7 @@
 // llvm::ArrayRef; libkiln keeps LLVM's symbols to itself, so do not reference LLVM's ABI-check
 // symbol from the tests (LLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING, set by tests/CMakeLists.txt).
 #include "codegen/cuda_codegen.h"
+#include "codegen/nvrtc/nvrtc_api.h"
 #include "engine/kernel_observer.h"
 
 #include <kiln/kiln.h>
@@ -29,6 +30,9 @@ struct Capture {
 
 struct Codegen : ::testing::Test {
   void SetUp() override {
+    // NVRTC compiles without a GPU, but it may be hidden (KILN_CUDA_LIBRARY_PATH, the pass
+    // that checks kiln without the CUDA libraries) or missing.
+    if (std::string why = nvrtc_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
     set_default_device(Device::cpu());
     set_eager(false);
     manual_seed(7);
