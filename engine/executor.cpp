@@ -20,8 +20,7 @@ namespace {
 
 // Batches stay small: their outputs are all allocated before the first of their steps runs
 // (intermediates are not freed step by step), and launch cost matters only for short kernels.
-constexpr size_t kBatchStepBytes = size_t(16) << 20; // largest output set of a batched step
-constexpr size_t kBatchBytes = size_t(64) << 20;     // outputs of one batch together
+constexpr size_t kBatchBytes = size_t(64) << 20; // outputs of one batch together
 
 KernelObserver& observer() {
   static KernelObserver f;
@@ -202,12 +201,6 @@ void write_constants(Schedule& s, llvm::ArrayRef<Node*> nodes) {
     inst.imm = n->scalar;
     inst.iimm = n->iscalar;
   }
-}
-
-size_t written_bytes(const Schedule& s, const Step& st) {
-  size_t n = 0;
-  for (int w : st.writes) n += s.slots[w].bytes;
-  return n;
 }
 
 bool batchable(const Schedule& s, const Step& st) {

@@ -62,19 +62,24 @@ Step merge_steps(const Schedule& s, const std::vector<int>& members) {
   return m;
 }
 
-// The sinks of one device, cut into runs that fit one kernel's parameters.
+// The sinks of one device, cut into runs that fit one kernel's parameters, and whose outputs
+// together stay small enough for the step to run in a CUDA graph (kBatchStepBytes) when each
+// of them would have.
 std::vector<std::vector<int>> launch_sets(const Schedule& s, const std::vector<int>& sinks) {
   std::vector<std::vector<int>> sets(1);
   int64_t fields = 0;
+  size_t bytes = 0;
   for (int i : sinks) {
     const int64_t f = segment_param_fields(s.steps[i].kernel()->kernel);
+    const size_t b = written_bytes(s, s.steps[i]);
     if (!sets.back().empty() &&
-        (fields + f > kMaxParamFields || sets.back().size() == kMaxKernelSegments)) {
+        (fields + f > kMaxParamFields || sets.back().size() == kMaxKernelSegments ||
+         (bytes + b > kBatchStepBytes && b <= kBatchStepBytes))) {
       sets.emplace_back();
-      fields = 0;
+      fields = 0, bytes = 0;
     }
     sets.back().push_back(i);
-    fields += f;
+    fields += f, bytes += b;
   }
   return sets;
 }

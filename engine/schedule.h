@@ -63,6 +63,11 @@ struct Step {
   const IndexStep* index() const { return std::get_if<IndexStep>(&work); }
 };
 
+/// Batches stay small: their outputs are all allocated before the first of their steps runs
+/// (intermediates are not freed step by step), and launch cost matters only for short kernels.
+/// A step that writes more than this runs on its own, never in a CUDA graph (executor.cpp).
+constexpr size_t kBatchStepBytes = size_t(16) << 20;
+
 /// Calls f(slot) for every slot step `st` reads (a slot read twice: twice).
 template <class F> void for_each_read(const Step& st, F&& f) {
   if (const GemmStep* g = st.gemm()) {
@@ -95,6 +100,13 @@ struct Schedule {
   std::vector<int> aliases;        // pending views (walk indices) realized as aliases of their root
   std::vector<uint64_t> alias_ids; // their ids when planned (for the dump)
 };
+
+/// The bytes of the slots step `st` allocates.
+inline size_t written_bytes(const Schedule& s, const Step& st) {
+  size_t n = 0;
+  for (int w : st.writes) n += s.slots[w].bytes;
+  return n;
+}
 
 /// Plan the evaluation of the targets of `w` (pending nodes; views allowed).
 Schedule plan(const Walk& w);

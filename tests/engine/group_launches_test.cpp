@@ -129,4 +129,20 @@ TEST_F(GroupLaunches, OnlyKernelsWhoseResultsNothingLaterReadsAreGrouped) {
   expect_bits_equal(e.to_vector<float>(), e2.to_vector<float>());
 }
 
+// A grouped step's outputs stay within what a step in a CUDA graph may write (16 MB): two
+// 12 MB updates are two launches, as each could be graphed; two small ones one.
+TEST_F(GroupLaunches, AGroupStaysSmallEnoughForACudaGraph) {
+  Tensor a = randn({3 << 20}), b = randn({3 << 20}), c = randn({1000}), d = randn({1000});
+  eval(a, b, c, d);
+  Tensor a2 = a * 2.0f, b2 = b * 3.0f;
+  reset_stats();
+  eval(a2, b2);
+  EXPECT_EQ(stats().kernels_run, 2) << last_plan();
+  EXPECT_EQ(count(last_plan(), "segments launched together"), 0) << last_plan();
+  Tensor c2 = c * 2.0f, d2 = d * 3.0f;
+  reset_stats();
+  eval(c2, d2);
+  EXPECT_EQ(stats().kernels_run, 1) << last_plan();
+}
+
 } // namespace
