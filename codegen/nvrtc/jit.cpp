@@ -1,5 +1,8 @@
 #include "codegen/jit.h"
 
+#include "ir/errors.h"
+#include "ir/settings.h"
+
 namespace kiln::detail {
 
 Jit::Jit(const CudaTarget& target, std::string cache_dir)
@@ -16,6 +19,15 @@ JitKernel Jit::build(const CudaKernelSource& src) {
     stats_.disk_hits++;
     return out;
   }
+  // KILN_COMPILE=0: a deployment that must be warm (its cache shipped with kiln-cache export)
+  // fails loudly rather than stalling on NVRTC.
+  if (!setting_flag(Setting::compile).value_or(true))
+    fail("compile",
+         "kernel {} is not in the disk cache {} and KILN_COMPILE=0 forbids compiling it; run the "
+         "workload once with compiling allowed, or `kiln-cache import` a warm cache (set "
+         "KILN_CACHE_MISS_LOG and run `kiln-cache why` to see how it differs from the cached "
+         "kernels)",
+         src.name, disk_.enabled() ? disk_.dir() : std::string("(disabled)"));
   out.binary = compile_cuda(src, target_);
   stats_.compiles++;
   stats_.compile_ms += out.binary.compile_ms;

@@ -571,3 +571,29 @@ TEST_F(Codegen, KeysCarryThePastedDeviceCode) {
   const CudaKernelSource src = render_cuda(k, {true, false}, target());
   EXPECT_EQ(src.key.substr(src.key.size() - tag.size()), tag) << src.key;
 }
+
+// KILN_COMPILE=0: what the disk cache has loads, anything else is an error naming the kernel.
+TEST_F(Codegen, CompilingCanBeForbiddenForAWarmDeployment) {
+  std::string dir = (fs::temp_directory_path() / "kiln-jit-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  Tensor x = randn({64});
+  eval(x);
+  const FusedKernel cached = kernel_of([&] { return tanh(x) * 3; });
+  const FusedKernel fresh = kernel_of([&] { return exp(x) - 1; });
+  Jit(target(), dir).build(cached, {true, false});
+  ::setenv("KILN_COMPILE", "0", 1);
+  Jit warm(target(), dir);
+  EXPECT_FALSE(warm.build(cached, {true, false}).binary.image.empty());
+  try {
+    warm.build(fresh, {true, false});
+    ADD_FAILURE() << "compiled with KILN_COMPILE=0";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(render_cuda(fresh, {true, false}, target()).name),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("KILN_COMPILE=0"), std::string::npos) << e.what();
+  }
+  ::unsetenv("KILN_COMPILE");
+  EXPECT_EQ(warm.stats().compiles, 0);
+  fs::remove_all(dir);
+}
