@@ -178,6 +178,28 @@ void remove_stale_temps(const std::string& dir) {
   ::closedir(d);
 }
 
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += char(c);
+    else if (c < 0x20)
+      out += fmt::format("\\u{:04x}", c);
+    else
+      out += char(c);
+  }
+  return out + "\"";
+}
+
+std::string append_line(const std::string& path, std::string_view line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return fmt::format("{}: {}", path, errno_text(errno));
+  const bool ok = ::write(fd, line.data(), line.size()) == ssize_t(line.size());
+  const int err = errno;
+  ::close(fd);
+  return ok ? std::string() : fmt::format("{}: {}", path, errno_text(err));
+}
+
 namespace {
 
 struct Resident {

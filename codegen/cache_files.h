@@ -34,6 +34,11 @@ void remove_entry(const std::string& dir, const std::string& path, const std::st
                   const struct stat& read, void (*during_removal)(const std::string&) = nullptr);
 /// Removes kiln's temp files (exact name pattern) in dir older than an hour.
 void remove_stale_temps(const std::string& dir);
+/// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
+std::string json_quote(std::string_view s);
+/// Appends `line` to the file at `path` (created 0600) with one write(2) in append mode, so the
+/// lines of concurrent processes never interleave; "" or why not.
+std::string append_line(const std::string& path, std::string_view line);
 /// When the entries and use records in dir take more than `limit` bytes, removes entries
 /// (with their use records) least recently used first until they take at most 90% of it,
 /// never `keep` (the name of an entry just written). Last use is the later of the entry's

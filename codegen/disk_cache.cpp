@@ -87,23 +87,6 @@ DiskCache::DiskCache(std::string dir, std::optional<uint64_t> max_bytes)
   remove_stale_temps(dir_);
 }
 
-namespace {
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\', out += char(c);
-    else if (c < 0x20)
-      out += fmt::format("\\u{:04x}", c);
-    else
-      out += char(c);
-  }
-  return out + "\"";
-}
-
-} // namespace
-
 // One JSON line per miss, appended with one write(2) (O_APPEND: lines of concurrent processes
 // do not interleave); kiln-cache why reads it.
 void DiskCache::log_miss(const CudaKernelSource& src, const CudaTarget& t,
@@ -112,17 +95,10 @@ void DiskCache::log_miss(const CudaKernelSource& src, const CudaTarget& t,
   const std::string line =
       fmt::format("{{\"time\":{},\"name\":{},\"arch\":{},\"nvrtc\":{},\"codegen\":{},\"why\":{},"
                   "\"key\":{}}}\n",
-                  int64_t(std::time(nullptr)), json_string(src.name), t.arch, t.nvrtc_version,
-                  kCodegenVersion, json_string(why), json_string(src.key));
-  const int fd = ::open(miss_log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    if (first_time("miss-log"))
-      warn(fmt::format("cannot write the miss log {}: {}", miss_log_, errno_text(errno)));
-    return;
-  }
-  if (::write(fd, line.data(), line.size()) != ssize_t(line.size()) && first_time("miss-log"))
-    warn(fmt::format("cannot write the miss log {}: {}", miss_log_, errno_text(errno)));
-  ::close(fd);
+                  int64_t(std::time(nullptr)), json_quote(src.name), t.arch, t.nvrtc_version,
+                  kCodegenVersion, json_quote(why), json_quote(src.key));
+  if (std::string err = append_line(miss_log_, line); !err.empty() && first_time("miss-log"))
+    warn(fmt::format("cannot write the miss log: {}", err));
 }
 
 std::optional<DiskCacheEntry> DiskCache::load(const CudaKernelSource& src, const CudaTarget& t) {

@@ -1,9 +1,42 @@
 #include "codegen/jit.h"
 
+#include "codegen/cache_files.h"
 #include "ir/errors.h"
 #include "ir/settings.h"
 
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <mutex>
+#include <set>
+
 namespace kiln::detail {
+
+namespace {
+
+// KILN_CACHE_MANIFEST: one JSON line per kernel the process used (each key once), with the
+// source, for `kiln-cache warm` to compile them all in parallel on another machine.
+void add_to_manifest(const CudaKernelSource& src, const CudaTarget& t) {
+  const std::string path = setting_text(Setting::cache_manifest).value_or("");
+  if (path.empty()) return;
+  static std::mutex mu;
+  static std::set<std::string> written; // (path, key) pairs
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!written.insert(path + '\n' + src.key).second) return;
+  }
+  const std::string line = fmt::format(
+      "{{\"name\":{},\"arch\":{},\"nvrtc\":{},\"codegen\":{},\"key\":{},\"source\":{}}}\n",
+      cache_files::json_quote(src.name), t.arch, t.nvrtc_version, kCodegenVersion,
+      cache_files::json_quote(src.key), cache_files::json_quote(src.source));
+  if (std::string err = cache_files::append_line(path, line); !err.empty()) {
+    static std::once_flag once;
+    std::call_once(
+        once, [&] { std::fprintf(stderr, "kiln: cannot write the manifest %s\n", err.c_str()); });
+  }
+}
+
+} // namespace
 
 Jit::Jit(const CudaTarget& target, std::string cache_dir)
     : target_(target), disk_(std::move(cache_dir)) {}
@@ -14,6 +47,7 @@ JitKernel Jit::build(const FusedKernel& k, const CudaVariant& v) {
 
 JitKernel Jit::build(const CudaKernelSource& src) {
   JitKernel out{src.name, {}};
+  add_to_manifest(src, target_);
   if (auto entry = disk_.load(src, target_)) {
     out.binary = std::move(entry->binary);
     stats_.disk_hits++;

@@ -86,7 +86,9 @@ std::string program_log(nvrtcProgram prog) {
 int nvrtc_version() {
   static const int version = [] {
     int major = 0, minor = 0;
-    if (nvrtc_api().nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+    if (!nvrtc_unavailable_reason().empty() ||
+        nvrtc_api().nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+      return 0;
     return major * 1000 + minor * 10;
   }();
   return version;

@@ -225,4 +225,34 @@ TEST_F(KilnCacheTool, WhyNamesTheKeyFieldsAMissDifferedIn) {
   EXPECT_EQ(in(dir, "why " + other + "/no-such-log").status, 1);
 }
 
+// A run's manifest warms another machine's cache: kiln-cache warm compiles its kernels in
+// parallel, and the workload then runs there with compiling forbidden.
+TEST_F(KilnCacheTool, WarmCompilesARunsManifest) {
+  const std::string manifest = other + "/kernels.jsonl", fresh = other + "/fresh";
+  Tensor x = randn({64}), y = randn({8, 8});
+  eval(x, y);
+  const std::vector<FusedKernel> ks = {kernel_of([&] { return tanh(x) * 3; }),
+                                       kernel_of([&] { return exp(y) + y; }),
+                                       kernel_of([&] { return sum(y * y, {1}); })};
+  ::setenv("KILN_CACHE_MANIFEST", manifest.c_str(), 1);
+  {
+    Jit run(target(), dir); // the workload's run: loads (cached in SetUp), listed all the same
+    for (const FusedKernel& k : ks) run.build(k, {true, false});
+    run.build(ks[0], {true, false}); // each kernel once
+  }
+  ::unsetenv("KILN_CACHE_MANIFEST");
+  ToolRun w = in(fresh, "warm --json -j 2 " + manifest);
+  ASSERT_EQ(w.status, 0) << w.out;
+  const json j = json::parse(w.out);
+  EXPECT_EQ(j["compiled"], 3) << w.out;
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(json::parse(in(fresh, "warm --json " + manifest).out)["cached"], 3);
+  ::setenv("KILN_COMPILE", "0", 1);
+  Jit deployed(target(), fresh);
+  for (const FusedKernel& k : ks) EXPECT_NO_THROW(deployed.build(k, {true, false}));
+  ::unsetenv("KILN_COMPILE");
+  EXPECT_EQ(deployed.stats().compiles, 0);
+  EXPECT_EQ(deployed.stats().disk_hits, 3);
+}
+
 } // namespace

@@ -29,8 +29,9 @@ struct Args {
   bool fix = false, dry_run = false, foreign = false, all = false;
   std::optional<uint64_t> max_size;
   std::optional<int64_t> older_than;
-  // export, import
+  // export, import, why, warm
   std::string file;
+  int jobs = 0; // warm: compile threads (0: one per CPU)
 };
 
 /// Whether this machine (and this kiln) can use e.
@@ -49,5 +50,6 @@ int clear(const Directory& d, const Args& a);
 int export_entries(const Directory& d, const Here& here, const Args& a);
 int import_entries(const Args& a);
 int why(const Directory& d, const Here& here, const Args& a);
+int warm(const Directory& d, const Args& a); // built with the CUDA toolkit only
 
 } // namespace kiln_cache

@@ -74,6 +74,13 @@ int main(int argc, char** argv) {
   CLI::App* why_cmd = with_json(app.add_subcommand(
       "why", "for each kernel a run missed (KILN_CACHE_MISS_LOG), how it differs from the cache"));
   why_cmd->add_option("log", a.file, "the miss log the run wrote")->required();
+  CLI::App* warm_cmd = nullptr;
+#ifdef KILN_CACHE_WARM
+  warm_cmd = with_json(app.add_subcommand(
+      "warm", "compile a run's kernels (its KILN_CACHE_MANIFEST) into the cache, in parallel"));
+  warm_cmd->add_option("manifest", a.file, "the manifest the run wrote")->required();
+  warm_cmd->add_option("--jobs,-j", a.jobs, "compile threads (default: one per CPU)");
+#endif
   CLI::App* import_cmd = with_json(app.add_subcommand("import", "add an archive's entries"));
   import_cmd->add_option("file", a.file, "the archive to read")->required();
   import_cmd->add_flag("--all", a.all, "also entries of another kiln code generator");
@@ -98,5 +105,8 @@ int main(int argc, char** argv) {
   if (prune_cmd->parsed()) return prune(d, here, a);
   if (clear_cmd->parsed()) return clear(d, a);
   if (why_cmd->parsed()) return why(d, here, a);
+#ifdef KILN_CACHE_WARM
+  if (warm_cmd->parsed()) return warm(d, a);
+#endif
   return export_entries(d, here, a);
 }
