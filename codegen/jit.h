@@ -20,6 +20,7 @@ struct JitStats {
 struct JitKernel {
   std::string name;
   CudaBinary binary;
+  bool from_disk = false; // loaded from the disk cache rather than compiled now
 };
 
 class Jit {
@@ -29,8 +30,10 @@ public:
   /// The binary for (k, v): from the disk cache, else compiled (and stored). Throws kiln::Error
   /// with NVRTC's log when the source does not compile.
   JitKernel build(const FusedKernel& k, const CudaVariant& v);
-  /// The same for a rendered source (the index kernels, codegen/cuda_index.h).
-  JitKernel build(const CudaKernelSource& src);
+  /// The same for a rendered source (the index kernels, codegen/cuda_index.h). `fresh`:
+  /// compile even when the disk cache has it, replacing its entry (the driver rejected the
+  /// cached binary).
+  JitKernel build(const CudaKernelSource& src, bool fresh = false);
   const CudaTarget& target() const { return target_; }
   const JitStats& stats() const { return stats_; }
 

@@ -45,11 +45,12 @@ JitKernel Jit::build(const FusedKernel& k, const CudaVariant& v) {
   return build(render_cuda(k, v, target_));
 }
 
-JitKernel Jit::build(const CudaKernelSource& src) {
+JitKernel Jit::build(const CudaKernelSource& src, bool fresh) {
   JitKernel out{src.name, {}};
   add_to_manifest(src, target_);
-  if (auto entry = disk_.load(src, target_)) {
+  if (auto entry = fresh ? std::nullopt : disk_.load(src, target_)) {
     out.binary = std::move(entry->binary);
+    out.from_disk = true;
     stats_.disk_hits++;
     return out;
   }

@@ -96,20 +96,43 @@ cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
     stats_.memory_hits++;
     return it->second;
   }
-  cudaKernel_t kernel = load(jit_.build(k, v));
+  cudaKernel_t kernel = load(render_cuda(k, v, target()));
   loaded_[key] = kernel;
   return kernel;
 }
 
-cudaKernel_t CudaKernelCache::load(const JitKernel& built) {
+// A binary from the disk cache that the driver rejects (written by a broken toolchain, damaged
+// in a way its checksums cannot see) is compiled again and its entry replaced: the cache heals
+// itself and the step goes on. A binary compiled just now that the driver rejects is an error.
+cudaKernel_t CudaKernelCache::load(const CudaKernelSource& src) {
+  JitKernel built = jit_.build(src);
+  std::string why;
+  if (cudaKernel_t kernel = try_load(built, why)) return kernel;
+  if (!built.from_disk) fail("eval", "the driver rejected kernel {}: {}", built.name, why);
+  std::fprintf(stderr,
+               "kiln: the driver rejected kernel %s from the disk cache (%s); compiled "
+               "again and its entry replaced\n",
+               built.name.c_str(), why.c_str());
+  built = jit_.build(src, /*fresh=*/true);
+  if (cudaKernel_t kernel = try_load(built, why)) return kernel;
+  fail("eval", "the driver rejected kernel {}: {}", built.name, why);
+}
+
+cudaKernel_t CudaKernelCache::try_load(const JitKernel& built, std::string& why) {
   auto t0 = std::chrono::steady_clock::now();
   cudaLibrary_t lib = nullptr;
-  cuda_check(cudaLibraryLoadData(&lib, built.binary.image.data(), nullptr, nullptr, 0, nullptr,
-                                 nullptr, 0),
-             "eval", "cudaLibraryLoadData");
   cudaKernel_t kernel = nullptr;
-  cuda_check(cudaLibraryGetKernel(&kernel, lib, built.name.c_str()), "eval",
-             "cudaLibraryGetKernel");
+  cudaError_t e = cudaLibraryLoadData(&lib, built.binary.image.data(), nullptr, nullptr, 0, nullptr,
+                                      nullptr, 0);
+  if (e == cudaSuccess) {
+    e = cudaLibraryGetKernel(&kernel, lib, built.name.c_str());
+    if (e != cudaSuccess) (void)cudaLibraryUnload(lib);
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); // not sticky: the context stays usable
+    why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    return nullptr;
+  }
   stats_.load_ms += ms_since(t0);
   return kernel;
 }
@@ -119,7 +142,7 @@ cudaKernel_t CudaKernelCache::get_index(const IndexStep& s) {
   if (kernel)
     stats_.memory_hits++;
   else
-    kernel = load(jit_.build(render_index_cuda(s, target())));
+    kernel = load(render_index_cuda(s, target()));
   return kernel;
 }
 

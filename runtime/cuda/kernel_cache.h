@@ -43,7 +43,10 @@ public:
 private:
   int device_;
   Jit jit_;
-  cudaKernel_t load(const JitKernel& built);
+  /// The kernel for `src` loaded into the driver (built or read from the disk cache).
+  cudaKernel_t load(const CudaKernelSource& src);
+  /// Null with `why` when the driver rejects the binary.
+  cudaKernel_t try_load(const JitKernel& built, std::string& why);
   llvm::StringMap<cudaKernel_t> loaded_;
   llvm::StringMap<cudaKernel_t> index_kernels_; // index_kernel_id -> kernel
   KernelCacheStats stats_; // memory hits and load time (the JIT counts the rest)

@@ -217,6 +217,13 @@ TEST_F(Codegen, TheJitCompilesOnceThenReadsTheDiskCache) {
   EXPECT_EQ(second.stats().compiles, 0);
   EXPECT_EQ(second.stats().disk_hits, 1);
   EXPECT_EQ(b.binary.image, a.binary.image);
+  EXPECT_TRUE(b.from_disk);
+  EXPECT_FALSE(a.from_disk);
+  // The driver rejected the cached binary: compiled again, the entry replaced.
+  JitKernel c = second.build(render_cuda(k, v, target()), /*fresh=*/true);
+  EXPECT_EQ(second.stats().compiles, 1);
+  EXPECT_FALSE(c.from_disk);
+  EXPECT_EQ(Jit(target(), tmpl).build(k, v).binary.image, c.binary.image);
   fs::remove_all(tmpl);
 }
 
