@@ -5,6 +5,7 @@
 // and a 10,000-step loop allocates nothing after the first step.
 //
 // A buffer B read by this plan through slot s is donated to output o of step i when
+//  0. B is kiln's own (not memory a user handed it: Buffer::external);
 //  1. nothing outside this evaluation can see B again: every realized node holding B that the
 //     plan reads has no handle, all its uses come from nodes of this plan (each is computed
 //     now and releases it), and no pending view of it is in the plan (a view with a handle
@@ -108,7 +109,9 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
       for (int ii = 0; ii < static_cast<int>(k.inputs.size()); ++ii) {
         int s = k.inputs[ii].slot;
         Buffer* b = slots[s].leaf < 0 ? nullptr : pg.node(slots[s].leaf)->buffer.get();
-        if (!b || donated[s] || last_read[s] != i || b->bytes != out.bytes) continue;
+        // Adopted memory (from_blob, from_dlpack) is the user's: never written by kiln.
+        if (!b || b->external() || donated[s] || last_read[s] != i || b->bytes != out.bytes)
+          continue;
         auto h = holders.find(b);
         if (h == holders.end() || h->second.survives || h->second.device != st.device ||
             b->use_count() != h->second.nodes || !reads_slot_only_as(k, s, oi))

@@ -88,11 +88,15 @@ Tensor Tensor::reshape(const Shape& s) const {
   return kiln::reshape(*this, s);
 }
 
-void Tensor::copy_to_host(void* dst, DType as, size_t count) const {
-  Node* n = need(*this, "read");
-  if (count != static_cast<size_t>(n->numel()))
-    detail::fail("item", "a tensor of shape {} has {} elements, not 1", n->layout.shape,
-                 n->numel());
+void Tensor::copy_to_host(void* dst, DType as, size_t count, const char* op) const {
+  Node* n = need(*this, op);
+  if (count != static_cast<size_t>(n->numel())) {
+    if (std::string_view(op) == "item")
+      detail::fail("item", "a tensor of shape {} has {} elements, not 1", n->layout.shape,
+                   n->numel());
+    detail::fail(op, "the destination holds {} elements, the tensor (shape {}, {}) has {}", count,
+                 n->layout.shape, dtype_name(n->dtype), n->numel());
+  }
   if (count == 0) return;
   Tensor src = *this;
   if (!detail::is_contiguous(n->layout)) src = kiln::contiguous(*this);

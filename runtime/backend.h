@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace kiln {
 struct Stats;
@@ -30,7 +31,14 @@ struct Buffer {
   void* data = nullptr;
   size_t bytes = 0;
   Backend* owner = nullptr;
+  /// Memory a user handed kiln (from_blob, from_dlpack): no owner, never written by kiln (no
+  /// in-place output takes it), and given back with release_external(data, external_ctx) when
+  /// the last reference goes (null: the user keeps ownership). Plain pointers, so that the
+  /// executor's unowned views of buffers stay trivially copyable.
+  void (*release_external)(void* data, void* ctx) = nullptr;
+  void* external_ctx = nullptr;
   ~Buffer();
+  bool external() const { return owner == nullptr; }
   void Retain() const { ++refs_; }
   void Release() const {
     if (--refs_ == 0) delete this;
@@ -85,6 +93,9 @@ public:
     (void)items;
     return nullptr;
   }
+  /// "" if `bytes` bytes at `data` are memory of this device that kernels may read, else why
+  /// not (from_blob, from_dlpack).
+  virtual std::string check_adopted(const void* data, size_t bytes) { return {}; }
   /// Wait until all work issued so far is done.
   virtual void synchronize() = 0;
   /// Whether work issued to this backend runs while the host goes on (a GPU stream), rather

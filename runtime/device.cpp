@@ -106,7 +106,11 @@ void set_default_device(Device d) {
 namespace detail {
 
 Buffer::~Buffer() {
-  if (owner) owner->release(*this);
+  if (owner) {
+    owner->release(*this);
+  } else if (release_external) {
+    release_external(data, external_ctx);
+  }
 }
 
 BufferRef Backend::adopt(void* data, size_t bytes) {

@@ -3,6 +3,7 @@
 // when a value is needed.
 #include <kiln/autograd.h>
 #include <kiln/device.h>
+#include <kiln/dlpack.h>
 #include <kiln/dtype.h>
 #include <kiln/engine.h>
 #include <kiln/error.h>

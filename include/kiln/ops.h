@@ -5,6 +5,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -55,6 +56,18 @@ Tensor arange(int64_t stop, DType dtype = DType::i64, std::optional<Device> devi
 /// when the shape has no elements).
 Tensor from_data(const void* data, DType dtype, const Shape& shape,
                  std::optional<Device> device = {});
+/// Gives memory kiln adopted back to its owner: called once, with the pointer, when no tensor
+/// reads it any more. It must not throw (if it does, kiln reports it on stderr and goes on).
+using Deleter = std::function<void(void*)>;
+/// A tensor over `bytes` bytes of memory at `data` on `device` (a device pointer for a GPU),
+/// without copying: elements of `dtype` at `strides` (in elements; empty: contiguous) over
+/// `shape`. kiln reads the memory and never writes into it (results go to buffers of its own),
+/// and calls `deleter(data)` when the last tensor reading it is gone; without a deleter the
+/// caller keeps ownership and must keep the memory alive and unchanged while kiln may read it.
+/// Throws kiln::Error (and leaves the memory to the caller) for a null or misaligned pointer,
+/// strides that reach past `bytes` or are negative, or memory that is not on `device`.
+Tensor from_blob(void* data, size_t bytes, DType dtype, const Shape& shape,
+                 const Shape& strides = {}, Device device = Device::cpu(), Deleter deleter = {});
 namespace detail {
 /// Throws kiln::Error naming op unless `count` elements are exactly what `shape` holds.
 void check_host_count(const char* op, size_t count, const Shape& shape);

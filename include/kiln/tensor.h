@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <ranges>
 #include <type_traits>
 #include <vector>
 
@@ -46,7 +47,7 @@ public:
   /// The single element, converted to T. Evaluates. Throws unless numel() == 1.
   template <class T> T item() const {
     T v{};
-    copy_to_host(&v, dtype_of_v<T>, 1);
+    copy_to_host(&v, dtype_of_v<T>, 1, "item");
     return v;
   }
   /// All elements in row-major order, converted to T as astype would. Evaluates.
@@ -56,10 +57,24 @@ public:
       return std::vector<bool>(bytes.begin(), bytes.end());
     } else {
       std::vector<T> v(static_cast<size_t>(numel()));
-      copy_to_host(v.data(), dtype_of_v<T>, v.size());
+      copy_to_host(v.data(), dtype_of_v<T>, v.size(), "to_vector");
       return v;
     }
   }
+  /// All elements in row-major order, converted to the element type as astype would, into
+  /// memory the caller owns: a std::span, std::vector, std::array, ... of exactly numel()
+  /// elements. No vector in between. Evaluates.
+  template <std::ranges::contiguous_range R> void copy_to(R&& out) const {
+    using T = std::ranges::range_value_t<R>;
+    static_assert(!std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>,
+                  "copy_to writes into its argument");
+    copy_to_host(std::ranges::data(out), dtype_of_v<T>, static_cast<size_t>(std::ranges::size(out)),
+                 "copy_to");
+  }
+  /// The address of the first element of the value in its device's memory (a device pointer
+  /// for a GPU tensor), laid out by strides(). Evaluates and waits for it. Valid while this
+  /// tensor (or another handle to the same value) lives; kiln never writes into it meanwhile.
+  const void* data_ptr() const;
 
   /// Copy to another device (lazy); returns *this if already there.
   Tensor to(Device d) const;
@@ -83,7 +98,7 @@ public:
   explicit Tensor(detail::Node* adopt); // takes over one handle count
 
 private:
-  void copy_to_host(void* dst, DType as, size_t count) const;
+  void copy_to_host(void* dst, DType as, size_t count, const char* op) const;
   detail::Node* node_ = nullptr;
 };
 

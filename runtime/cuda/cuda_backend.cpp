@@ -154,6 +154,23 @@ public:
 
   bool asynchronous() const override { return true; }
 
+  // Adopted memory must be this GPU's (or managed): a host pointer given as CUDA memory would
+  // fault in the first kernel that reads it.
+  std::string check_adopted(const void* data, size_t bytes) override {
+    (void)bytes;
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, data) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "not memory CUDA knows";
+    }
+    if (a.type == cudaMemoryTypeManaged) return {};
+    if (a.type != cudaMemoryTypeDevice)
+      return a.type == cudaMemoryTypeHost ? "pinned host memory, not device memory"
+                                          : "host memory, not device memory";
+    if (a.device != index_) return fmt::format("memory of cuda:{}, not cuda:{}", a.device, index_);
+    return {};
+  }
+
   // An error of earlier work also ends the wait: it reads as idle, and the next operation that
   // checks errors reports it.
   bool idle() override { return stream_->idle(); }
