@@ -90,6 +90,12 @@ void set_group_launches(bool on) {
 bool group_launches() {
   return detail::engine().group_launches;
 }
+void set_write_held_values(bool on) {
+  detail::engine().defer_held = !on; // part of every plan key
+}
+bool write_held_values() {
+  return !detail::engine().defer_held;
+}
 
 void set_plan_cache_limit(int64_t max_plans) {
   if (max_plans < 0)

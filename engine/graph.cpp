@@ -31,6 +31,7 @@ EngineState make_engine() {
   if (auto v = setting_text(Setting::small_matmul))
     e.small_matmul = *v == "0" ? 0 : *v == "all" ? 2 : 1;
   e.group_launches = setting_flag(Setting::group_launches).value_or(e.group_launches);
+  e.defer_held = !setting_flag(Setting::write_held).value_or(!e.defer_held);
   e.idle_flush_nodes = e.next_idle_check =
       setting_int(Setting::idle_flush).value_or(e.idle_flush_nodes);
   e.max_plans = setting_int(Setting::plan_cache).value_or(e.max_plans);

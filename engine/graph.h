@@ -30,6 +30,9 @@ struct EngineState {
   // Sink kernels launched as one segmented kernel (engine/horizontal_fusion.cpp;
   // KILN_GROUP_LAUNCHES).
   bool group_launches = true;
+  // Held values cheap to recompute stay pending at an evaluation that does not ask for them
+  // (engine/mark.cpp, keep_held_pending); false: every held value is written (KILN_WRITE_HELD=1).
+  bool defer_held = true;
   // Adaptive batching (engine/adaptive_flush.cpp): every this many pending nodes, flush early if
   // the device is idle (KILN_IDLE_FLUSH; 0 never). The next check is at next_idle_check nodes.
   int64_t idle_flush_nodes = 64;

@@ -1,6 +1,9 @@
 // Planner passes 1 and 2: collect the pending nodes an evaluation needs, and mark those that
 // must be written to memory, each with the reason why (the first reason wins).
+#include "engine/graph.h"
 #include "engine/planner_impl.h"
+
+#include <llvm/ADT/SmallPtrSet.h>
 
 namespace kiln::detail {
 
@@ -26,13 +29,51 @@ void PlanGraph::mark(Node* n, Why reason) {
   ri->reason = reason;
 }
 
+namespace {
+
+// The most ops a held value may take to recompute and still stay pending.
+constexpr int kMaxDeferredOps = 32;
+
+// Whether held value n may stay pending after this evaluation: an elementwise value whose
+// computation in this plan (through values not written) is at most kMaxDeferredOps cheap ops
+// on values that stay in memory anyway: realized or written values that a tensor holds. Then
+// nothing it needs is freed early, and reading it later costs one small kernel.
+bool deferrable(const PlanGraph& pg, Node* n) {
+  llvm::SmallVector<Node*, 16> stack{n};
+  llvm::SmallPtrSet<Node*, 16> seen{n};
+  int ops = 0;
+  while (!stack.empty()) {
+    Node* x = stack.pop_back_val();
+    const Info* xi = pg.info(x);
+    const bool in_memory = !xi || (xi->materialize && x != n);
+    if (in_memory) {
+      if (view_root(x)->handles == 0 && x->handles == 0) return false; // freed but for n
+      continue;
+    }
+    const OpKind k = op_kind(x->op);
+    if (x->op == OpCode::view || (!is_elementwise(k) && k != OpKind::Source) ||
+        ++ops > kMaxDeferredOps)
+      return false;
+    for (Node* in : x->inputs)
+      if (seen.insert(in).second) stack.push_back(in);
+  }
+  return true;
+}
+
+} // namespace
+
 void mark_all(PlanGraph& pg, llvm::ArrayRef<Node*> targets) {
   auto mark = [&](Node* n, Why reason) { pg.mark(n, reason); };
   for (Node* t : targets) mark(t, Why::requested);
+  llvm::SmallVector<Node*, 8> held; // decided once every other reason is known
   for (Info& in : pg.infos) {
     Node* n = in.n;
-    if (n->handles > 0 && !n->internal)
-      mark(n, n->op == OpCode::view ? Why::viewed_by_live_tensor : Why::live_handle);
+    if (n->handles > 0 && !n->internal) {
+      if (n->op != OpCode::view && engine().defer_held)
+        held.push_back(n);
+      else
+        mark(n, n->op == OpCode::view ? Why::viewed_by_live_tensor : Why::live_handle);
+    }
     if (n->uses > in.consumers.size()) mark(n, Why::used_outside);
     switch (op_kind(n->op)) {
     case OpKind::Gemm:
@@ -55,6 +96,8 @@ void mark_all(PlanGraph& pg, llvm::ArrayRef<Node*> targets) {
       break;
     }
   }
+  for (Node* n : held)
+    if (!pg.info(n)->materialize && !deferrable(pg, n)) mark(n, Why::live_handle);
 }
 
 } // namespace kiln::detail

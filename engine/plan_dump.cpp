@@ -126,6 +126,10 @@ std::string dump_schedule(const Schedule& s) {
   }
   for (uint64_t id : s.alias_ids)
     out += fmt::format("view %{} realized as an alias of its root\n", id);
+  for (uint64_t id : s.deferred_ids)
+    out += fmt::format("held %{} not written: cheap to recompute from values in memory, it stays "
+                       "pending until read\n",
+                       id);
   return out;
 }
 

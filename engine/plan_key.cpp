@@ -100,8 +100,8 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
 
   std::vector<uint64_t>& k = w.key;
   // Both change how the same graph is planned.
-  k.push_back(static_cast<uint64_t>(engine().small_matmul) | uint64_t(engine().group_launches)
-                                                                 << 8);
+  k.push_back(static_cast<uint64_t>(engine().small_matmul) |
+              uint64_t(engine().group_launches) << 8 | uint64_t(engine().defer_held) << 9);
   FirstHolders buffers;
   for (Node* n : w.nodes) {
     const bool realized = n->realized();

@@ -53,6 +53,9 @@ Schedule plan(const Walk& w) {
     std::variant<Schedule, Retry> built = build_all(pg, groups);
     if (Schedule* s = std::get_if<Schedule>(&built)) {
       if (engine().group_launches) fuse_sink_kernels(*s);
+      for (const Info& in : pg.infos)
+        if (in.n->handles > 0 && !in.n->internal && !in.materialize && in.n->op != OpCode::view)
+          s->deferred_ids.push_back(in.n->id);
       reuse_buffers(pg, *s);
       return std::move(*s);
     }

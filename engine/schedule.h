@@ -99,6 +99,8 @@ struct Schedule {
   std::vector<ConstantUse> constants;
   std::vector<int> aliases;        // pending views (walk indices) realized as aliases of their root
   std::vector<uint64_t> alias_ids; // their ids when planned (for the dump)
+  // Held values left pending, cheap to recompute (mark.cpp): ids when planned, for the dump.
+  std::vector<uint64_t> deferred_ids;
 };
 
 /// The bytes of the slots step `st` allocates.

@@ -97,6 +97,13 @@ SmallMatmul small_matmul();
 /// (env KILN_GROUP_LAUNCHES=0). Results are the same bits either way.
 void set_group_launches(bool on);
 bool group_launches();
+/// Held values: at an evaluation, a value a Tensor holds but the evaluation does not ask for,
+/// cheap to recompute (elementwise ops of values that stay in memory anyway: held realized
+/// tensors), stays pending instead of being written; it is computed if and when it is read, or
+/// by sync(). true writes every held value (env KILN_WRITE_HELD=1; A/B measurements).
+/// docs/semantics.md, "What eval writes". Results are the same bits either way.
+void set_write_held_values(bool on);
+bool write_held_values();
 void set_plan_cache_limit(int64_t max_plans);
 
 struct Stats {

@@ -91,7 +91,13 @@ TEST_F(Lazy, NineOpChainIsOneKernelWritingOneBuffer) {
     ASSERT_NEAR(os[i], chain_ref(xs[i], ys[i]), 1e-5 * (1 + std::fabs(os[i]))) << i;
 }
 
+struct WriteHeld { // every held value written, as before deferred held values (A/B)
+  WriteHeld() { set_write_held_values(true); }
+  ~WriteHeld() { set_write_held_values(false); }
+};
+
 TEST_F(Lazy, LiveIntermediateIsAnExtraOutputOfTheSameKernel) {
+  WriteHeld all;
   Tensor x = randn({256}), y = randn({256});
   eval(x, y);
   reset_stats();
@@ -108,6 +114,7 @@ TEST_F(Lazy, LiveIntermediateIsAnExtraOutputOfTheSameKernel) {
 }
 
 TEST_F(Lazy, MultiOutputWritesExactlyTheLiveOutputs) {
+  WriteHeld all;
   Tensor x = randn({512});
   eval(x);
   reset_stats();
@@ -361,4 +368,77 @@ TEST_F(Lazy, ExpressionTemporariesDoNotTriggerTheByteLimit) {
   eval(o);
   EXPECT_EQ(stats().kernels_run, 1);
   set_pending_limits(10000, int64_t(1) << 30);
+}
+
+namespace {
+
+bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+} // namespace
+
+// Named temporaries of a chain (issue 20): held, but cheap to recompute from held values in
+// memory, so eval(o) writes o alone; read later, they are computed then, bit for bit as eager.
+TEST_F(Lazy, HeldTemporariesStayPendingUntilRead) {
+  Tensor x = randn({4096}), y = randn({4096});
+  eval(x, y);
+  auto chain = [&](Tensor& t, Tensor& s) {
+    t = x * y + 1.0f;
+    s = tanh(t);
+    Tensor u = sigmoid(s);
+    return relu(u * x + (1.0f - u) * t);
+  };
+  Tensor t, s;
+  Tensor o = chain(t, s);
+  reset_stats();
+  eval(o);
+  EXPECT_EQ(stats().kernels_run, 1);
+  EXPECT_EQ(stats().buffers_materialized, 1) << last_plan();
+  EXPECT_FALSE(t.is_realized());
+  EXPECT_FALSE(s.is_realized());
+  EXPECT_NE(last_plan().find("stays pending until read"), std::string::npos) << last_plan();
+  const std::vector<float> tv = t.to_vector<float>(), sv = s.to_vector<float>(),
+                           ov = o.to_vector<float>();
+  set_eager(true);
+  Tensor te, se;
+  const Tensor oe = chain(te, se);
+  EXPECT_TRUE(bits_equal(ov, oe.to_vector<float>()));
+  EXPECT_TRUE(bits_equal(tv, te.to_vector<float>()));
+  EXPECT_TRUE(bits_equal(sv, se.to_vector<float>()));
+  set_eager(false);
+  // sync() computes what is still pending.
+  Tensor t2 = x - y, o2 = t2 * 2.0f;
+  eval(o2);
+  EXPECT_FALSE(t2.is_realized());
+  kiln::sync();
+  EXPECT_TRUE(t2.is_realized());
+}
+
+TEST_F(Lazy, HeldValuesThatAreCostlyOrWouldPinFreedMemoryAreWritten) {
+  Tensor x = randn({64, 64}), w = randn({64, 64});
+  eval(x, w);
+  Tensor r = sum(x, {1});         // a reduction: written
+  Tensor m = matmul(x, w) * 2.0f; // a matmul's result: written
+  Tensor o = r.reshape({64, 1}) + m;
+  eval(o);
+  EXPECT_TRUE(r.is_realized());
+  EXPECT_TRUE(m.is_realized());
+  Tensor e;
+  {
+    Tensor tmp = randn({256}); // in memory; its only handle dies below
+    eval(tmp);
+    e = exp(tmp);
+  }
+  Tensor o2 = e * 2.0f;
+  eval(o2);
+  EXPECT_TRUE(e.is_realized()) << "its input is not held: leaving it pending would pin it\n"
+                               << last_plan();
+  // A parameter update still takes the old value's buffer.
+  Tensor p = randn({1024}), g = randn({1024});
+  eval(p, g);
+  reset_stats();
+  p = p - g * 0.1f;
+  eval(p);
+  EXPECT_EQ(stats().buffers_reused, 1);
 }
