@@ -135,7 +135,9 @@ TEST_F(ConcatSlices, AConcatOfConcatsIsWrittenByThePiecesKernels) {
   auto [out, sums] = program();
   reset_stats();
   eval(out, sums[0], sums[1], sums[2]);
-  EXPECT_EQ(stats().copies_run, 0) << last_plan();
+  // On a GPU the pieces' kernels write the outer concat too; on the CPU one kernel copies the
+  // three step concats into it (a strided store costs the interpreter more than a copy).
+  EXPECT_EQ(stats().copies_run, default_device().is_cuda() ? 0 : 1) << last_plan();
   const std::vector<float> lazy = out.to_vector<float>();
   const float s1 = sums[1].item<float>();
   set_eager(true);
