@@ -21,7 +21,11 @@ namespace kiln::detail {
 int64_t segment_param_fields(const FusedKernel& k) {
   const int64_t rank = k.shape.size();
   int64_t f = 2 + rank + (rank + 1) * int64_t(k.inputs.size() + k.outputs.size());
-  for (const TapeInst& t : k.tape) f += t.op == OpCode::constant ? 2 : 0;
+  for (const TapeInst& t : k.tape) // a value, or a seed and counter, or a start and step
+    f += t.op == OpCode::constant || t.op == OpCode::iota || t.op == OpCode::rand_uniform ||
+                 t.op == OpCode::rand_normal
+             ? 2
+             : 0;
   return f;
 }
 

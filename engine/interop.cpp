@@ -76,6 +76,8 @@ Tensor adopt(void* data, size_t bytes, DType dtype, const Shape& shape, const Sh
   if (deleter) {
     b->external_ctx = new Deleter(std::move(deleter));
     b->release_external = give_back;
+    Backend& be = backend_for(device, "from_blob");
+    if (be.asynchronous()) b->external_device = &be; // queued kernels may still read it
   }
   return publish(new_realized(dtype, device, std::move(b), Layout{shape, strides, 0}));
 }

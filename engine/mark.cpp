@@ -36,8 +36,9 @@ constexpr int kMaxDeferredOps = 32;
 
 // Whether held value n may stay pending after this evaluation: an elementwise value whose
 // computation in this plan (through values not written) is at most kMaxDeferredOps cheap ops
-// on values that stay in memory anyway: realized or written values that a tensor holds. Then
-// nothing it needs is freed early, and reading it later costs one small kernel.
+// on values that stay in memory anyway: realized or written values that a tensor holds, not
+// memory a user handed kiln. Then nothing it needs is freed early or changes under it, and
+// reading it later costs one small kernel.
 bool deferrable(const PlanGraph& pg, Node* n) {
   llvm::SmallVector<Node*, 16> stack{n};
   llvm::SmallPtrSet<Node*, 16> seen{n};
@@ -48,6 +49,8 @@ bool deferrable(const PlanGraph& pg, Node* n) {
     const bool in_memory = !xi || (xi->materialize && x != n);
     if (in_memory) {
       if (view_root(x)->handles == 0 && x->handles == 0) return false; // freed but for n
+      // Adopted memory (from_blob) is the user's, who may change it after this evaluation.
+      if (x->realized() && x->buffer && x->buffer->external()) return false;
       continue;
     }
     const OpKind k = op_kind(x->op);

@@ -127,6 +127,7 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
       k.push_back(n->layout.offset == 0);
       k.push_back(b->use_count());
       k.push_back(b->bytes);
+      k.push_back(b->external()); // adopted memory is never written in place (buffer_reuse.cpp)
       put_shape(k, n->layout.strides);
       continue;
     }

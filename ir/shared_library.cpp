@@ -23,6 +23,10 @@ std::vector<std::string> cuda_library_candidates(const std::string& soname,
   return {soname, toolkit_dir + "/" + soname};
 }
 
+void close_shared_library(void* library) {
+  if (library) ::dlclose(library);
+}
+
 void* library_symbol(void* library, const char* symbol) {
   return ::dlsym(library, symbol);
 }

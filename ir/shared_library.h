@@ -14,6 +14,7 @@ void* open_shared_library(const std::vector<std::string>& candidates, std::strin
 /// `toolkit_dir`/soname.
 std::vector<std::string> cuda_library_candidates(const std::string& soname,
                                                  const std::string& toolkit_dir);
+void close_shared_library(void* library);
 /// The address of `symbol` in `library`, or null.
 void* library_symbol(void* library, const char* symbol);
 

@@ -37,6 +37,9 @@ struct Buffer {
   /// executor's unowned views of buffers stay trivially copyable.
   void (*release_external)(void* data, void* ctx) = nullptr;
   void* external_ctx = nullptr;
+  /// Adopted memory of a device that runs work asynchronously (a GPU): waited for before the
+  /// memory is given back, since queued kernels may still read it.
+  Backend* external_device = nullptr;
   ~Buffer();
   bool external() const { return owner == nullptr; }
   void Retain() const { ++refs_; }

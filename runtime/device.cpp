@@ -109,6 +109,14 @@ Buffer::~Buffer() {
   if (owner) {
     owner->release(*this);
   } else if (release_external) {
+    if (external_device) {
+      try {
+        external_device->synchronize();
+      } catch (const std::exception& e) { // a destructor: report, and give the memory back
+        std::fprintf(stderr, "kiln: waiting for work on adopted memory at %p failed (%s)\n", data,
+                     e.what());
+      }
+    }
     release_external(data, external_ctx);
   }
 }

@@ -35,31 +35,39 @@ Loaded load() {
   if (!l.api.name && l.error.empty()) l.error = "NVRTC (" + so + ") lacks " KILN_SYMBOL(name);
   KILN_NVRTC_FUNCTIONS(KILN_NVRTC_LOAD)
 #undef KILN_NVRTC_LOAD
+  if (!l.error.empty()) close_shared_library(lib); // an incomplete library: not used
   return l;
 }
 
-const Loaded* loaded() {
+// The API once loaded (then never changed, so it may be read without the lock), or null with
+// the reason in `error`. Until it loads each call tries again (a library path may have been
+// set meanwhile).
+const NvrtcApi* loaded(std::string* error) {
   static std::mutex mu;
   static Loaded l;
   static bool ok = false;
   std::lock_guard<std::mutex> lock(mu);
-  if (!ok) { // until it loads: a later call may find it (a library path set meanwhile)
+  if (!ok) {
     l = load();
     ok = l.error.empty();
   }
-  return &l;
+  if (!ok && error) *error = l.error;
+  return ok ? &l.api : nullptr;
 }
 
 } // namespace
 
 const NvrtcApi& nvrtc_api() {
-  const Loaded* l = loaded();
-  if (!l->error.empty()) fail("compile", "{}", l->error);
-  return l->api;
+  std::string why;
+  const NvrtcApi* api = loaded(&why);
+  if (!api) fail("compile", "{}", why);
+  return *api;
 }
 
 std::string nvrtc_unavailable_reason() {
-  return loaded()->error;
+  std::string why;
+  loaded(&why);
+  return why;
 }
 
 } // namespace kiln::detail

@@ -40,10 +40,14 @@ Loaded load() {
   if (!l.api.name && l.error.empty()) l.error = "cuBLAS (" + so + ") lacks " KILN_SYMBOL(name);
   KILN_CUBLAS_FUNCTIONS(KILN_CUBLAS_LOAD)
 #undef KILN_CUBLAS_LOAD
+  if (!l.error.empty()) close_shared_library(lib); // an incomplete library: not used
   return l;
 }
 
-const Loaded* loaded() {
+// The API once loaded (then never changed, so it may be read without the lock), or null with
+// the reason in `error`. Until it loads each call tries again (a library path may have been
+// set meanwhile).
+const CublasApi* loaded(std::string* error) {
   static std::mutex mu;
   static Loaded l;
   static bool ok = false;
@@ -52,19 +56,23 @@ const Loaded* loaded() {
     l = load();
     ok = l.error.empty();
   }
-  return &l;
+  if (!ok && error) *error = l.error;
+  return ok ? &l.api : nullptr;
 }
 
 } // namespace
 
 const CublasApi& cublas_api() {
-  const Loaded* l = loaded();
-  if (!l->error.empty()) fail("matmul", "{}", l->error);
-  return l->api;
+  std::string why;
+  const CublasApi* api = loaded(&why);
+  if (!api) fail("matmul", "{}", why);
+  return *api;
 }
 
 std::string cublas_unavailable_reason() {
-  return loaded()->error;
+  std::string why;
+  loaded(&why);
+  return why;
 }
 
 } // namespace kiln::detail

@@ -200,4 +200,35 @@ TEST_F(Interop, DlpackImportOfAForeignTensor) {
   EXPECT_NE(error_of([&] { from_dlpack(nullptr); }).find("null"), std::string::npos);
 }
 
+// In-place reuse is decided when a plan is made, and the plan is cached: a plan made for kiln's
+// own memory must not write into adopted memory when it runs again (the key tells them apart).
+TEST_F(Interop, ACachedPlanNeverWritesIntoAdoptedMemory) {
+  std::vector<float> v(256, 1.5f), m(256, 2.5f);
+  const std::vector<float> before = m;
+  for (int i = 0; i < 3; ++i) {
+    Tensor y;
+    {
+      Tensor x = i == 0 ? from_vector(v, {256}) : from_blob(m.data(), 1024, DType::f32, {256});
+      y = x * 2.0f + 1.0f; // x dies before eval: its buffer may take y, unless it is adopted
+    }
+    reset_stats();
+    eval(y);
+    EXPECT_EQ(stats().buffers_reused, i == 0 ? 1 : 0) << i;
+    EXPECT_EQ(y.to_vector<float>()[0], i == 0 ? 4.0f : 6.0f);
+  }
+  EXPECT_EQ(m, before);
+}
+
+// A held value is left pending only when what it reads stays unchanged: adopted memory may
+// change after the evaluation, so a value computed from it is written.
+TEST_F(Interop, HeldValuesOfAdoptedMemoryAreWritten) {
+  std::vector<float> m(64, 1.0f);
+  Tensor x = from_blob(m.data(), 256, DType::f32, {64});
+  Tensor held = x * 2.0f, o = held + 1.0f;
+  eval(o);
+  EXPECT_TRUE(held.is_realized()) << last_plan();
+  m[0] = 100.0f; // the caller changes its memory
+  EXPECT_EQ(held.to_vector<float>()[0], 2.0f);
+}
+
 } // namespace
