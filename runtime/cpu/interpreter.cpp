@@ -236,6 +236,92 @@ void store_rows(const RowReduction& r, const KernelOutput& o, char* base, int64_
 // rows are walked once per pass while they are still in cache.
 constexpr int64_t kRowGroupElems = 16 * kBlock;
 
+// Folds value e of `v` into column e's accumulator, for n columns: fold_segment's rules, one
+// element per column.
+template <class T, class A> void fold_columns(OpCode op, const T* v, A* acc, int n) {
+  switch (op) {
+  case OpCode::sum:
+  case OpCode::mean:
+    if constexpr (std::is_floating_point_v<A>)
+      for (int e = 0; e < n; ++e) acc[e] += A(v[e]);
+    else
+      for (int e = 0; e < n; ++e)
+        acc[e] = static_cast<A>(uint64_t(acc[e]) + uint64_t(int64_t(v[e])));
+    break;
+  case OpCode::max:
+    for (int e = 0; e < n; ++e)
+      acc[e] = (A(v[e]) > acc[e] || A(v[e]) != A(v[e])) && acc[e] == acc[e] ? A(v[e]) : acc[e];
+    break;
+  case OpCode::min:
+    for (int e = 0; e < n; ++e)
+      acc[e] = (A(v[e]) < acc[e] || A(v[e]) != A(v[e])) && acc[e] == acc[e] ? A(v[e]) : acc[e];
+    break;
+  default:
+    break;
+  }
+}
+
+void fold_columns_any(RowReduction& r, const Slab& slab, int n) {
+  switch (r.ct) {
+  case CT::f32:
+    return fold_columns(r.op, slab.as<float>(), r.accd.data(), n);
+  case CT::f64:
+    return fold_columns(r.op, slab.as<double>(), r.accd.data(), n);
+  case CT::i32:
+    return fold_columns(r.op, slab.as<int32_t>(), r.acci.data(), n);
+  case CT::i64:
+    return fold_columns(r.op, slab.as<int64_t>(), r.acci.data(), n);
+  }
+}
+
+// Whether run_reduce may walk k column-wise: one pass, every output a reduction's result (no
+// argmax), the reduced dims leading and the kept ones trailing (a sum over a matrix's rows,
+// such as a bias's gradient over stacked steps), at least a block of kept columns.
+bool column_walk(const FusedKernel& k, const ReducePasses& rp) {
+  if (rp.passes != 1) return false;
+  for (const KernelOutput& o : k.outputs)
+    if (!o.reduced) return false;
+  for (const TapeInst& t : k.tape)
+    if (t.op == OpCode::argmax) return false;
+  int lead = 0;
+  while (lead < k.shape.size() && (k.reduce_axes & (1u << lead))) ++lead;
+  if (lead == 0 || (k.reduce_axes >> lead) != 0) return false; // not a leading prefix
+  int64_t kept = 1;
+  for (int d = lead; d < k.shape.size(); ++d) kept *= k.shape[d];
+  return kept >= kBlock;
+}
+
+// The column walk: blocks of kBlock kept columns, each folded over every reduced index in
+// memory order (the row-by-row walk reads such inputs with a stride of the row length). Each
+// column still folds its values in index order, so the results are the same bits.
+void run_column_reduce(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers,
+                       const ReducePasses& rp, const std::vector<RowReduction>& proto) {
+  int64_t R = 1, O = 1;
+  for (int d = 0; d < k.shape.size(); ++d) (k.reduce_axes & (1u << d) ? R : O) *= k.shape[d];
+  std::vector<Shape> strides;
+  for (const KernelInput& in : k.inputs) strides.push_back(in.strides);
+  std::vector<BoundInput> inputs = bind_inputs(k, buffers, strides, k.shape);
+  const int64_t blocks = (O + kBlock - 1) / kBlock;
+  parallel_for(blocks, std::max<int64_t>(1, kParallelGrainBlocks / std::max<int64_t>(R, 1)),
+               [&](int64_t first, int64_t last) {
+                 std::vector<Slab>& slabs = thread_slabs(k.tape.size());
+                 std::vector<RowReduction> reds = proto;
+                 for (int64_t b = first; b < last; ++b) {
+                   const int64_t c0 = b * kBlock;
+                   const int len = static_cast<int>(std::min<int64_t>(kBlock, O - c0));
+                   for (RowReduction& r : reds) start_rows(r, len);
+                   for (int64_t i = 0; i < R; ++i) {
+                     eval_block(k, k.shape, inputs, i * O + c0, len, slabs, rp.level.data(), 0);
+                     for (RowReduction& r : reds) fold_columns_any(r, slabs[r.operand], len);
+                   }
+                   for (RowReduction& r : reds) finish_rows(r, len, R);
+                   for (const KernelOutput& o : k.outputs)
+                     for (const RowReduction& r : reds)
+                       if (o.value == r.value) store_rows(r, o, data(buffers, o.slot), c0, len);
+                 }
+               });
+}
+
 } // namespace
 
 void run_reduce(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) {
@@ -285,6 +371,7 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) {
     r.ct = compute_type(k.tape[t.a].dtype);
     proto.push_back(std::move(r));
   }
+  if (column_walk(k, rp)) return run_column_reduce(k, buffers, rp, proto);
 
   // Threads take ranges of rows; each row is still folded in order by one thread, so results
   // don't depend on the thread count.

@@ -158,6 +158,46 @@ TEST_F(Reductions, IntegerAndBoolSumsGiveI64) {
   EXPECT_EQ(kiln::min(x, {0}).dtype(), DType::i32);
 }
 
+// Reductions over leading dims with at least 256 kept columns take the CPU's column walk
+// (runtime/cpu/interpreter.cpp), which folds each column in the same order as the row walk:
+// the same values as the reference, NaN propagation included.
+TEST_F(Reductions, LeadingAxesOverManyColumns) {
+  Rng rng;
+  for (DType dt : {DType::f32, DType::f64, DType::i32}) {
+    Vals a = rng.uniform(37 * 300, dt, -100, 100);
+    if (dt == DType::f32) a[5 * 300 + 7] = std::nan("");
+    Tensor x = make(a, Shape{37, 300}, dt);
+    EXPECT_TRUE(matches(kiln::sum(x, {0}), Shape{300}, dt == DType::i32 ? DType::i64 : dt,
+                        ref_reduce(a, {37, 300}, {0}, fold_sum).vals))
+        << name(dt);
+    EXPECT_TRUE(
+        matches(kiln::max(x, {0}), Shape{300}, dt, ref_reduce(a, {37, 300}, {0}, fold_max).vals))
+        << name(dt);
+    EXPECT_TRUE(
+        matches(kiln::min(x, {0}), Shape{300}, dt, ref_reduce(a, {37, 300}, {0}, fold_min).vals))
+        << name(dt);
+    // The same bits as the row walk, which folds the transpose's rows in the same order.
+    for (auto [col, row] : {std::pair{kiln::sum(x, {0}), kiln::sum(transpose(x, 0, 1), {1})},
+                            std::pair{kiln::max(x, {0}), kiln::max(transpose(x, 0, 1), {1})}}) {
+      const std::vector<double> c = col.astype(DType::f64).to_vector<double>(),
+                                r = row.astype(DType::f64).to_vector<double>();
+      ASSERT_EQ(c.size(), r.size());
+      for (size_t i = 0; i < c.size(); ++i)
+        ASSERT_TRUE(c[i] == r[i] || (c[i] != c[i] && r[i] != r[i])) << name(dt) << " " << i;
+    }
+  }
+  Vals b = rng.uniform(3 * 5 * 260, DType::f32, -1, 1);
+  Tensor y = make(b, Shape{3, 5, 260}, DType::f32);
+  EXPECT_TRUE(matches(kiln::sum(y * 2.0f, {0, 1}), Shape{260}, DType::f32,
+                      ref_reduce(Vals([&] {
+                                   Vals d = b;
+                                   for (double& v : d) v = double(float(v) * 2.0f);
+                                   return d;
+                                 }()),
+                                 {3, 5, 260}, {0, 1}, fold_sum)
+                          .vals));
+}
+
 TEST_F(Reductions, MeanOfIntegersThrows) {
   Tensor x = make({1, 2, 3}, Shape{3}, DType::i32);
   EXPECT_KILN_ERROR("[mean]", kiln::mean(x));
