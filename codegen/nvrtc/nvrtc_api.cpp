@@ -5,8 +5,6 @@
 
 #include <cuda.h> // CUDA_VERSION: the toolkit kiln was built with
 
-#include <mutex>
-
 namespace kiln::detail {
 
 namespace {
@@ -14,14 +12,8 @@ namespace {
 #define KILN_STRINGIFY(x) #x
 #define KILN_SYMBOL(x) KILN_STRINGIFY(x) // after macro expansion of x
 
-// The loaded API, or why it could not be loaded.
-struct Loaded {
-  NvrtcApi api;
-  std::string error;
-};
-
-Loaded load() {
-  Loaded l;
+LoadedApi<NvrtcApi> load() {
+  LoadedApi<NvrtcApi> l;
   const std::string so = "libnvrtc.so." + std::to_string(CUDA_VERSION / 1000);
   void* lib = open_shared_library(cuda_library_candidates(so, KILN_CUDA_LIB_DIR), l.error);
   if (!lib) {
@@ -39,34 +31,18 @@ Loaded load() {
   return l;
 }
 
-// The API once loaded (then never changed, so it may be read without the lock), or null with
-// the reason in `error`. Until it loads each call tries again (a library path may have been
-// set meanwhile).
-const NvrtcApi* loaded(std::string* error) {
-  static std::mutex mu;
-  static Loaded l;
-  static bool ok = false;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!ok) {
-    l = load();
-    ok = l.error.empty();
-  }
-  if (!ok && error) *error = l.error;
-  return ok ? &l.api : nullptr;
-}
-
 } // namespace
 
 const NvrtcApi& nvrtc_api() {
   std::string why;
-  const NvrtcApi* api = loaded(&why);
+  const NvrtcApi* api = lazy_api<NvrtcApi, load>(&why);
   if (!api) fail("compile", "{}", why);
   return *api;
 }
 
 std::string nvrtc_unavailable_reason() {
   std::string why;
-  loaded(&why);
+  lazy_api<NvrtcApi, load>(&why);
   return why;
 }
 

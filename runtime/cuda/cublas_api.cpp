@@ -5,8 +5,6 @@
 
 #include <cuda.h> // CUDA_VERSION: the toolkit kiln was built with
 
-#include <mutex>
-
 namespace kiln::detail {
 
 namespace {
@@ -19,13 +17,8 @@ namespace {
 [[maybe_unused]] constexpr CublasGemmStridedBatchedEx kGemmStridedBatchedExType =
     &::cublasGemmStridedBatchedEx;
 
-struct Loaded {
-  CublasApi api;
-  std::string error;
-};
-
-Loaded load() {
-  Loaded l;
+LoadedApi<CublasApi> load() {
+  LoadedApi<CublasApi> l;
   const std::string so = "libcublas.so." + std::to_string(CUDA_VERSION / 1000);
   void* lib = open_shared_library(cuda_library_candidates(so, KILN_CUDA_LIB_DIR), l.error);
   if (!lib) {
@@ -44,34 +37,18 @@ Loaded load() {
   return l;
 }
 
-// The API once loaded (then never changed, so it may be read without the lock), or null with
-// the reason in `error`. Until it loads each call tries again (a library path may have been
-// set meanwhile).
-const CublasApi* loaded(std::string* error) {
-  static std::mutex mu;
-  static Loaded l;
-  static bool ok = false;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!ok) {
-    l = load();
-    ok = l.error.empty();
-  }
-  if (!ok && error) *error = l.error;
-  return ok ? &l.api : nullptr;
-}
-
 } // namespace
 
 const CublasApi& cublas_api() {
   std::string why;
-  const CublasApi* api = loaded(&why);
+  const CublasApi* api = lazy_api<CublasApi, load>(&why);
   if (!api) fail("matmul", "{}", why);
   return *api;
 }
 
 std::string cublas_unavailable_reason() {
   std::string why;
-  loaded(&why);
+  lazy_api<CublasApi, load>(&why);
   return why;
 }
 
