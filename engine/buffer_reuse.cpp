@@ -100,7 +100,7 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
     for (int oi = 0; oi < static_cast<int>(k.outputs.size()); ++oi) {
       const KernelOutput& o = k.outputs[oi];
       const Slot& out = slots[o.slot];
-      // A concat piece written into its slice of the concat (kernel_builder.cpp) is not o's
+      // A concat piece written into its slice of the concat (concat_slices.cpp) is not o's
       // whole value.
       if (out.producer < 0 || !contains(st.realizes, out.producer) || o.offset != 0 ||
           o.strides != contiguous_strides(k.output_space(oi)) || out.bytes == 0 ||

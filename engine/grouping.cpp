@@ -128,7 +128,7 @@ void merge_first_readers(PlanGraph& pg, std::vector<Group>& groups, Node* n,
 }
 
 // The elementwise kernels computing pieces of one concat over one space become one kernel,
-// which writes every piece into its slice of the concat (kernel_builder.cpp). A piece that is
+// which writes every piece into its slice of the concat (concat_slices.cpp). A piece that is
 // a view (a reshape) is computed by its root's kernel.
 void merge_concat_pieces(PlanGraph& pg, std::vector<Group>& groups) {
   auto computed = [&](Node* x) { return pg.info(x->op == OpCode::view ? view_root(x) : x); };

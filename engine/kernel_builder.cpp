@@ -1,25 +1,14 @@
 // Building the steps of a plan: one FusedKernel per elementwise/reduce group (views and
-// broadcasts pushed down to the loads as index maps), GEMM steps, concat copy kernels; then
-// ordering them by the buffers they read.
-#include "engine/planner_impl.h"
+// broadcasts pushed down to the loads as index maps), GEMM, transfer and index steps, in
+// dependency order. Concats: concat_slices.cpp.
+#include "engine/step_builder.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <llvm/ADT/DenseMap.h>
-#include <llvm/ADT/DenseSet.h>
 #include <tuple>
 
 namespace kiln::detail {
-
-namespace {
-
-// A chain of views applied between a kernel's iteration space and a value, outermost first.
-struct Transform {
-  int parent = -1; // -1: identity
-  ViewPrim prim;
-  Node* at = nullptr; // the node whose input is being viewed (for retry on failure)
-};
 
 IndexClass classify(const Shape& shape, const Shape& strides) {
   bool scalar = true;
@@ -33,59 +22,34 @@ Origin origin(Node* n) {
   return {n->id, n->op};
 }
 
-// The schedule under construction: the slots of the values its steps read and write, and the
-// steps, built group by group.
-struct StepBuilder {
-  StepBuilder(PlanGraph& g, const std::vector<Group>& gs) : pg(g), groups(gs) {}
-  PlanGraph& pg;
-  const std::vector<Group>& groups;
-  Schedule sched;
-  llvm::DenseMap<Node*, int> slot_of;          // node (root or realized leaf) -> slot
-  llvm::DenseMap<Buffer*, int> slot_of_buffer; // realized leaves share their buffer's slot
-  // Concat pieces written by their own kernel straight into their slice of the concat's buffer
-  // (no copy): the written node -> the concat, and the offset (elements) and strides its
-  // output takes; and the concat inputs so written (the node itself or a reshape of it).
-  struct Slice {
-    Node* concat;
-    int64_t offset;
-    Shape strides;
-  };
-  llvm::DenseMap<Node*, Slice> slices;
-  // Values that keep a buffer of their own (other kernels read them) and are written into
-  // concat slices as well, by extra outputs of their kernel: the value -> those slices.
-  llvm::DenseMap<Node*, llvm::SmallVector<Slice, 1>> copies;
-  llvm::DenseSet<Node*> written_pieces;
-  // Per concat: who writes its pieces, where (both kinds above).
-  llvm::DenseMap<Node*, std::vector<std::pair<Node*, Slice>>> piece_writers;
-  llvm::DenseMap<Node*, int> last_writer; // concat -> the last step that wrote a piece of it
-
-  void plan_slices();
-  bool plan_piece(Node* c, Node* x, int64_t offset, const Shape& strides);
-  /// Output `v` of step `st` for `root`: its own buffer, or its slice of a concat's.
-  KernelOutput output_for(Step& st, Node* root, int v, const Shape& shape, bool reduced);
-  /// Output `v` of step `st` into slice s of a concat.
-  KernelOutput slice_output(Step& st, Node* root, int v, const Slice& s, bool reduced);
-
-  Info* info(Node* n) { return pg.info(n); }
-  Node* node(int walk_index) const { return pg.node(walk_index); }
-  int slot_for_leaf(Node* n); // realized node or materialized root
-  /// A reduction that joined group g's kernel (grouping.cpp, join_consumer_kernel), if any.
-  Node* joined_reduction(int g);
-  /// Build group g's step(s); a Retry if a node must be materialized first.
-  std::optional<Retry> build_group(int g);
-  std::optional<Retry> kernel_step(int g);
-  Step gemm_step(Node* mm);
-  Step integer_matmul(Node* mm);
-  Step transfer_step(Node* t);
-  Step index_step(Node* n);
-  void concat_steps(Node* c);
-};
+// Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
+void note_input(StepBuilder& p, Step& st, int slot, Origin what) {
+  int producer = p.sched.slots[slot].producer;
+  st.notes.push_back(
+      {what, false, producer >= 0 ? p.info(p.node(producer))->reason : Why::realized_before});
+}
 
 // Slot and layout of an operand that is realized or reached through views of a written root.
 std::pair<int, Layout> operand(StepBuilder& p, Node* x) {
   Node* r = view_root(x);
   return {p.slot_for_leaf(r), x->layout};
 }
+
+namespace {
+
+void note_outputs(StepBuilder& p, Step& st) {
+  for (int i : st.realizes) {
+    Node* n = p.node(i);
+    st.notes.push_back({origin(n), true, p.info(n)->reason});
+  }
+}
+
+// A chain of views applied between a kernel's iteration space and a value, outermost first.
+struct Transform {
+  int parent = -1; // -1: identity
+  ViewPrim prim;
+  Node* at = nullptr; // the node whose input is being viewed (for retry on failure)
+};
 
 class Builder {
 public:
@@ -430,112 +394,6 @@ private:
 
 } // namespace
 
-namespace {
-
-// Whether view x reads all of its root, in order: a reshape (possibly of a reshape).
-bool whole_reshape(const Node* x, const Node* root) {
-  return x->layout.offset == 0 && x->layout.strides == contiguous_strides(x->shape()) &&
-         x->shape().numel() == root->shape().numel();
-}
-
-// Whether the slice of concat c at dim `dim` is one contiguous block of its buffer.
-bool contiguous_slice(const Node* c) {
-  for (int d = 0; d < c->dim; ++d)
-    if (c->shape()[d] != 1) return false;
-  return true;
-}
-
-} // namespace
-
-// The pieces of a concat are written into their slices of its buffer by the kernels computing
-// them, where that can be, rather than copied there by a copy kernel each:
-// - a piece computed by an elementwise kernel, read by nothing else and held by no handle, is
-//   written there instead of into a buffer of its own; so is a whole reshape of such a value,
-//   where the slice is one contiguous block (the value is written there in its own order);
-// - a piece its elementwise kernel writes to a buffer of its own anyway (other kernels read it,
-//   a handle holds it) is also written into the slice, by one more output of that kernel;
-// - on a GPU, a piece that is a concat all of whose pieces are written so, and that is one
-//   contiguous block of this concat, has each of its pieces written into this concat as well.
-void StepBuilder::plan_slices() {
-  for (Info& in : pg.infos) { // creation order: a concat's concat pieces come first
-    Node* c = in.n;
-    if (c->op != OpCode::concat) continue;
-    const Shape strides = contiguous_strides(c->shape());
-    int64_t at = 0;
-    for (Node* x : c->inputs) {
-      const int64_t offset = at * strides[c->dim];
-      at += x->shape()[c->dim];
-      if (plan_piece(c, x, offset, strides)) written_pieces.insert(x);
-    }
-  }
-}
-
-// Whether piece x of concat c, at `offset` of c's buffer, is written there by the kernels
-// computing it (see plan_slices).
-bool StepBuilder::plan_piece(Node* c, Node* x, int64_t offset, const Shape& strides) {
-  Node* r = x;
-  if (x->op == OpCode::view) {
-    r = view_root(x);
-    if (x->uses != 1 || x->handles != 0 || !whole_reshape(x, r) || !contiguous_slice(c))
-      return false;
-  }
-  Info* ri = info(r);
-  if (!ri || r->dtype != c->dtype || r->device != c->device) return false;
-  if (r->op == OpCode::concat) { // its pieces' writers write here too
-    // On a GPU this saves a copy kernel per piece; the CPU interpreter stores strided slices
-    // more slowly than it copies a contiguous block (an LSTM's window at batch 32: 6 ms).
-    auto it = piece_writers.find(r);
-    if (r != x || !c->device.is_cuda() || !contiguous_slice(c) || it == piece_writers.end())
-      return false;
-    for (Node* p : r->inputs)
-      if (!written_pieces.count(p)) return false;
-    for (auto [w, s] : std::vector<std::pair<Node*, Slice>>(it->second)) {
-      s.concat = c;
-      s.offset += offset;
-      copies[w].push_back(s);
-      piece_writers[c].push_back({w, s});
-    }
-    return true;
-  }
-  // Its kernel must be built before the concat's (a higher group index).
-  if (r->op == OpCode::view || op_kind(r->op) == OpKind::Reduce || ri->group <= info(c)->group ||
-      groups[ri->group].kind != Group::Kind::elementwise)
-    return false;
-  const Slice s{c, offset, r == x ? strides : contiguous_strides(r->shape())};
-  if (ri->reason == Why::concat_input && r->uses == 1 && r->handles == 0) {
-    slices[r] = s;
-  } else {
-    const std::vector<Node*>& roots = groups[ri->group].roots;
-    if (r != x || std::find(roots.begin(), roots.end(), r) == roots.end()) return false;
-    copies[r].push_back(s);
-  }
-  piece_writers[c].push_back({r, s});
-  return true;
-}
-
-KernelOutput StepBuilder::output_for(Step& st, Node* root, int v, const Shape& shape,
-                                     bool reduced) {
-  auto it = slices.find(root);
-  if (it == slices.end()) {
-    int slot = slot_for_leaf(root);
-    st.writes.push_back(slot);
-    st.realizes.push_back(static_cast<int>(root->walk_index));
-    return {v, slot, root->dtype, contiguous_strides(shape), 0, origin(root), reduced};
-  }
-  st.fused.push_back(static_cast<int>(root->walk_index)); // computed, never a value of its own
-  return slice_output(st, root, v, it->second, reduced);
-}
-
-KernelOutput StepBuilder::slice_output(Step& st, Node* root, int v, const Slice& s, bool reduced) {
-  const int slot = slot_for_leaf(s.concat);
-  if (!last_writer.count(s.concat) &&
-      std::find(st.writes.begin(), st.writes.end(), slot) == st.writes.end())
-    st.writes.push_back(slot); // the first step that writes a piece allocates the concat
-  last_writer[s.concat] = static_cast<int>(sched.steps.size()); // st's index once pushed
-  st.notes.push_back({origin(root), true, Why::concat_slice});
-  return {v, slot, root->dtype, s.strides, s.offset, origin(root), reduced};
-}
-
 Node* StepBuilder::joined_reduction(int g) {
   for (Info& in : pg.infos)
     if (in.group == g && op_kind(in.n->op) == OpKind::Reduce && groups[g].roots[0] != in.n &&
@@ -565,24 +423,6 @@ int StepBuilder::slot_for_leaf(Node* n) {
   slot_of[n] = id;
   return id;
 }
-
-namespace {
-
-// Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
-void note_input(StepBuilder& p, Step& st, int slot, Origin what) {
-  int producer = p.sched.slots[slot].producer;
-  st.notes.push_back(
-      {what, false, producer >= 0 ? p.info(p.node(producer))->reason : Why::realized_before});
-}
-
-void note_outputs(StepBuilder& p, Step& st) {
-  for (int i : st.realizes) {
-    Node* n = p.node(i);
-    st.notes.push_back({origin(n), true, p.info(n)->reason});
-  }
-}
-
-} // namespace
 
 // Integer matmul has no BLAS on either backend: it becomes a reduction kernel over the
 // iteration space (batch..., M, N, K), summing a[..., m, k] * b[..., k, n] over k (products
@@ -699,60 +539,6 @@ Step StepBuilder::index_step(Node* n) {
   if (ix.src_slot >= 0) note_input(*this, st, ix.src_slot, origin(n->inputs[2]));
   note_outputs(*this, st);
   return st;
-}
-
-// concat: the pieces whose kernels did not write their slice (plan_slices) are copied into
-// it, all of them by one copy kernel with a segment per piece (several kernels past the
-// segment and parameter limits). The step that writes last realizes the concat.
-void StepBuilder::concat_steps(Node* c) {
-  int out = slot_for_leaf(c);
-  Shape ostrides = contiguous_strides(c->shape());
-  bool allocated = last_writer.count(c) > 0;
-  std::vector<FusedKernel> copies_of_pieces;
-  std::vector<Origin> sources;
-  int64_t at = 0;
-  for (Node* x : c->inputs) {
-    const int64_t offset = at * ostrides[c->dim];
-    at += x->shape()[c->dim];
-    if (written_pieces.count(x)) continue;
-    auto [slot, l] = operand(*this, x);
-    FusedKernel& k = copies_of_pieces.emplace_back();
-    k.shape = x->shape();
-    KernelInput in{slot, x->dtype, l.strides, l.offset, classify(k.shape, l.strides), origin(x)};
-    k.inputs.push_back(in);
-    TapeInst ld;
-    ld.dtype = x->dtype;
-    ld.a = 0;
-    k.tape.push_back(ld);
-    k.outputs.push_back({0, out, c->dtype, ostrides, offset, origin(c)});
-    sources.push_back(origin(x));
-  }
-  for (size_t i = 0; i < copies_of_pieces.size();) {
-    Step piece;
-    piece.device = c->device;
-    FusedKernel& k = piece.kernel()->kernel;
-    int64_t fields = 0;
-    size_t j = i;
-    for (; j < copies_of_pieces.size() && j - i < kMaxKernelSegments; ++j) {
-      fields += segment_param_fields(copies_of_pieces[j]);
-      if (j > i && fields > kMaxParamFields) break;
-    }
-    for (size_t p = i; p < j; ++p)
-      note_input(*this, piece, copies_of_pieces[p].inputs[0].slot, sources[p]);
-    if (j == i + 1) {
-      k = std::move(copies_of_pieces[i]);
-    } else {
-      for (size_t p = i; p < j; ++p) k.append_segment(copies_of_pieces[p]);
-    }
-    if (!allocated) piece.writes.push_back(out);
-    allocated = true;
-    last_writer[c] = static_cast<int>(sched.steps.size());
-    sched.steps.push_back(std::move(piece));
-    i = j;
-  }
-  Step& last = sched.steps[last_writer[c]];
-  last.realizes.push_back(static_cast<int>(c->walk_index));
-  last.notes.push_back({origin(c), true, info(c)->reason});
 }
 
 // An elementwise or reduce group: one fused kernel writing the group's roots.

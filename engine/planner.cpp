@@ -21,7 +21,8 @@
 // Each pass is one function over explicit data (planner_impl.h): the PlanGraph (an Info per
 // pending node: marks, reasons, groups), the groups, the Schedule. Files: mark.cpp (1, 2),
 // split_chains.cpp (cutting chains one kernel cannot hold, before 3),
-// grouping.cpp and sibling_fusion.cpp (3), kernel_builder.cpp (4), buffer_reuse.cpp;
+// grouping.cpp and sibling_fusion.cpp (3), kernel_builder.cpp and concat_slices.cpp (4),
+// horizontal_fusion.cpp, buffer_reuse.cpp;
 // small_matmul.cpp decides which matmuls kernels compute. KILN_DUMP=passes prints the marks
 // and groups after each pass (pass_dump.cpp).
 #include "engine/planner_impl.h"

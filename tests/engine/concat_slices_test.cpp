@@ -1,5 +1,5 @@
 // Concat pieces written by their own kernels into their slices of the concat's buffer
-// (kernel_builder.cpp, plan_slices), and readers of a shared value that run first merging into
+// (concat_slices.cpp, plan_slices), and readers of a shared value that run first merging into
 // one kernel (grouping.cpp, merge_first_readers): asserted through stats() and against the same
 // program run eagerly, bit for bit, on fresh random inputs.
 #include "../test_device.h"
