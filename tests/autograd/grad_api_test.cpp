@@ -276,6 +276,12 @@ TEST_F(Grad, ActivationDerivativesAreOneNodeInF32AndAChainInF16) {
 // A parameter read by a matmul at every step of a window gets its gradient from one matmul over
 // the steps' rows stacked, not a small matmul and an add per step.
 TEST_F(Grad, WeightGradientOverStepsIsOneStackedProduct) {
+  // Counted as GEMMs: in-kernel dot products (the GPU's default for small ones) are not.
+  struct BlasMatmuls {
+    SmallMatmul before = small_matmul();
+    BlasMatmuls() { set_small_matmul(SmallMatmul::blas); }
+    ~BlasMatmuls() { set_small_matmul(before); }
+  } blas;
   Tensor w = randn({8, 5}).requires_grad_();
   Tensor u = randn({5, 8}).requires_grad_(); // read untransposed: x @ u
   Tensor xs = randn({6, 3, 5});
