@@ -2,6 +2,7 @@
 // bench/torch/train_torch.py runs the same math in PyTorch in the same device call.
 //
 //   train_rnn [--device cpu|cuda] [--steps N] [--window T] [--only seed|lstm1|lstm32] [--eager]
+//             [--phases] [--record-only N]
 //
 // Each timed loop is written as a user writes it: no eval in the loop; the loss is read (a
 // sync) once at the end of the loop. The `eval/step` rows evaluate the parameters every step
@@ -28,13 +29,21 @@ struct Args {
   int steps = 100, reps = 5, window = 64;
   std::string only;
   bool eager = false;
+  bool phases = false; // print the host's time per phase of a step instead of the step times
+  int record_only = 0; // record this many forwards and grads, drop them, print nothing (perf)
 };
 
 // A model whose step() records one training step: forward over the window, grad, Adam.
 struct Model {
+  std::unique_ptr<optim::Adam> opt;
   virtual ~Model() = default;
-  virtual Tensor step() = 0; // returns the loss (pending)
+  virtual Tensor forward() = 0; // the loss (pending)
   virtual nn::ParamList params() = 0;
+  Tensor step() {
+    Tensor loss = forward();
+    opt->step(grad(loss, optim::tensors(params())));
+    return loss;
+  }
 };
 
 // The seeds' cell trained: x <- sigmoid(tanh(x @ W + b) * 0.5 + x) - 0.5 over the window from
@@ -42,7 +51,6 @@ struct Model {
 struct SeedModel : Model {
   Tensor w, b, x0;
   int window;
-  std::unique_ptr<optim::Adam> opt;
   SeedModel(int64_t d, int window_, Device dev) : window(window_) {
     manual_seed(1);
     w = (randn({d, d}, DType::f32, dev) * float(1 / std::sqrt(double(d)))).requires_grad_();
@@ -52,15 +60,13 @@ struct SeedModel : Model {
     opt = std::make_unique<optim::Adam>(params(), 1e-3);
   }
   nn::ParamList params() override { return {{"w", &w}, {"b", &b}}; }
-  Tensor step() override {
+  Tensor forward() override {
     Tensor x = x0;
     for (int t = 0; t < window; ++t) {
       Tensor y = tanh(matmul(x, w) + b) * 0.5f + x;
       x = sigmoid(y) - 0.5f;
     }
-    Tensor loss = mean(x * x);
-    opt->step(grad(loss, optim::tensors(params())));
-    return loss;
+    return mean(x * x);
   }
 };
 
@@ -72,7 +78,6 @@ struct LstmModel : Model {
   Tensor seq, target; // [window, batch, 1]
   int window;
   int64_t batch;
-  std::unique_ptr<optim::Adam> opt;
   LstmModel(int64_t batch_, int64_t hidden, int window_, Device dev)
       : cell((manual_seed(2), 1), hidden, {DType::f32, dev}),
         head(hidden, 1, true, {DType::f32, dev}), window(window_), batch(batch_) {
@@ -87,7 +92,7 @@ struct LstmModel : Model {
   nn::ParamList params() override {
     return nn::join({cell.parameters("lstm."), head.parameters("head.")});
   }
-  Tensor step() override {
+  Tensor forward() override {
     auto state = cell.zero_state(batch);
     Tensor loss;
     for (int t = 0; t < window; ++t) {
@@ -95,9 +100,7 @@ struct LstmModel : Model {
       Tensor err = nn::mse_loss(head(state.h), reshape(slice(target, 0, t, t + 1), {batch, 1}));
       loss = loss.defined() ? loss + err : err;
     }
-    loss = loss / float(window);
-    opt->step(grad(loss, optim::tensors(params())));
-    return loss;
+    return loss / float(window);
   }
 };
 
@@ -137,6 +140,35 @@ void run(const std::string& name, const Args& a, bool eval_each_step) {
               first, loss.item<float>());
 }
 
+// Where the host's time goes in a step: recording the forward, kiln::grad, and Adam's step, which
+// records the update and flushes (on a GPU: the plan lookup and queueing the replay; on the CPU
+// also the computing). Medians over `steps` steps, us.
+void phases(const std::string& name, const Args& a) {
+  auto m = make(name, a);
+  std::vector<double> fwd, bwd, upd, ev;
+  for (int i = 0; i < 10 + a.steps; ++i) {
+    const double t0 = bench::now_ns();
+    Tensor loss = m->forward();
+    const double t1 = bench::now_ns();
+    std::vector<Tensor> g = grad(loss, optim::tensors(m->params()));
+    const double t2 = bench::now_ns();
+    m->opt->step(g);
+    g.clear();
+    loss = Tensor();
+    const double t3 = bench::now_ns();
+    eval(optim::tensors(m->params()));
+    const double t4 = bench::now_ns();
+    if (i < 10) continue; // warm-up: compiles, plans, graphs
+    fwd.push_back((t1 - t0) / 1e3);
+    bwd.push_back((t2 - t1) / 1e3);
+    upd.push_back((t3 - t2) / 1e3);
+    ev.push_back((t4 - t3) / 1e3);
+  }
+  kiln::sync();
+  std::printf("| %s | %.0f | %.0f | %.0f | %.0f |\n", name.c_str(), bench::median(fwd),
+              bench::median(bwd), bench::median(upd), bench::median(ev));
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -152,6 +184,10 @@ Args parse(int argc, char** argv) {
       a.window = std::max(1, std::atoi(next().c_str()));
     else if (f == "--only")
       a.only = next();
+    else if (f == "--record-only")
+      a.record_only = std::atoi(next().c_str());
+    else if (f == "--phases")
+      a.phases = true;
     else if (f == "--eager")
       a.eager = true;
   }
@@ -165,6 +201,26 @@ int main(int argc, char** argv) try {
   set_default_device(a.device);
   set_eager(a.eager);
   bench::print_header("train_rnn: training steps (forward over a window, grad, Adam)", argc, argv);
+  if (a.record_only) { // a profiler's view of recording: nothing is computed
+    auto m = make(a.only.empty() ? "lstm1" : a.only, a);
+    reset_stats();
+    for (int i = 0; i < a.record_only; ++i) (void)grad(m->forward(), optim::tensors(m->params()));
+    std::fprintf(stderr, "ops recorded per forward and grad: %.0f (merged %.0f)\n",
+                 double(stats().ops_recorded) / a.record_only,
+                 double(stats().ops_merged) / a.record_only);
+    return 0;
+  }
+  if (a.phases) {
+    std::printf(
+        "- host time per phase of a step, eval every step, median of %d steps after 10 "
+        "warm-up steps, us; device %s; `Adam + flush`: Adam's step records the update and flushes; "
+        "`eval`: what is left for eval(params) after it\n\n| model | forward | grad | "
+        "Adam + flush | eval |\n|---|---:|---:|---:|---:|\n",
+        a.steps, a.device.str().c_str());
+    for (const char* name : {"seed", "lstm1", "lstm32"})
+      if (a.only.empty() || a.only == name) phases(name, a);
+    return 0;
+  }
   std::printf("- device %s%s; window %d; %d steps per timed loop, median (min-max) of %d loops "
               "after 10 warm-up steps; ms per training step, wall clock including the loss read "
               "that ends each loop\n",
