@@ -6,8 +6,12 @@
 #include "codegen/disk_cache.h"
 #include "codegen/nvrtc_compiler.h"
 
+#include <llvm/ADT/ArrayRef.h>
+
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace kiln::detail {
 
@@ -34,13 +38,22 @@ public:
   /// compile even when the disk cache has it, replacing its entry (the driver rejected the
   /// cached binary).
   JitKernel build(const CudaKernelSource& src, bool fresh = false);
+  /// build() for each source, several at once (KILN_COMPILE_THREADS): an evaluation that needs
+  /// many new kernels waits for the slowest batch of compiles, not their sum. All are attempted;
+  /// then the first failure in `srcs` order is rethrown (those that built are in the disk cache).
+  std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs);
   const CudaTarget& target() const { return target_; }
-  const JitStats& stats() const { return stats_; }
+  JitStats stats() const;
 
 private:
   CudaTarget target_;
   DiskCache disk_;
+  mutable std::mutex stats_mu_; // build() runs on several threads in build_all
   JitStats stats_;
 };
+
+/// How many compiles build_all runs at once: KILN_COMPILE_THREADS, else the hardware threads
+/// (at most 16).
+int compile_threads();
 
 } // namespace kiln::detail

@@ -6,9 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <exception>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace kiln::detail {
 
@@ -51,6 +55,7 @@ JitKernel Jit::build(const CudaKernelSource& src, bool fresh) {
   if (auto entry = fresh ? std::nullopt : disk_.load(src, target_)) {
     out.binary = std::move(entry->binary);
     out.from_disk = true;
+    std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.disk_hits++;
     return out;
   }
@@ -64,10 +69,44 @@ JitKernel Jit::build(const CudaKernelSource& src, bool fresh) {
          "kernels)",
          src.name, disk_.enabled() ? disk_.dir() : std::string("(disabled)"));
   out.binary = compile_cuda(src, target_);
+  disk_.store(src, target_, out.binary);
+  std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.compiles++;
   stats_.compile_ms += out.binary.compile_ms;
-  disk_.store(src, target_, out.binary);
   return out;
+}
+
+JitStats Jit::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
+  std::vector<JitKernel> out(srcs.size());
+  std::vector<std::exception_ptr> errors(srcs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < srcs.size();) {
+      try {
+        out[i] = build(srcs[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const size_t n = std::min<size_t>(static_cast<size_t>(compile_threads()), srcs.size());
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < n; ++t) helpers.emplace_back(work);
+  work(); // the calling thread compiles too
+  for (std::thread& t : helpers) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+int compile_threads() {
+  if (auto n = setting_int(Setting::compile_threads)) return static_cast<int>(*n);
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
 }
 
 } // namespace kiln::detail

@@ -93,9 +93,25 @@ void CudaBatch::destroy(Instance& in) {
   in.graph = nullptr;
 }
 
+// A new plan's kernels are compiled together (in parallel) before the first launch needs one.
+void CudaBatch::prefetch_kernels(llvm::ArrayRef<void*> base) {
+  std::vector<std::pair<const FusedKernel*, CudaVariant>> kernels;
+  std::vector<const IndexStep*> index_steps;
+  for (const Launch& l : launches_) {
+    if (const IndexStep* s = l.item.index) {
+      if (index_launch(*s, kernels_.target()).grid != 0) index_steps.push_back(s);
+    } else if (const FusedKernel* k = l.item.kernel) {
+      const CudaVariant v = choose_variant(*k, base, kernels_.target());
+      if (launch_for(*k, v, kernels_.target()).grid != 0) kernels.push_back({k, v});
+    }
+  }
+  kernels_.prefetch(kernels, index_steps);
+}
+
 // Variants depend on the alignment of the operands (vector loads), so they are chosen with the
 // first run's buffers and kept while later buffers align the same way (pool allocations do).
 void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
+  prefetch_kernels(base);
   std::vector<bool> used(base.size(), false);
   for (Launch& l : launches_) {
     if (const GemmStep* g = l.item.gemm) {

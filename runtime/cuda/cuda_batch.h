@@ -82,6 +82,7 @@ private:
   };
 
   void prepare(llvm::ArrayRef<void*> base);
+  void prefetch_kernels(llvm::ArrayRef<void*> base);
   bool same_alignment(llvm::ArrayRef<void*> base) const;
   void launch_direct(llvm::ArrayRef<void*> base);
   Instance build(llvm::ArrayRef<void*> base);

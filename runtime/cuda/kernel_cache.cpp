@@ -60,9 +60,10 @@ CudaKernelCache::CudaKernelCache(int device) : device_(device), jit_(target_of(d
 
 KernelCacheStats CudaKernelCache::stats() const {
   KernelCacheStats s = stats_;
-  s.disk_hits = jit_.stats().disk_hits;
-  s.compiles = jit_.stats().compiles;
-  s.compile_ms = jit_.stats().compile_ms;
+  const JitStats j = jit_.stats();
+  s.disk_hits = j.disk_hits;
+  s.compiles = j.compiles;
+  s.compile_ms = j.compile_ms;
   return s;
 }
 
@@ -101,11 +102,45 @@ cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
   return kernel;
 }
 
+void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, CudaVariant>> kernels,
+                               llvm::ArrayRef<const IndexStep*> index_steps) {
+  struct Missing {
+    CudaKernelSource src;
+    std::string key;
+    bool index = false; // a key of index_kernels_, else of loaded_
+  };
+  std::vector<Missing> missing;
+  llvm::StringMap<bool> listed; // a plan often runs one kernel many times
+  llvm::SmallString<256> key;
+  for (const auto& [k, v] : kernels) {
+    key.clear();
+    memory_key(*k, v, key);
+    if (!loaded_.count(key) && listed.insert({key, true}).second)
+      missing.push_back({render_cuda(*k, v, target()), std::string(key), false});
+  }
+  for (const IndexStep* s : index_steps) {
+    std::string id = index_kernel_id(*s);
+    if (!index_kernels_.count(id) && listed.insert({id, true}).second)
+      missing.push_back({render_index_cuda(*s, target()), std::move(id), true});
+  }
+  if (missing.size() < 2) return; // nothing to overlap: get() builds it when asked
+  std::vector<CudaKernelSource> srcs;
+  for (const Missing& m : missing) srcs.push_back(m.src);
+  std::vector<JitKernel> built = jit_.build_all(srcs);
+  for (size_t i = 0; i < missing.size(); ++i) {
+    cudaKernel_t kernel = load(missing[i].src, std::move(built[i]));
+    (missing[i].index ? index_kernels_ : loaded_)[missing[i].key] = kernel;
+  }
+}
+
 // A binary from the disk cache that the driver rejects (written by a broken toolchain, damaged
 // in a way its checksums cannot see) is compiled again and its entry replaced: the cache heals
 // itself and the step goes on. A binary compiled just now that the driver rejects is an error.
 cudaKernel_t CudaKernelCache::load(const CudaKernelSource& src) {
-  JitKernel built = jit_.build(src);
+  return load(src, jit_.build(src));
+}
+
+cudaKernel_t CudaKernelCache::load(const CudaKernelSource& src, JitKernel built) {
   std::string why;
   if (cudaKernel_t kernel = try_load(built, why)) return kernel;
   if (!built.from_disk) fail("eval", "the driver rejected kernel {}: {}", built.name, why);

@@ -29,6 +29,11 @@ public:
   void launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, cudaStream_t stream);
   /// The kernel for (k, v): from memory, else the disk cache, else compiled and loaded.
   cudaKernel_t get(const FusedKernel& k, const CudaVariant& v);
+  /// Loads every kernel of `kernels` and `index_steps` not in memory yet, compiling the missing
+  /// ones several at once (Jit::build_all), so that a new plan's first run waits for its
+  /// compiles in parallel rather than one after another. get() and get_index() then hit memory.
+  void prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, CudaVariant>> kernels,
+                llvm::ArrayRef<const IndexStep*> index_steps);
   /// The loaded kernel if it is in memory (no compile, no disk), else null.
   cudaKernel_t find(const FusedKernel& k, const CudaVariant& v) const;
   /// gather / scatter_add: the kernel s needs (compiled and loaded once) ...
@@ -45,6 +50,8 @@ private:
   Jit jit_;
   /// The kernel for `src` loaded into the driver (built or read from the disk cache).
   cudaKernel_t load(const CudaKernelSource& src);
+  /// The same for a binary built already (by build_all).
+  cudaKernel_t load(const CudaKernelSource& src, JitKernel built);
   /// Null with `why` when the driver rejects the binary.
   cudaKernel_t try_load(const JitKernel& built, std::string& why);
   llvm::StringMap<cudaKernel_t> loaded_;
