@@ -52,8 +52,10 @@ private:
   JitStats stats_;
 };
 
-/// How many compiles build_all runs at once: KILN_COMPILE_THREADS, else the hardware threads
-/// (at most 16).
+/// How many compiles build_all runs at once: KILN_COMPILE_THREADS, else 1. One by default: on
+/// the H100 host NVRTC 13.0 runs one compile at a time per process, so threads only added
+/// contention (65 kernels: 0.8-0.97 s on one thread, 1.1-1.2 s on 16), while on the dev box
+/// two threads took 0.6x the time (bench/results/2026-11-26-h100-session16.md, call 12-15).
 int compile_threads();
 
 } // namespace kiln::detail

@@ -105,8 +105,7 @@ std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
 }
 
 int compile_threads() {
-  if (auto n = setting_int(Setting::compile_threads)) return static_cast<int>(*n);
-  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+  return static_cast<int>(setting_int(Setting::compile_threads).value_or(1));
 }
 
 } // namespace kiln::detail
