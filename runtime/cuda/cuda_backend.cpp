@@ -2,7 +2,8 @@
 //
 // Memory comes from the device's default stream-ordered pool (cudaMallocAsync) with its
 // release threshold raised, so a buffer freed by its last handle is reused by later work in
-// stream order without a device sync. Host copies go through a pinned staging buffer.
+// stream order without a device sync. Host copies go through a ring of pinned chunks
+// (host_copies.h).
 #include "runtime/cuda/cuda_backend.h"
 #include "codegen/nvrtc/nvrtc_api.h"
 #include "runtime/cuda/cublas_api.h"
@@ -10,6 +11,7 @@
 #include "runtime/cuda/cuda_batch.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_gemm.h"
+#include "runtime/cuda/host_copies.h"
 #include "runtime/cuda/index_error.h"
 #include "runtime/cuda/kernel_cache.h"
 #include "runtime/cuda/ordered_stream.h"
@@ -44,8 +46,6 @@ public:
     uint64_t keep = UINT64_MAX; // keep freed blocks cached; trimmed on out-of-memory
     cuda_check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cuda",
                "cudaMemPoolSetAttribute");
-    cuda_check(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cuda",
-               "cudaEventCreate");
     kernels_ = std::make_unique<CudaKernelCache>(index);
     gemm_ = std::make_unique<CudaGemm>(*stream_);
   }
@@ -93,37 +93,14 @@ public:
   }
 
   void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
-    // Host data may go away when we return, so it is staged in pinned memory; the copy itself
-    // stays asynchronous unless the staging buffer is still busy with the previous one.
-    const char* s = static_cast<const char*>(src);
     // dst may be a recycled block that queued replays still read
-    const cudaStream_t stream = stream_->after_queued();
-    for (size_t done = 0; done < bytes;) {
-      size_t n = std::min(bytes - done, kStagingBytes);
-      char* stage = staging(n);
-      cuda_check(cudaEventSynchronize(staging_done_), "to", "cudaEventSynchronize");
-      std::memcpy(stage, s + done, n);
-      cuda_check(cudaMemcpyAsync(static_cast<char*>(dst.data) + offset + done, stage, n,
-                                 cudaMemcpyHostToDevice, stream),
-                 "to", "cudaMemcpyAsync (host to device)");
-      cuda_check(cudaEventRecord(staging_done_, stream), "to", "cudaEventRecord");
-      done += n;
-    }
+    copies_.to_device(static_cast<char*>(dst.data) + offset, src, bytes, stream_->after_queued(),
+                      "to");
   }
 
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
-    char* d = static_cast<char*>(dst);
-    const cudaStream_t stream = stream_->after_queued();
-    for (size_t done = 0; done < bytes;) {
-      size_t n = std::min(bytes - done, kStagingBytes);
-      char* stage = staging(n);
-      cuda_check(cudaMemcpyAsync(stage, static_cast<const char*>(src.data) + offset + done, n,
-                                 cudaMemcpyDeviceToHost, stream),
-                 "to_vector", "cudaMemcpyAsync (device to host)");
-      cuda_check(cudaStreamSynchronize(stream), "to_vector", "cudaStreamSynchronize");
-      std::memcpy(d + done, stage, n);
-      done += n;
-    }
+    copies_.to_host(dst, static_cast<const char*>(src.data) + offset, bytes,
+                    stream_->after_queued(), "to_vector");
     index_error_.check(index_);
   }
 
@@ -176,26 +153,11 @@ public:
   bool idle() override { return stream_->idle(); }
 
 private:
-  static constexpr size_t kStagingBytes = size_t(16) << 20;
-
-  char* staging(size_t n) {
-    if (!staging_ || staging_size_ < n) {
-      cuda_check(cudaEventSynchronize(staging_done_), "to", "cudaEventSynchronize");
-      if (staging_) cudaFreeHost(staging_);
-      staging_size_ = std::max(n, size_t(1) << 20);
-      cuda_check(cudaMallocHost(reinterpret_cast<void**>(&staging_), staging_size_), "to",
-                 "cudaMallocHost (pinned staging buffer)");
-    }
-    return staging_;
-  }
-
   int index_;
   RecycledBlocks recycled_{kRecycledBlock, kRecycledBytes};
   std::unique_ptr<OrderedStream> stream_;
   cudaMemPool_t pool_ = nullptr;
-  cudaEvent_t staging_done_ = nullptr;
-  char* staging_ = nullptr;
-  size_t staging_size_ = 0;
+  HostCopies copies_;
   std::unique_ptr<CudaKernelCache> kernels_;
   std::unique_ptr<CudaGemm> gemm_;
   IndexErrorFlag index_error_;

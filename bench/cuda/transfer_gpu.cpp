@@ -1,0 +1,103 @@
+// Host <-> GPU transfers (issue 21): kiln's from_vector, to_vector and copy_to beside the raw
+// link (cudaMemcpy from and to pinned memory) and cudaMemcpy from and to pageable memory, for
+// one size (default 1 GiB of f32). Each figure is GB/s: bytes / wall time of one transfer,
+// median (min-max) of `reps` after one warm-up, the transfer complete when timed (kiln: the
+// tensor evaluated and the stream synchronized; reads return when the data is there). Every
+// kiln result is checked element for element against what went in.
+//
+//   transfer_gpu [MiB, default 1024] [reps, default 5]
+#include "bench_util.h"
+
+#include <kiln/kiln.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+struct Row {
+  std::string what;
+  std::vector<double> gbps;
+};
+
+Row timed(const std::string& what, size_t bytes, int reps, const std::function<void()>& once) {
+  once(); // warm-up: first-touch of pinned pages, pool growth, the staging chunks
+  Row r{what, {}};
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = bench::now_ns();
+    once();
+    r.gbps.push_back(double(bytes) / (bench::now_ns() - t0));
+  }
+  return r;
+}
+
+void print(const Row& r) {
+  const auto [lo, hi] = std::minmax_element(r.gbps.begin(), r.gbps.end());
+  std::printf("| %s | %.1f (%.1f-%.1f) |\n", r.what.c_str(), bench::median(r.gbps), *lo, *hi);
+}
+
+void check(bool ok, const char* what) {
+  if (ok) return;
+  std::fprintf(stderr, "transfer_gpu: wrong values after %s\n", what);
+  std::exit(1);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (!is_available(Device::cuda(0))) {
+    std::printf("no CUDA device\n");
+    return 1;
+  }
+  const size_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1024;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+  const size_t bytes = mib << 20, n = bytes / sizeof(float);
+  bench::print_header("host <-> GPU transfers", argc, argv);
+  std::printf("- %zu MiB of f32; GB/s = bytes / wall time of one transfer, median (min-max) of %d "
+              "after a warm-up\n\n| transfer | GB/s |\n|---|---:|\n",
+              mib, reps);
+
+  std::vector<float> host(n), back(n);
+  for (size_t i = 0; i < n; ++i) host[i] = float(i % 4099) * 0.25f;
+  std::memset(back.data(), 0xff, bytes); // touched (pages present) and poisoned
+  void *pinned = nullptr, *dev = nullptr;
+  cudaMallocHost(&pinned, bytes);
+  cudaMalloc(&dev, bytes);
+  std::memcpy(pinned, host.data(), bytes);
+
+  print(timed("link: cudaMemcpy pinned -> GPU", bytes, reps,
+              [&] { cudaMemcpy(dev, pinned, bytes, cudaMemcpyHostToDevice); }));
+  print(timed("link: cudaMemcpy GPU -> pinned", bytes, reps,
+              [&] { cudaMemcpy(pinned, dev, bytes, cudaMemcpyDeviceToHost); }));
+  print(timed("cudaMemcpy pageable -> GPU", bytes, reps,
+              [&] { cudaMemcpy(dev, host.data(), bytes, cudaMemcpyHostToDevice); }));
+  print(timed("cudaMemcpy GPU -> pageable", bytes, reps,
+              [&] { cudaMemcpy(back.data(), dev, bytes, cudaMemcpyDeviceToHost); }));
+  cudaFree(dev);
+  cudaFreeHost(pinned);
+
+  const Shape shape{static_cast<int64_t>(n)};
+  Tensor t;
+  print(timed("kiln from_vector: std::vector -> GPU", bytes, reps, [&] {
+    t = from_vector(host, shape, Device::cuda(0));
+    eval(t);
+    kiln::sync();
+  }));
+  std::memset(back.data(), 0xff, bytes);
+  print(timed("kiln copy_to: GPU -> the caller's buffer", bytes, reps, [&] { t.copy_to(back); }));
+  check(back == host, "copy_to");
+  std::vector<float> fresh;
+  print(timed("kiln to_vector: GPU -> a new std::vector", bytes, reps,
+              [&] { fresh = t.to_vector<float>(); }));
+  check(fresh == host, "to_vector");
+  return 0;
+}
