@@ -2,11 +2,15 @@
 #include "engine/graph.h"
 #include "ir/errors.h"
 #include "ir/host_convert.h"
+#include "runtime/cpu/thread_pool.h"
 
 #include <kiln/ops.h>
 #include <kiln/tensor.h>
 
+#include <cstdint>
 #include <vector>
+
+#include <sys/mman.h>
 
 namespace kiln {
 
@@ -86,6 +90,19 @@ Tensor Tensor::contiguous() const {
 }
 Tensor Tensor::reshape(const Shape& s) const {
   return kiln::reshape(*this, s);
+}
+
+void detail::prepare_host_pages(void* data, size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20, kPage = 4096;
+  if (!data || bytes < 4 * kHuge) return;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (p + kHuge - 1) & ~(kHuge - 1), end = (p + bytes) & ~(kHuge - 1);
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  char* c = static_cast<char*>(data);
+  detail::cpu::parallel_for(static_cast<int64_t>(bytes), int64_t(8) << 20,
+                            [c](int64_t b, int64_t e) {
+                              for (int64_t i = b; i < e; i += kPage) c[i] = 0;
+                            });
 }
 
 void Tensor::copy_to_host(void* dst, DType as, size_t count, const char* op) const {

@@ -19,7 +19,12 @@ namespace kiln {
 
 namespace detail {
 struct Node;
-}
+/// Readies fresh host memory that is about to be written whole (to_vector's result): asks for
+/// huge pages and faults the pages in on several threads. A first write to fresh memory costs
+/// a page fault per 4 KiB, on one thread about 2.4 GB/s (the H100 host): slower than the
+/// link. Small sizes are left alone. The memory's contents are unspecified afterwards.
+void prepare_host_pages(void* data, size_t bytes);
+} // namespace detail
 
 class Tensor {
 public:
@@ -56,8 +61,12 @@ public:
       std::vector<uint8_t> bytes = to_vector<uint8_t>();
       return std::vector<bool>(bytes.begin(), bytes.end());
     } else {
-      std::vector<T> v(static_cast<size_t>(numel()));
-      copy_to_host(v.data(), dtype_of_v<T>, v.size(), "to_vector");
+      const size_t n = static_cast<size_t>(numel());
+      std::vector<T> v;
+      v.reserve(n);
+      detail::prepare_host_pages(v.data(), n * sizeof(T));
+      v.resize(n);
+      copy_to_host(v.data(), dtype_of_v<T>, n, "to_vector");
       return v;
     }
   }

@@ -141,6 +141,19 @@ TEST_F(Interop, CopyToFillsTheCallersMemoryConvertingAsAstype) {
       << e;
 }
 
+// to_vector readies a large result's pages first (huge pages, faulted on several threads):
+// every element still arrives, converted, and none of the page preparation shows.
+TEST_F(Interop, ToVectorOfALargeTensorHasEveryValue) {
+  const int64_t n = (int64_t(24) << 20) / 4 + 3; // 24 MiB of f32 and a bit: several huge pages
+  Tensor x = arange(0, double(n), 1, DType::i32);
+  const std::vector<int32_t> v = x.to_vector<int32_t>();
+  ASSERT_EQ(v.size(), size_t(n));
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(v[size_t(i)], i);
+  const std::vector<double> d = (x - 5).to_vector<double>();
+  for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(d[size_t(i)], double(i - 5));
+  EXPECT_EQ(d.back(), double(n - 6));
+}
+
 TEST_F(Interop, DlpackExportSharesMemoryAndHoldsTheValue) {
   Tensor x = arange(0, 12, 1, DType::f32).reshape({3, 4}) + 0.5f;
   Tensor xt = transpose(x, 0, 1); // strides (1, 4) once x is realized
