@@ -107,7 +107,9 @@ void run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs) {
   Buffer& dst = *bufs[t.dst_slot];
   Backend& from = backend_for(t.from, "to");
   Backend& to = backend_for(st.device, "to");
-  if (t.from.is_cpu()) {
+  if (t.from.is_cpu() && src.pinned_host) {
+    to.copy_from_pinned(dst, src, t.src_offset, t.bytes);
+  } else if (t.from.is_cpu()) {
     to.copy_from_host(dst, 0, static_cast<const char*>(src.data) + t.src_offset, t.bytes);
   } else if (st.device.is_cpu()) {
     from.copy_to_host(dst.data, src, t.src_offset, t.bytes);

@@ -40,6 +40,10 @@ struct Buffer {
   /// Adopted memory of a device that runs work asynchronously (a GPU): waited for before the
   /// memory is given back, since queued kernels may still read it.
   Backend* external_device = nullptr;
+  /// Page-locked host memory from a GPU backend's pool (Tensor::pin_memory): a CPU tensor's
+  /// storage that the GPU's copies read directly and asynchronously. External (never written
+  /// by kiln); its release is ordered after the copies queued before it.
+  bool pinned_host = false;
   ~Buffer();
   bool external() const { return owner == nullptr; }
   void Retain() const { ++refs_; }
@@ -83,6 +87,17 @@ public:
   /// Host <-> device copies of raw bytes.
   virtual void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) = 0;
+  /// Page-locked host memory of `bytes` from this device's pool (an external, pinned_host
+  /// Buffer), or null where the device has none (the CPU).
+  virtual BufferRef allocate_pinned_host(size_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
+  /// dst <- `bytes` of the pinned host buffer `src` from `src_offset`, in the order of this
+  /// device's work. May return before the copy has read `src` (see Buffer::pinned_host).
+  virtual void copy_from_pinned(Buffer& dst, const Buffer& src, size_t src_offset, size_t bytes) {
+    copy_from_host(dst, 0, static_cast<const char*>(src.data) + src_offset, bytes);
+  }
   /// Run a fused kernel; buffers[i] is the storage of kernel slot i.
   virtual void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) = 0;
   virtual void run_gemm(const GemmStep& g, llvm::ArrayRef<Buffer*> buffers) = 0;

@@ -1,5 +1,6 @@
-// Host <-> GPU transfers (issue 21): kiln's from_vector, to_vector and copy_to beside the raw
-// link (cudaMemcpy from and to pinned memory) and cudaMemcpy from and to pageable memory, for
+// Host <-> GPU transfers (issue 21): kiln's from_vector, to_vector and copy_to, pinned tensors and
+// copies into the caller's page-locked memory, beside the raw link (cudaMemcpy from and to pinned
+// memory) and cudaMemcpy from and to pageable memory, for
 // one size (default 1 GiB of f32). Each figure is GB/s: bytes / wall time of one transfer,
 // median (min-max) of `reps` after one warm-up, the transfer complete when timed (kiln: the
 // tensor evaluated and the stream synchronized; reads return when the data is there). Every
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -95,6 +97,22 @@ int main(int argc, char** argv) {
   std::memset(back.data(), 0xff, bytes);
   print(timed("kiln copy_to: GPU -> the caller's buffer", bytes, reps, [&] { t.copy_to(back); }));
   check(back == host, "copy_to");
+  Tensor pinned_src = from_vector(host, shape, Device::cpu()).pin_memory();
+  print(timed("kiln pinned tensor -> GPU: p.to(cuda)", bytes, reps, [&] {
+    t = pinned_src.to(Device::cuda(0));
+    eval(t);
+    kiln::sync();
+  }));
+  void* locked = nullptr;
+  cudaMallocHost(&locked, bytes);
+  std::span<float> locked_span(static_cast<float*>(locked), n);
+  std::memset(locked, 0xff, bytes);
+  print(timed("kiln copy_to: GPU -> the caller's page-locked memory", bytes, reps,
+              [&] { t.copy_to(locked_span); }));
+  check(std::equal(host.begin(), host.end(), locked_span.begin()), "copy_to (page-locked)");
+  cudaFreeHost(locked);
+  print(timed("kiln pin_memory: CPU tensor -> pinned CPU tensor", bytes, reps,
+              [&] { Tensor p = from_blob(host.data(), bytes, DType::f32, shape).pin_memory(); }));
   std::vector<float> fresh;
   print(timed("kiln to_vector: GPU -> a new std::vector", bytes, reps,
               [&] { fresh = t.to_vector<float>(); }));

@@ -87,6 +87,13 @@ public:
 
   /// Copy to another device (lazy); returns *this if already there.
   Tensor to(Device d) const;
+  /// This value in page-locked (pinned) host memory, from a pool: a CPU tensor whose copies to
+  /// a GPU (`to(Device::cuda())`) read it directly, at the link's speed, without the caller
+  /// waiting for them. Evaluates and copies once; returns *this if already pinned. Only for
+  /// CPU tensors; needs a usable CUDA device (the memory comes from its driver).
+  Tensor pin_memory() const;
+  /// Whether the value is held in pinned host memory (pin_memory).
+  bool is_pinned() const;
   /// Cast (lazy, fusible); returns *this if the dtype already matches.
   Tensor astype(DType t) const;
   /// A contiguous copy if this is a non-contiguous view, else *this.

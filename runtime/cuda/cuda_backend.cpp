@@ -15,6 +15,7 @@
 #include "runtime/cuda/index_error.h"
 #include "runtime/cuda/kernel_cache.h"
 #include "runtime/cuda/ordered_stream.h"
+#include "runtime/cuda/pinned_pool.h"
 #include "runtime/memory_stats.h"
 #include "runtime/recycled_blocks.h"
 
@@ -98,6 +99,27 @@ public:
                       "to");
   }
 
+  BufferRef allocate_pinned_host(size_t bytes) override {
+    BufferRef b(new Buffer);
+    b->data = pinned_.allocate(bytes, "pin_memory");
+    b->bytes = bytes;
+    b->pinned_host = true;
+    b->release_external = [](void* data, void* backend) {
+      auto* self = static_cast<CudaBackend*>(backend);
+      self->pinned_.release(data, self->stream_->after_queued_quietly());
+    };
+    b->external_ctx = this;
+    return b;
+  }
+
+  // Straight from the page-locked block, without staging, and without waiting: the block's
+  // release is fenced after this copy (PinnedPool), and kiln never writes into it.
+  void copy_from_pinned(Buffer& dst, const Buffer& src, size_t src_offset, size_t bytes) override {
+    cuda_check(cudaMemcpyAsync(dst.data, static_cast<const char*>(src.data) + src_offset, bytes,
+                               cudaMemcpyHostToDevice, stream_->after_queued()),
+               "to", "cudaMemcpyAsync (pinned host to device)");
+  }
+
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
     copies_.to_host(dst, static_cast<const char*>(src.data) + offset, bytes,
                     stream_->after_queued(), "to_vector");
@@ -158,6 +180,7 @@ private:
   std::unique_ptr<OrderedStream> stream_;
   cudaMemPool_t pool_ = nullptr;
   HostCopies copies_;
+  PinnedPool pinned_;
   std::unique_ptr<CudaKernelCache> kernels_;
   std::unique_ptr<CudaGemm> gemm_;
   IndexErrorFlag index_error_;

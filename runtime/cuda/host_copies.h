@@ -2,7 +2,8 @@
 // Copies between pageable host memory and a GPU at close to the link's speed: through a ring of
 // pinned chunks, so that the DMA engine moves one chunk while host threads copy the next one in
 // or out (the host copy and the DMA overlap instead of taking turns), with the host side split
-// over the CPU backend's thread pool (one thread's memcpy is slower than the link).
+// over the CPU backend's thread pool (one thread's memcpy is slower than the link). Host memory
+// that is page-locked already (the caller's cudaMallocHost, a pinned tensor) is copied directly.
 #include <cuda_runtime.h>
 
 #include <array>

@@ -245,3 +245,20 @@ TEST_F(Interop, HeldValuesOfAdoptedMemoryAreWritten) {
 }
 
 } // namespace
+
+namespace {
+
+// Pinned memory comes from the CUDA driver: without a usable GPU, pin_memory is an error that
+// says so (and nothing is pinned).
+TEST_F(Interop, PinMemoryWithoutAGpuIsAnError) {
+  if (is_available(Device::cuda(0))) GTEST_SKIP() << "a CUDA device is usable here";
+  Tensor x = ones({4});
+  EXPECT_FALSE(x.is_pinned());
+  const std::string e = error_of([&] { x.pin_memory(); });
+  EXPECT_NE(e.find("[pin_memory] page-locked host memory comes from the CUDA driver, and cuda:0 "
+                   "is not usable"),
+            std::string::npos)
+      << e;
+}
+
+} // namespace
