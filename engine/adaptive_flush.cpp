@@ -5,6 +5,7 @@
 #include "runtime/backend.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace kiln::detail {
 
@@ -14,6 +15,11 @@ namespace {
 // into later work. Early flushes are limited to what such a cut can cost: 1 MiB written and
 // read back again is ~0.7 us of H100 memory traffic, about one kernel launch.
 constexpr int64_t kMaxEarlyFlushBytes = int64_t(1) << 20;
+// A loop's flushes hold a power of two of bodies, at least this many nodes (one small body per
+// flush would be a launch per step) and at most that many: then a flush is due whatever the
+// device's state, before the pending limits could cut a body in two.
+constexpr int64_t kMinLoopFlushNodes = 16;
+constexpr int64_t kMaxLoopFlushNodes = 2048;
 
 DeviceState backend_state(Device d) {
   Backend& b = backend_for(d, "eval");
@@ -47,11 +53,45 @@ void note_flushed() {
   EngineState& e = engine();
   e.next_idle_check = e.pending_nodes + e.idle_flush_nodes;
   e.step_open = false;
+  e.bodies_since_flush = 0;
 }
+
+namespace {
+
+// In a loop (the user's ops repeat with period p): a flush only at a body's end, after 2^j
+// bodies (at least kMinLoopFlushNodes nodes) when the device is idle, or after the most bodies
+// allowed. So a loop's flushes come in a few sizes, each the same plan every time.
+void maybe_flush_loop(EngineState& e, Node* n) {
+  // Once per body end: an op merged into a pending one (CSE) is checked too, but not noted.
+  if (!e.loop.at_body_end() || e.loop.position() == e.loop_checked) return;
+  e.loop_checked = e.loop.position();
+  const int64_t p = e.loop.period();
+  const int64_t k = ++e.bodies_since_flush;
+  const int64_t most =
+      std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(kMaxLoopFlushNodes / p, 1)));
+  if (k < most) {
+    if (!std::has_single_bit(static_cast<uint64_t>(k)) || k * p < kMinLoopFlushNodes) return;
+    const DeviceState state = probe()(n->device);
+    if (state != DeviceState::idle) {
+      if (state == DeviceState::busy) e.stats.busy_checks++;
+      return;
+    }
+    e.stats.idle_flushes++;
+  }
+  e.stats.loop_flushes++;
+  flush_all();
+}
+
+} // namespace
 
 void maybe_flush_early(Node* n) {
   EngineState& e = engine();
-  if (e.idle_flush_nodes <= 0 || e.pending_nodes < e.next_idle_check) return;
+  if (e.idle_flush_nodes <= 0) return;
+  // While a gradient history is recorded, or between grad() and the optimizer's update, the
+  // step is not cut (see below).
+  if (e.loop_flush && e.loop.in_loop() && live_grad_records() == 0 && !e.step_open)
+    return maybe_flush_loop(e, n);
+  if (e.pending_nodes < e.next_idle_check) return;
   // While a gradient history is recorded, a flush would write every value it saved (they are
   // held) and cut the step where the idle check happens to fall, a new plan each time; after
   // grad() until the next evaluation it would cut the step between its backward and its

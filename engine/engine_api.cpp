@@ -84,6 +84,15 @@ SmallMatmul small_matmul() {
   return static_cast<SmallMatmul>(detail::engine().small_matmul);
 }
 
+void set_loop_flush(bool on) {
+  detail::EngineState& e = detail::engine();
+  e.loop_flush = on;
+  e.loop.reset();
+}
+bool loop_flush() {
+  return detail::engine().loop_flush;
+}
+
 void set_group_launches(bool on) {
   detail::engine().group_launches = on; // part of every plan key
 }
@@ -125,16 +134,17 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              "ops recorded {} ({} merged with identical ones), dropped unseen {}, fused in "
              "registers {}, buffers written {} ({} in place), kernels {} ({:.1f} ops/kernel, max "
              "{}), gemms {}, copies {}, flushes {} ({} at the limits, {} early while the device "
-             "was idle; {} checks found it busy), plans reused {} (planned {}, "
+             "was idle, {} at a loop body's end; {} checks found it busy), plans reused {} "
+             "(planned {}, "
              "evicted {}, regrouped {}), graphs built {}, replayed {} ({} patched, {} queued to "
              "the launch "
              "thread), GPU batches launched directly {}, bytes allocated {}, in use {}, peak {}",
              s.ops_recorded, s.ops_merged, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
              s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
-             s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.idle_flushes, s.busy_checks,
-             s.plan_hits, s.plan_misses, s.plan_evictions, s.plan_retries, s.graph_instantiations,
-             s.graph_replays, s.graph_updates, s.launches_queued, s.graph_misses, s.bytes_allocated,
-             s.bytes_in_use, s.peak_bytes_in_use);
+             s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.idle_flushes, s.loop_flushes,
+             s.busy_checks, s.plan_hits, s.plan_misses, s.plan_evictions, s.plan_retries,
+             s.graph_instantiations, s.graph_replays, s.graph_updates, s.launches_queued,
+             s.graph_misses, s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);
 }
 
 std::string last_plan() {

@@ -31,6 +31,7 @@ EngineState make_engine() {
   if (auto v = setting_text(Setting::small_matmul))
     e.small_matmul = *v == "0" ? 0 : *v == "all" ? 2 : 1;
   e.group_launches = setting_flag(Setting::group_launches).value_or(e.group_launches);
+  e.loop_flush = setting_flag(Setting::loop_flush).value_or(e.loop_flush);
   e.defer_held = !setting_flag(Setting::write_held).value_or(!e.defer_held);
   e.idle_flush_nodes = e.next_idle_check =
       setting_int(Setting::idle_flush).value_or(e.idle_flush_nodes);
@@ -189,6 +190,7 @@ Tensor publish(Node* n, bool internal) {
   recount(n, false);
   if (grad) record_grad(n, n->op, *n, n->inputs);
   if (n->realized() || e.flushing || internal) return t;
+  if (e.loop_flush) e.loop.note(n);
   flush_if_needed(n);
   return t;
 }

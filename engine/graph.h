@@ -1,6 +1,7 @@
 #pragma once
 // The recorder: the one pending graph of the process, its limits, statistics and switches.
 // Op front-ends create nodes through it; evaluation (realize) hands nodes to the planner.
+#include "engine/loop_detect.h"
 #include "engine/node.h"
 
 #include <kiln/engine.h>
@@ -37,6 +38,12 @@ struct EngineState {
   // the device is idle (KILN_IDLE_FLUSH; 0 never). The next check is at next_idle_check nodes.
   int64_t idle_flush_nodes = 64;
   int64_t next_idle_check = 64;
+  // Loops without eval (engine/loop_detect.h): while the user's ops repeat, early flushes fall
+  // on body ends only, after a power of two of bodies (KILN_LOOP_FLUSH; false: node counts).
+  bool loop_flush = true;
+  LoopDetector loop;
+  int64_t bodies_since_flush = 0;
+  int64_t loop_checked = -1; // the loop position whose body end was last counted
   // kiln::grad recorded backward ops not evaluated yet: the rest of the step (the optimizer's
   // update) is being recorded, and an early flush would cut it in two. Cleared by evaluations.
   bool step_open = false;

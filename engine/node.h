@@ -100,6 +100,11 @@ struct Node : NodeAttrs {
   bool grad_freed = false;
   bool distinct = false;
 
+  // What the op was, for finding loops in the stream of the user's ops (engine/loop_detect.h);
+  // 0 for values no user op recorded (buffers the user made, an op's own constants). Kept once
+  // realized.
+  uint64_t loop_kind = 0;
+
   Node* prev_pending = nullptr; // intrusive list of pending nodes
   Node* next_pending = nullptr;
 

@@ -50,6 +50,15 @@ void set_pending_limits(int64_t max_nodes, int64_t max_bytes);
 /// the same either way; only where kernels are cut differs. eval() always flushes at once.
 void set_idle_flush(int64_t nodes);
 int64_t idle_flush();
+/// Loops without eval: when the ops recorded repeat (a loop body, found by comparing each op
+/// with the one a period before: op, shapes, attributes, and how far back its inputs were
+/// recorded), early flushes fall only at a body's end, after 2, 4, 8, ... bodies (at least 16
+/// nodes) when the device is idle, or after at most 2048 nodes' worth of bodies: the few flush
+/// sizes are each one cached plan and one CUDA-graph replay. On by default; false for A/B
+/// measurements (env KILN_LOOP_FLUSH=0): the node-count checks above apply instead. Results
+/// are the same either way.
+void set_loop_flush(bool on);
+bool loop_flush();
 
 /// Let f32 matmuls on CUDA use TF32 tensor cores (about 10 bits of mantissa in the products).
 /// Off by default; env KILN_ALLOW_TF32=1.
@@ -121,6 +130,7 @@ struct Stats {
   int64_t flushes = 0;              // evaluations of the pending graph
   int64_t auto_flushes = 0;         // of those, forced by the pending-graph limits
   int64_t idle_flushes = 0;         // of those, started early because the GPU was idle
+  int64_t loop_flushes = 0;         // of those, cut at the end of a repeating loop's body
   int64_t busy_checks = 0;          // early-flush checks that found the GPU busy (work piled up)
   int64_t plan_hits = 0;            // evaluations that reused a cached plan
   int64_t plan_misses = 0;          // evaluations planned afresh

@@ -6,6 +6,7 @@
 #include "../test_device.h"
 
 #include "engine/adaptive_flush.h"
+#include "engine/graph.h"
 
 #include <kiln/kiln.h>
 
@@ -26,11 +27,13 @@ struct AdaptiveFlush : ::testing::Test {
     KILN_USE_TEST_DEVICE(); // pins early flushes off for the rest of the suite; on here
     set_eager(false);
     set_idle_flush(kEvery);
+    set_loop_flush(false); // the node-count policy; AdaptiveLoopFlush below tests loops
     manual_seed(91);
   }
   void TearDown() override {
     detail::set_device_probe({});
     set_idle_flush(0);
+    set_loop_flush(true);
   }
   // A probe that answers `state` for every device and counts the questions.
   void probe(DeviceState state) {
@@ -266,3 +269,70 @@ TEST_F(AdaptiveFlush, NoEarlyFlushWhileAGradientHistoryIsRecorded) {
 }
 
 } // namespace
+
+// Loops without eval (engine/loop_detect.h): once the ops repeat, early flushes fall on the
+// ends of the loop's body, after a power of two of bodies, so the loop's flushes repeat a few
+// plans instead of cutting wherever a node count falls.
+struct AdaptiveLoopFlush : AdaptiveFlush {
+  void SetUp() override {
+    AdaptiveFlush::SetUp();
+    set_loop_flush(true);
+  }
+};
+
+TEST_F(AdaptiveLoopFlush, AnIdleDeviceGetsEveryFlushFromTheSamePlans) {
+  Rnn r = Rnn::make(8);
+  set_idle_flush(0);
+  const std::vector<float> want = run_unevaluated(r, 300);
+  set_idle_flush(kEvery);
+  probe(DeviceState::idle);
+  for (int i = 0; i < 100; ++i) r.step(); // finds the loop, plans its flushes
+  reset_stats();
+  for (int i = 0; i < 200; ++i) r.step();
+  const Stats s = stats();
+  EXPECT_EQ(s.plan_misses, 0) << s;
+  EXPECT_GT(s.loop_flushes, 20) << s; // a few bodies each: the device was idle at every check
+  EXPECT_EQ(s.flushes, s.loop_flushes);
+  EXPECT_EQ(s.auto_flushes, 0);
+  EXPECT_EQ(r.h.to_vector<float>(), want) << "same bits as one evaluation at the end";
+  EXPECT_GT(detail::engine().loop.period(), 0);
+}
+
+TEST_F(AdaptiveLoopFlush, ABusyDeviceGetsTheLargestFlushesOnly) {
+  Rnn r = Rnn::make(8);
+  probe(DeviceState::busy);
+  for (int i = 0; i < 1000; ++i) r.step();
+  reset_stats();
+  for (int i = 0; i < 1200; ++i) r.step();
+  const Stats s = stats();
+  // 6 ops recorded per step (sigmoid(x) stays pending, shared): 2048 / 6 -> 256 bodies a flush.
+  EXPECT_GE(s.loop_flushes, 4) << s;
+  EXPECT_LE(s.loop_flushes, 5) << s;
+  EXPECT_EQ(s.idle_flushes, 0);
+  EXPECT_EQ(s.auto_flushes, 0) << "cut at body ends, never by the pending limits";
+  EXPECT_LE(s.plan_misses, 1) << s;
+  EXPECT_LE(detail::engine().pending_nodes, 2048 + 8);
+}
+
+TEST_F(AdaptiveLoopFlush, TurnedOffTheNodeCountsDecide) {
+  Rnn r = Rnn::make(8);
+  probe(DeviceState::idle);
+  set_loop_flush(false);
+  EXPECT_FALSE(loop_flush());
+  reset_stats();
+  for (int i = 0; i < 100; ++i) r.step();
+  EXPECT_EQ(stats().loop_flushes, 0);
+  EXPECT_GE(stats().idle_flushes, 100 * 6 / kEvery - 1);
+}
+
+TEST_F(AdaptiveLoopFlush, ABodyThatRepeatsAnOpWithinItIsFoundWhole) {
+  // Per step: tanh, mul, tanh, add: the two tanh ops look alike, the body is all four.
+  Tensor y = realized_randn({4, 4}), x = realized_randn({4, 4});
+  probe(DeviceState::busy); // no flush: the detector's view alone
+  for (int i = 0; i < 20; ++i) {
+    Tensor a = tanh(y);
+    Tensor b = a * x;
+    y = tanh(b) + a;
+  }
+  EXPECT_EQ(detail::engine().loop.period(), 4);
+}

@@ -1,0 +1,69 @@
+#include "engine/loop_detect.h"
+
+#include "ir/hash.h"
+
+#include <algorithm>
+
+namespace kiln::detail {
+
+namespace {
+
+// Distinct signatures remembered before the table starts over (code that does not repeat).
+constexpr size_t kMaxRemembered = 4096;
+
+// What an op is, apart from its inputs: op, dtype, device, shape and attributes (constant
+// values left out, as in the plan key: a replay writes each run's values).
+uint64_t kind(const Node* n) {
+  uint64_t h = static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
+               static_cast<uint64_t>(n->device.kind) << 16 |
+               static_cast<uint64_t>(static_cast<uint32_t>(n->device.index)) << 24 |
+               static_cast<uint64_t>(n->inputs.size()) << 40;
+  for (int64_t d : n->shape()) h = hash_mix(h, static_cast<uint64_t>(d));
+  n->visit_attrs(
+      n->op, n->layout, [&](uint64_t w) { h = hash_mix(h, w); }, false);
+  return h;
+}
+
+// The op's kind and its inputs' kinds (one level: the inputs' own inputs would make every
+// step's signature depend on all the steps before it). The previous step's state reads the same
+// whether still pending or realized by a flush, and a loop-invariant value that CSE keeps
+// pending does not look new in every step.
+uint64_t signature(const Node* n, uint64_t own_kind) {
+  uint64_t h = own_kind;
+  for (const Node* in : n->inputs) h = hash_mix(h, in->loop_kind);
+  return h;
+}
+
+} // namespace
+
+void LoopDetector::note(Node* n) {
+  n->loop_kind = kind(n);
+  const uint64_t sig = signature(n, n->loop_kind);
+  ++pos_;
+  if (period_ > 0 && ring_[static_cast<size_t>((pos_ - period_) % kMaxPeriod)] == sig) {
+    if (++run_ == period_ && !confirmed_) { // one whole body matched the one before it
+      confirmed_ = true;
+      anchor_ = pos_ + 1;
+    }
+  } else {
+    auto it = last_.find(sig);
+    const int64_t p = it == last_.end() ? 0 : pos_ - it->second;
+    if (confirmed_) lost_at_ = pos_, lost_period_ = period_;
+    period_ = p > 0 && p <= kMaxPeriod ? p : 0;
+    run_ = period_ > 0 ? 1 : 0;
+    confirmed_ = false;
+  }
+  if (last_.size() >= kMaxRemembered) last_.clear();
+  last_[sig] = pos_;
+  ring_[static_cast<size_t>(pos_ % kMaxPeriod)] = sig;
+}
+
+bool LoopDetector::at_body_end() const {
+  return confirmed_ && pos_ >= anchor_ && (pos_ - anchor_ + 1) % period_ == 0;
+}
+
+void LoopDetector::reset() {
+  *this = LoopDetector();
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,49 @@
+#pragma once
+// Noticing that the user's op stream repeats (the body of a loop without eval), so that early
+// flushes cut it at the same place in the body every time: every flush of k bodies is then the
+// same plan (a plan-cache hit and a CUDA-graph replay) instead of a new cut wherever a node
+// count happened to fall. See docs/architecture.md, "Adaptive batching".
+//
+// An op's signature is what it does, not which values: op, dtype, shape, attributes, and what
+// its inputs were (0 for values no op recorded, such as weights). The stream repeats with
+// period p when each of the last p signatures equals the one p before it.
+#include "engine/node.h"
+
+#include <array>
+#include <cstdint>
+#include <unordered_map>
+
+namespace kiln::detail {
+
+class LoopDetector {
+public:
+  /// The longest body looked for, in ops.
+  static constexpr int64_t kMaxPeriod = 512;
+
+  /// Notes the user's newly recorded op `n` (not one merged into a pending node by CSE).
+  void note(Node* n); // sets n->loop_kind
+  /// The body's length in ops while the stream repeats, else 0.
+  int64_t period() const { return confirmed_ ? period_ : 0; }
+  /// Whether the op just noted ended a body (body boundaries stay where they were when the
+  /// repetition was found, so that every flush cut there covers whole bodies alike).
+  bool at_body_end() const;
+  /// Whether the stream repeats, or did until less than about four bodies ago: a flush changes the
+  /// step after it (values it realized are not recomputed, loop-invariant ones are), and the
+  /// repetition is found again a body later, at the same place relative to the flush.
+  bool in_loop() const { return confirmed_ || pos_ - lost_at_ < 4 * lost_period_ + 8; }
+  /// How many ops were noted before the last one (its position in the stream).
+  int64_t position() const { return pos_; }
+  void reset();
+
+private:
+  std::array<uint64_t, kMaxPeriod> ring_{};    // the last signatures, by position % kMaxPeriod
+  std::unordered_map<uint64_t, int64_t> last_; // signature -> its latest position
+  int64_t pos_ = -1;                           // position of the op just noted
+  int64_t period_ = 0;                         // candidate period
+  int64_t run_ = 0;                            // ops in a row that matched the op one period before
+  int64_t anchor_ = 0; // position where the bodies start, fixed when the period is confirmed
+  bool confirmed_ = false;
+  int64_t lost_at_ = 0, lost_period_ = 0; // where the last confirmed repetition ended, its period
+};
+
+} // namespace kiln::detail
