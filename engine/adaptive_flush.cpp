@@ -15,10 +15,9 @@ namespace {
 // into later work. Early flushes are limited to what such a cut can cost: 1 MiB written and
 // read back again is ~0.7 us of H100 memory traffic, about one kernel launch.
 constexpr int64_t kMaxEarlyFlushBytes = int64_t(1) << 20;
-// A loop's flushes hold a power of two of bodies, at least this many nodes (one small body per
-// flush would be a launch per step) and at most that many: then a flush is due whatever the
-// device's state, before the pending limits could cut a body in two.
-constexpr int64_t kMinLoopFlushNodes = 16;
+// A loop's flushes hold a power of two of bodies, at least idle_flush_nodes nodes (one small
+// body per flush would be a replay per step) and at most this many: then a flush is due
+// whatever the device's state, before the pending limits could cut a body in two.
 constexpr int64_t kMaxLoopFlushNodes = 2048;
 
 DeviceState backend_state(Device d) {
@@ -59,7 +58,7 @@ void note_flushed() {
 namespace {
 
 // In a loop (the user's ops repeat with period p): a flush only at a body's end, after 2^j
-// bodies (at least kMinLoopFlushNodes nodes) when the device is idle, or after the most bodies
+// bodies (at least idle_flush_nodes nodes) when the device is idle, or after the most bodies
 // allowed. So a loop's flushes come in a few sizes, each the same plan every time.
 void maybe_flush_loop(EngineState& e, Node* n) {
   // Once per body end: an op merged into a pending one (CSE) is checked too, but not noted.
@@ -70,7 +69,7 @@ void maybe_flush_loop(EngineState& e, Node* n) {
   const int64_t most =
       std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(kMaxLoopFlushNodes / p, 1)));
   if (k < most) {
-    if (!std::has_single_bit(static_cast<uint64_t>(k)) || k * p < kMinLoopFlushNodes) return;
+    if (!std::has_single_bit(static_cast<uint64_t>(k)) || k * p < e.idle_flush_nodes) return;
     const DeviceState state = probe()(n->device);
     if (state != DeviceState::idle) {
       if (state == DeviceState::busy) e.stats.busy_checks++;

@@ -178,7 +178,9 @@ Tensor publish(Node* n, bool internal) {
     // A node with gradient history and one without are different values to autodiff.
     if (same != n && (same->grad_record != nullptr) == grad) {
       Tensor t = merge_into(same, n, internal);
-      if (!internal) flush_if_needed(same);
+      if (internal) return t;
+      if (e.loop_flush) e.loop.note(same);
+      flush_if_needed(same);
       return t;
     }
   }

@@ -20,7 +20,9 @@ public:
   /// The longest body looked for, in ops.
   static constexpr int64_t kMaxPeriod = 512;
 
-  /// Notes the user's newly recorded op `n` (not one merged into a pending node by CSE).
+  /// Notes the user's op call that recorded `n`, or found it pending already (CSE): a value that
+  /// CSE shares between steps until a flush, and computes once more after it, is the same op
+  /// call in every step.
   void note(Node* n); // sets n->loop_kind
   /// The body's length in ops while the stream repeats, else 0.
   int64_t period() const { return confirmed_ ? period_ : 0; }
