@@ -61,7 +61,7 @@ namespace {
 // bodies (at least idle_flush_nodes nodes) when the device is idle, or after the most bodies
 // allowed. So a loop's flushes come in a few sizes, each the same plan every time.
 void maybe_flush_loop(EngineState& e, Node* n) {
-  // Once per body end: an op merged into a pending one (CSE) is checked too, but not noted.
+  // Once per body end (maybe_flush_early also runs for the op of a CSE merge, noted already).
   if (!e.loop.at_body_end() || e.loop.position() == e.loop_checked) return;
   e.loop_checked = e.loop.position();
   const int64_t p = e.loop.period();
@@ -76,8 +76,12 @@ void maybe_flush_loop(EngineState& e, Node* n) {
       return;
     }
     e.stats.idle_flushes++;
+  } else if (probe()(n->device) == DeviceState::synchronous) {
+    e.bodies_since_flush = 0; // never early on the CPU: its limits flush as before
+    return;
   }
   e.stats.loop_flushes++;
+  e.bodies_since_flush = 0; // first: if the flush fails (out of memory), it is not retried at once
   flush_all();
 }
 

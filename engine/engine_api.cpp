@@ -88,6 +88,8 @@ void set_loop_flush(bool on) {
   detail::EngineState& e = detail::engine();
   e.loop_flush = on;
   e.loop.reset();
+  e.bodies_since_flush = 0;
+  e.loop_checked = -1;
 }
 bool loop_flush() {
   return detail::engine().loop_flush;

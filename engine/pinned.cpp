@@ -19,7 +19,7 @@ Tensor Tensor::pin_memory() const {
   if (!n->device.is_cpu())
     fail("pin_memory", "the tensor (shape {}) is on {}; only CPU tensors are pinned", n->shape(),
          n->device.str());
-  if (is_pinned()) return *this;
+  if (is_pinned() && is_contiguous()) return *this;
   const Device gpu = Device::cuda(0);
   if (!is_available(gpu))
     fail("pin_memory", "page-locked host memory comes from the CUDA driver, and {} is not usable",

@@ -12,6 +12,7 @@
 #include <exception>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 namespace kiln::detail {
@@ -96,7 +97,10 @@ std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
   };
   const size_t n = std::min<size_t>(static_cast<size_t>(compile_threads()), srcs.size());
   std::vector<std::thread> helpers;
-  for (size_t t = 1; t < n; ++t) helpers.emplace_back(work);
+  try {
+    for (size_t t = 1; t < n; ++t) helpers.emplace_back(work);
+  } catch (const std::system_error&) { // no more threads to be had: those started suffice
+  }
   work(); // the calling thread compiles too
   for (std::thread& t : helpers) t.join();
   for (const std::exception_ptr& e : errors)

@@ -113,8 +113,11 @@ public:
   }
 
   // Straight from the page-locked block, without staging, and without waiting: the block's
-  // release is fenced after this copy (PinnedPool), and kiln never writes into it.
+  // release is fenced after this copy (PinnedPool), and kiln never writes into it. A block of
+  // another GPU's pool is fenced on that GPU's stream, not this one: it takes the staged path.
   void copy_from_pinned(Buffer& dst, const Buffer& src, size_t src_offset, size_t bytes) override {
+    if (src.external_ctx != this)
+      return copy_from_host(dst, 0, static_cast<const char*>(src.data) + src_offset, bytes);
     cuda_check(cudaMemcpyAsync(dst.data, static_cast<const char*>(src.data) + src_offset, bytes,
                                cudaMemcpyHostToDevice, stream_->after_queued()),
                "to", "cudaMemcpyAsync (pinned host to device)");
@@ -179,8 +182,8 @@ private:
   RecycledBlocks recycled_{kRecycledBlock, kRecycledBytes};
   std::unique_ptr<OrderedStream> stream_;
   cudaMemPool_t pool_ = nullptr;
-  HostCopies copies_;
-  PinnedPool pinned_;
+  HostCopies copies_{index_};
+  PinnedPool pinned_{index_};
   std::unique_ptr<CudaKernelCache> kernels_;
   std::unique_ptr<CudaGemm> gemm_;
   IndexErrorFlag index_error_;

@@ -41,7 +41,20 @@ void direct(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaS
 
 } // namespace
 
-HostCopies::HostCopies() = default;
+CurrentDevice::CurrentDevice(int device) {
+  if (cudaGetDevice(&previous_) != cudaSuccess || previous_ == device) {
+    (void)cudaGetLastError();
+    previous_ = -1;
+    return;
+  }
+  (void)cudaSetDevice(device);
+}
+
+CurrentDevice::~CurrentDevice() {
+  if (previous_ >= 0) (void)cudaSetDevice(previous_);
+}
+
+HostCopies::HostCopies(int device) : device_(device) {}
 
 HostCopies::~HostCopies() {
   for (Chunk& c : chunks_) {
@@ -53,11 +66,14 @@ HostCopies::~HostCopies() {
 
 HostCopies::Chunk& HostCopies::chunk(int i, const char* op) {
   Chunk& c = chunks_[static_cast<size_t>(i % kChunks)];
-  if (!c.done)
-    cuda_check(cudaEventCreateWithFlags(&c.done, cudaEventDisableTiming), op, "cudaEventCreate");
-  if (!c.host)
-    cuda_check(cudaMallocHost(reinterpret_cast<void**>(&c.host), kChunkBytes), op,
-               "cudaMallocHost (pinned staging chunk)");
+  if (!c.done || !c.host) {
+    CurrentDevice on(device_);
+    if (!c.done)
+      cuda_check(cudaEventCreateWithFlags(&c.done, cudaEventDisableTiming), op, "cudaEventCreate");
+    if (!c.host)
+      cuda_check(cudaMallocHost(reinterpret_cast<void**>(&c.host), kChunkBytes), op,
+                 "cudaMallocHost (pinned staging chunk)");
+  }
   // The DMA that used the chunk last (of any earlier copy) has finished with it. An event never
   // recorded counts as complete.
   cuda_check(cudaEventSynchronize(c.done), op, "cudaEventSynchronize");

@@ -13,7 +13,7 @@ namespace kiln::detail {
 
 class HostCopies {
 public:
-  HostCopies();
+  explicit HostCopies(int device);
   ~HostCopies();
   HostCopies(const HostCopies&) = delete;
   HostCopies& operator=(const HostCopies&) = delete;
@@ -36,7 +36,21 @@ private:
     cudaEvent_t done = nullptr; // recorded after the DMA that last used `host`
   };
   Chunk& chunk(int i, const char* op); // allocated on first use
+  int device_;                         // events and pinned memory are made with it current
   std::array<Chunk, kChunks> chunks_{};
+};
+
+/// Makes `device` the calling thread's current device until the end of the scope (a CUDA event
+/// belongs to the device current when it is created).
+class CurrentDevice {
+public:
+  explicit CurrentDevice(int device);
+  ~CurrentDevice();
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+private:
+  int previous_ = -1;
 };
 
 /// memcpy split over the CPU backend's thread pool when it is large enough to gain from it.

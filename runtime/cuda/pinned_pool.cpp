@@ -1,6 +1,7 @@
 #include "runtime/cuda/pinned_pool.h"
 
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/host_copies.h"
 
 #include <algorithm>
 
@@ -31,6 +32,9 @@ void* PinnedPool::allocate(size_t bytes, const char* op) {
     }
     (void)cudaGetLastError();
   }
+  CurrentDevice on(device_);
+  cudaEvent_t fence = nullptr; // first: a block is never left without one
+  cuda_check(cudaEventCreateWithFlags(&fence, cudaEventDisableTiming), op, "cudaEventCreate");
   void* p = nullptr;
   cudaError_t e = cudaMallocHost(&p, size);
   if (e == cudaErrorMemoryAllocation) { // unpin what is cached, then try once more
@@ -38,9 +42,8 @@ void* PinnedPool::allocate(size_t bytes, const char* op) {
     trim(0);
     e = cudaMallocHost(&p, size);
   }
+  if (e != cudaSuccess) cudaEventDestroy(fence);
   cuda_check(e, op, "cudaMallocHost (page-locked host memory)");
-  cudaEvent_t fence = nullptr;
-  cuda_check(cudaEventCreateWithFlags(&fence, cudaEventDisableTiming), op, "cudaEventCreate");
   live_[p] = {size, fence};
   return p;
 }

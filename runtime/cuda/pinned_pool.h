@@ -14,7 +14,7 @@ namespace kiln::detail {
 
 class PinnedPool {
 public:
-  PinnedPool() = default;
+  explicit PinnedPool(int device) : device_(device) {}
   PinnedPool(const PinnedPool&) = delete;
   PinnedPool& operator=(const PinnedPool&) = delete;
 
@@ -22,6 +22,8 @@ public:
   /// driver cannot pin more memory.
   void* allocate(size_t bytes, const char* op);
   /// Gives back a block from allocate(), reusable once the work queued on `stream` so far is done.
+  /// Past kMaxCachedBytes of released blocks, the oldest are unpinned, which waits for the copies
+  /// still reading them.
   void release(void* p, cudaStream_t stream);
 
   /// Bytes of released blocks kept for reuse before the oldest are unpinned.
@@ -33,6 +35,7 @@ private:
     cudaEvent_t fence = nullptr;
   };
   void trim(size_t keep);
+  int device_; // whose stream fences the blocks (their events belong to it)
   std::map<size_t, std::vector<Block>> free_;            // by rounded size, oldest release first
   std::map<void*, std::pair<size_t, cudaEvent_t>> live_; // size and fence of handed-out blocks
   size_t cached_ = 0;

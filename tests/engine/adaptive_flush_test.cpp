@@ -336,3 +336,12 @@ TEST_F(AdaptiveLoopFlush, ABodyThatRepeatsAnOpWithinItIsFoundWhole) {
   }
   EXPECT_EQ(detail::engine().loop.period(), 4);
 }
+
+TEST_F(AdaptiveLoopFlush, ASynchronousDeviceIsNeverFlushedEarly) {
+  Rnn r = Rnn::make(8);
+  probe(DeviceState::synchronous); // the CPU backend: its pending limits flush, as before
+  reset_stats();
+  for (int i = 0; i < 1000; ++i) r.step();
+  EXPECT_EQ(stats().flushes, 0) << stats();
+  EXPECT_GT(detail::engine().loop.period(), 0);
+}
