@@ -29,10 +29,12 @@ public:
   /// Whether the op just noted ended a body (body boundaries stay where they were when the
   /// repetition was found, so that every flush cut there covers whole bodies alike).
   bool at_body_end() const;
-  /// Whether the stream repeats, or did until less than about four bodies ago: a flush changes the
-  /// step after it (values it realized are not recomputed, loop-invariant ones are), and the
-  /// repetition is found again a body later, at the same place relative to the flush.
-  bool in_loop() const { return confirmed_ || pos_ - lost_at_ < 4 * lost_period_ + 8; }
+  /// Whether the stream repeats, or did until less than about four bodies ago: one op call that
+  /// differs (a branch taken once) does not hand the loop back to node-count flushes while the
+  /// repetition is found again.
+  bool in_loop() const {
+    return confirmed_ || (lost_period_ > 0 && pos_ - lost_at_ < 4 * lost_period_ + 8);
+  }
   /// How many ops were noted before the last one (its position in the stream).
   int64_t position() const { return pos_; }
   void reset();
