@@ -3,6 +3,7 @@
 #include "engine/autograd.h"
 #include "engine/graph.h"
 #include "engine/ops_common.h"
+#include "engine/plan_key.h"
 
 #include <kiln/autograd.h>
 
@@ -27,7 +28,8 @@ Tensor handle_to(Node* n) {
 // consumer of a node comes before it, so its gradient is complete when it is reached.
 std::vector<Node*> history(Node* out) {
   std::vector<Node*> order;
-  llvm::DenseSet<Node*> seen{out};
+  const uint64_t seen = next_walk_stamp();
+  out->walk_stamp = seen;
   std::vector<Node*> stack{out};
   while (!stack.empty()) {
     Node* n = stack.back();
@@ -41,8 +43,13 @@ std::vector<Node*> history(Node* out) {
              n->shape());
       continue; // a leaf
     }
-    for (const GradInput& in : n->grad_record->inputs)
-      if (in.requires_grad && seen.insert(in.value.node()).second) stack.push_back(in.value.node());
+    for (const GradInput& in : n->grad_record->inputs) {
+      Node* v = in.value.node();
+      if (in.requires_grad && v->walk_stamp != seen) {
+        v->walk_stamp = seen;
+        stack.push_back(v);
+      }
+    }
   }
   std::sort(order.begin(), order.end(), [](Node* a, Node* b) { return a->id > b->id; });
   return order;
@@ -241,6 +248,7 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
   for (Node* n : order) keep.push_back(handle_to(n));
 
   llvm::DenseMap<Node*, Tensor> grads;
+  grads.reserve(static_cast<unsigned>(order.size()));
   SliceGrads slices;
   StackedProducts products;
   StackedSums sums;

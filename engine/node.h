@@ -87,7 +87,8 @@ struct Node : NodeAttrs {
                           // an equal constant is computed there, so it is not "dropped"
 
   // Scratch of the evaluation being planned (engine/plan_key.cpp): the node's position in the
-  // walk of the pending graph, valid while walk_stamp is the current walk's.
+  // walk of the pending graph, valid while walk_stamp is the current walk's. kiln::grad's walk
+  // of a history marks the nodes it has seen with a stamp of its own (next_walk_stamp).
   uint32_t walk_index = 0;
   uint64_t walk_stamp = 0; // 64 bits: a 32-bit stamp would wrap within hours of small steps
 

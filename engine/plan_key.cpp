@@ -20,11 +20,6 @@ namespace kiln::detail {
 
 namespace {
 
-uint64_t next_stamp() {
-  static uint64_t stamp = 0; // 0 is "never walked"
-  return ++stamp;
-}
-
 void put_shape(std::vector<uint64_t>& k, const Shape& s) {
   for (int i = 0; i < s.size(); ++i) k.push_back(static_cast<uint64_t>(s[i]));
 }
@@ -80,11 +75,16 @@ private:
 
 } // namespace
 
+uint64_t next_walk_stamp() {
+  static uint64_t stamp = 0; // 0 is "never walked"
+  return ++stamp;
+}
+
 void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
   w.nodes.clear();
   w.targets.clear();
   w.key.clear();
-  const uint64_t stamp = next_stamp();
+  const uint64_t stamp = next_walk_stamp();
   llvm::SmallVector<Node*, 32> stack(targets.begin(), targets.end());
   while (!stack.empty()) {
     Node* n = stack.pop_back_val();

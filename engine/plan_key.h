@@ -22,6 +22,10 @@ struct Walk {
   uint64_t hash = 0;
 };
 
+/// A fresh value for Node::walk_stamp: a walk marks the nodes it has seen with it (the plan
+/// key's walk, kiln::grad's walk of the history), so no set of seen nodes is needed.
+uint64_t next_walk_stamp();
+
 /// Walk the pending graph of `targets` (pending nodes) and compute its key into `w` (its
 /// vectors are reused: a loop step then allocates nothing here).
 void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w);

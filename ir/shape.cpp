@@ -61,37 +61,12 @@ std::ostream& operator<<(std::ostream& os, const Shape& s) {
 
 namespace detail {
 
-std::optional<int64_t> mul_extents(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-
-std::optional<int64_t> add_extents(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-
-std::optional<int64_t> span_of(const Shape& s) {
-  int64_t span = 1;
-  for (int64_t e : s) {
-    if (e < 0) return std::nullopt;
-    auto next = mul_extents(span, std::max<int64_t>(e, 1));
-    if (!next) return std::nullopt;
-    span = *next;
-  }
-  return span;
-}
-
-void check_extents(const char* op, const Shape& s, DType dt) {
+void fail_extents(const char* op, const Shape& s, DType dt) {
   check_dtype(op, dt);
   for (int64_t e : s)
     if (e < 0) fail(op, "negative extent {} in shape {}", e, s);
-  auto span = span_of(s);
-  if (!span || !mul_extents(*span, itemsize(dt)))
-    fail(op, "shape {} of {} is too large: its size in bytes does not fit in 64 bits", s,
-         dtype_name(dt));
+  fail(op, "shape {} of {} is too large: its size in bytes does not fit in 64 bits", s,
+       dtype_name(dt));
 }
 
 void check_dtype(const char* op, DType dt) {
