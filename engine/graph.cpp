@@ -167,6 +167,12 @@ Tensor merge_into(Node* same, Node* n, bool internal) {
   return Tensor(same);
 }
 
+// A training step is never flushed early (adaptive_flush.cpp): its ops need no loop detection,
+// which would only add to the host's cost of recording them.
+void note_loop_op(EngineState& e, Node* n) {
+  if (e.loop_flush && !e.step_open && live_grad_records() == 0) e.loop.note(n);
+}
+
 } // namespace
 
 Tensor publish(Node* n, bool internal) {
@@ -179,7 +185,7 @@ Tensor publish(Node* n, bool internal) {
     if (same != n && (same->grad_record != nullptr) == grad) {
       Tensor t = merge_into(same, n, internal);
       if (internal) return t;
-      if (e.loop_flush) e.loop.note(same);
+      note_loop_op(e, same);
       flush_if_needed(same);
       return t;
     }
@@ -192,7 +198,7 @@ Tensor publish(Node* n, bool internal) {
   recount(n, false);
   if (grad) record_grad(n, n->op, *n, n->inputs);
   if (n->realized() || e.flushing || internal) return t;
-  if (e.loop_flush) e.loop.note(n);
+  note_loop_op(e, n);
   flush_if_needed(n);
   return t;
 }

@@ -45,6 +45,10 @@ void LoopDetector::note(Node* n) {
       confirmed_ = true;
       anchor_ = pos_ + 1;
     }
+    ring_[static_cast<size_t>(pos_ % kMaxPeriod)] = sig;
+    // In a steady loop the table of latest positions is left alone (the common case costs a
+    // hash and a compare); on a mismatch a stale entry only proposes a longer period first.
+    if (confirmed_) return;
   } else {
     auto it = last_.find(sig);
     const int64_t p = it == last_.end() ? 0 : pos_ - it->second;
