@@ -345,3 +345,20 @@ TEST_F(AdaptiveLoopFlush, ASynchronousDeviceIsNeverFlushedEarly) {
   EXPECT_EQ(stats().flushes, 0) << stats();
   EXPECT_GT(detail::engine().loop.period(), 0);
 }
+
+// Issue 20: a loop without eval runs in bounded memory however long it goes, whatever the
+// device's state (the loop's flushes free each step's temporaries).
+TEST_F(AdaptiveLoopFlush, MemoryStaysFlatOverALongLoop) {
+  Rnn r = Rnn::make(8);
+  probe(DeviceState::busy);
+  for (int i = 0; i < 2000; ++i) r.step();
+  reset_stats();
+  const int64_t in_use = stats().bytes_in_use;
+  for (int i = 0; i < 30000; ++i) r.step();
+  const Stats s = stats();
+  EXPECT_GE(s.loop_flushes, 100);
+  EXPECT_EQ(s.auto_flushes, 0);
+  EXPECT_LE(s.bytes_in_use, in_use + 4096) << s;
+  EXPECT_LE(s.peak_bytes_in_use, in_use + (int64_t(1) << 20)) << s;
+  EXPECT_LE(detail::engine().pending_nodes, 2048 + 8);
+}
