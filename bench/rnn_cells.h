@@ -95,4 +95,50 @@ struct Lstm {
   }
 };
 
+/// A GRU cell (PyTorch's GRUCell math) over a sequence of inputs, laid out as Lstm: wx [in, 3H],
+/// wh [H, 3H], bx and bh [3H] (GRUCell's b_ih and b_hh, kept apart: the candidate's hidden
+/// bias is inside the reset gate's product), gate order r, z, n.
+struct Gru {
+  static constexpr int kOpCalls = 16; // slice, 2 matmul, 2 add, 2 chunk, 9 pointwise
+  kiln::Tensor seq, wx, wh, bx, bh, h;
+  int64_t batch = 0, len = 0, t = 0;
+
+  static Gru random(int64_t batch, int64_t in, int64_t hidden, int64_t len, uint64_t seed) {
+    const kiln::Device cpu = kiln::Device::cpu();
+    const kiln::DType f32 = kiln::DType::f32;
+    const float scale = float(1 / std::sqrt(double(hidden))); // GRUCell's init range
+    kiln::manual_seed(seed);
+    Gru g{kiln::randn({len * batch, in}, f32, cpu),
+          kiln::randn({in, 3 * hidden}, f32, cpu) * scale,
+          kiln::randn({hidden, 3 * hidden}, f32, cpu) * scale,
+          kiln::randn({3 * hidden}, f32, cpu) * scale,
+          kiln::randn({3 * hidden}, f32, cpu) * scale,
+          kiln::zeros({batch, hidden}, f32, cpu),
+          batch,
+          len};
+    kiln::eval(g.seq, g.wx, g.wh, g.bx, g.bh, g.h);
+    return g;
+  }
+  Gru on(kiln::Device dev) const {
+    Gru g{seq.to(dev), wx.to(dev), wh.to(dev), bx.to(dev), bh.to(dev), h.to(dev), batch, len};
+    kiln::eval(g.seq, g.wx, g.wh, g.bx, g.bh, g.h);
+    return g;
+  }
+  void record() {
+    const int64_t row = (t++ % len) * batch;
+    kiln::Tensor x = kiln::slice(seq, 0, row, row + batch);
+    std::vector<kiln::Tensor> gi = kiln::chunk(kiln::matmul(x, wx) + bx, 3, 1);
+    std::vector<kiln::Tensor> gh = kiln::chunk(kiln::matmul(h, wh) + bh, 3, 1);
+    kiln::Tensor r = kiln::sigmoid(gi[0] + gh[0]);
+    kiln::Tensor z = kiln::sigmoid(gi[1] + gh[1]);
+    kiln::Tensor n = kiln::tanh(gi[2] + r * gh[2]);
+    h = n + z * (h - n); // (1 - z) * n + z * h
+  }
+  std::vector<kiln::Tensor> state() const { return {h}; }
+  void step() {
+    record();
+    kiln::eval(state());
+  }
+};
+
 } // namespace bench

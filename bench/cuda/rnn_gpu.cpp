@@ -1,11 +1,11 @@
 // Issue 5's loops of small steps, where the host, not the GPU, sets the pace: the seed loop
 // (a d x d matmul and six pointwise ops per step, d = 64 and 256) and an LSTM cell step
 // (hidden 256, batch 1 and 32; its input a slice at a new offset each step, and for batch 1
-// also the same tensor every step), in four modes side by side: the CPU backend, eager on the GPU
-// (one launch per op), lazy on the GPU launching kernel by kernel, and lazy with CUDA-graph
-// replay. Each step ends with `kiln::eval` (a step boundary; it does not wait for the GPU),
-// except in the last mode, the loop as a user writes it (issue 20): no eval, the engine decides
-// where to flush.
+// also the same tensor every step), and a GRU cell step (batch 1), in several modes side by side:
+// the CPU backend, eager on the GPU (one launch per op), lazy on the GPU launching kernel by
+// kernel, and lazy with CUDA-graph replay. Each step ends with `kiln::eval` (a step boundary; it
+// does not wait for the GPU), except in the last mode, the loop as a user writes it (issue 20): no
+// eval, the engine decides where to flush.
 //
 // Timing: after warm-up (NVRTC, plan and graph caches), a loop of `steps` steps and one final
 // `kiln::sync()` is timed with the wall clock; median over `reps` loops. A mode whose loop
@@ -234,6 +234,11 @@ int main(int argc, char** argv) try {
       "step, which separates the cost of inputs at new addresses), `eval(h, c)`, %d op "
       "calls per step\n",
       bench::Lstm::kOpCalls);
+  std::printf(
+      "- GRU cell (batch 1, in = hidden = 256): PyTorch's GRUCell math, `gi = x @ Wx + bx`, "
+      "`gh = h @ Wh + bh`, each chunked in 3 (r, z, n), `h = n + z * (h - n)`, %d op "
+      "calls per step\n",
+      bench::Gru::kOpCalls);
   std::printf("- small matmuls (at most 4 output rows: the LSTM at batch 1) are dot products in "
               "the kernel that reads them, and tiled ones (more rows, up to 2^24 multiply-adds: "
               "the seed loop, the LSTM at batch 32) are computed tile by tile by that kernel, "
@@ -269,7 +274,9 @@ int main(int argc, char** argv) try {
                ok, only);
   const std::vector<Row> lstm32 = run_case(
       "LSTM batch 32", bench::Lstm::random(32, 256, 256, steps, 4), steps, reps, checks, ok, only);
-  for (const auto* c : {&seed64, &seed256, &lstm1, &lstm1_fixed, &lstm32})
+  const std::vector<Row> gru1 = run_case("GRU batch 1", bench::Gru::random(1, 256, 256, steps, 6),
+                                         steps, reps, checks, ok, only);
+  for (const auto* c : {&seed64, &seed256, &lstm1, &lstm1_fixed, &lstm32, &gru1})
     rows.insert(rows.end(), c->begin(), c->end());
 
   std::printf("\nStats per timed step (plan hits 1 and graph replays 1 per step mean the steady "
@@ -311,6 +318,7 @@ int main(int argc, char** argv) try {
   natural("seed d=64", 2, seed64);
   natural("LSTM batch 1", 5, lstm1);
   natural("LSTM batch 32", 1e9, lstm32);
+  natural("GRU batch 1", 5, gru1);
   if (!ok) std::printf("ERROR: a GPU mode differs from the CPU backend beyond the tolerance\n");
   return ok ? 0 : 1;
 } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 """PyTorch on the loops of bench/cuda/rnn_gpu.cpp, on the same machine: the seed loop
-(d = 64 and 256) and an LSTM cell step (in = hidden = 256, batch 1 and 32), f32, inference.
+(d = 64 and 256), an LSTM cell step (in = hidden = 256, batch 1 and 32) and a GRU cell step
+(batch 1; nn.GRUCell and nn.GRU beside it), f32, inference.
 
 Timed as rnn_gpu times kiln: after warm-up, a loop of `--steps` steps and one
 torch.cuda.synchronize() is timed with the wall clock; median of `--reps` loops. A mode whose
@@ -49,6 +50,15 @@ def lstm_step(x, h, c, wx, wh, bias):
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     h = torch.sigmoid(o) * torch.tanh(c)
     return h, c
+
+
+def gru_step(x, h, wx, wh, bx, bh):
+    ir, iz, in_ = (x @ wx + bx).chunk(3, 1)
+    hr, hz, hn = (h @ wh + bh).chunk(3, 1)
+    r = torch.sigmoid(ir + hr)
+    z = torch.sigmoid(iz + hz)
+    n = torch.tanh(in_ + r * hn)
+    return n + z * (h - n)
 
 
 def cpu_model():
@@ -200,7 +210,61 @@ def lstm_case(batch, steps, seed, hidden=256):
         return lambda: tuple(o.squeeze(0) for o in m(inp, (h0, h0))[1])
 
     make.cudnn = cudnn
+    make.cell = "nn.LSTMCell"
     return f"LSTM batch {batch}", make, 15
+
+
+def gru_case(batch, steps, seed, hidden=256):
+    """As lstm_case, for a GRU cell (nn.GRUCell's math; the state is h alone)."""
+    g = torch.Generator().manual_seed(seed)
+    scale = 1 / math.sqrt(hidden)  # nn.GRUCell's init range
+    seq = torch.randn(steps * batch, hidden, generator=g)
+    wx = torch.randn(hidden, 3 * hidden, generator=g) * scale  # [in, 3H], gates r, z, n
+    wh = torch.randn(hidden, 3 * hidden, generator=g) * scale
+    bx = torch.randn(3 * hidden, generator=g) * scale
+    bh = torch.randn(3 * hidden, generator=g) * scale
+    zero = torch.zeros(batch, hidden)
+
+    def make(dev, mode, cell):
+        sq, wxd, whd, bxd, bhd = seq.to(dev), wx.to(dev), wh.to(dev), bx.to(dev), bh.to(dev)
+        state = (zero.to(dev),)
+
+        def x_at(t):
+            row = (t % steps) * batch
+            return sq[row : row + batch]
+
+        if cell:  # nn.GRUCell holding the same weights
+            m = torch.nn.GRUCell(hidden, hidden).to(dev)
+            m.weight_ih.copy_(wxd.t())
+            m.weight_hh.copy_(whd.t())
+            m.bias_ih.copy_(bxd)
+            m.bias_hh.copy_(bhd)
+            return (lambda s, t: (m(x_at(t), s[0]),)), state
+        if mode == "graph":
+            x_s = torch.zeros(batch, hidden, device=dev)
+
+            def step_into(s):
+                s[0].copy_(gru_step(x_s, s[0], wxd, whd, bxd, bhd))
+
+            graph = captured(step_into, state)
+            return (lambda s, t: (x_s.copy_(x_at(t)), graph.replay(), s)[2]), state
+        f = compiled(gru_step, mode)
+        return (lambda s, t: (f(x_at(t), s[0], wxd, whd, bxd, bhd),)), state
+
+    def cudnn(dev, n):
+        """nn.GRU (cuDNN) with the same weights over the first n steps in one call: (h,)."""
+        m = torch.nn.GRU(hidden, hidden).to(dev)
+        m.weight_ih_l0.copy_(wx.t())
+        m.weight_hh_l0.copy_(wh.t())
+        m.bias_ih_l0.copy_(bx)
+        m.bias_hh_l0.copy_(bh)
+        inp = seq[: n * batch].reshape(n, batch, hidden).to(dev)
+        h0 = zero.to(dev).unsqueeze(0)
+        return lambda: (m(inp, h0)[1].squeeze(0),)
+
+    make.cudnn = cudnn
+    make.cell = "nn.GRUCell"
+    return f"GRU batch {batch}", make, 16
 
 
 def time_whole_sequence(run, steps, reps):
@@ -251,14 +315,16 @@ def main():
         ("torch.compile reduce-overhead GPU", gpu, "reduce-overhead", False),
         ("CUDAGraph captured by hand GPU", gpu, "graph", False),
     ]
-    cell_modes = [("nn.LSTMCell CPU", cpu, None, True), ("nn.LSTMCell GPU", gpu, None, True)]
     cases = [seed_case(64, 1), seed_case(256, 2), lstm_case(1, args.steps, 3),
-             lstm_case(32, args.steps, 4)]
+             lstm_case(32, args.steps, 4), gru_case(1, args.steps, 6)]
     compile_s = 0.0
     for name, make, ops in cases:
         step, state = make(gpu, None, False)
         want = run_loop(step, state, 0, CHECK_STEPS)
-        for mname, dev, mode, cell in modes + (cell_modes if name.startswith("LSTM") else []):
+        cell_name = getattr(make, "cell", None)  # the nn module of the same math, if any
+        cell_modes = [(f"{cell_name} CPU", cpu, None, True),
+                      (f"{cell_name} GPU", gpu, None, True)] if cell_name else []
+        for mname, dev, mode, cell in modes + cell_modes:
             compiles = mode in ("default", "reduce-overhead")
             if compiles and compile_s > args.compile_budget:
                 print(f"| {name} | {mname} | - | skipped (compile budget spent) | - | - | - |")
@@ -278,7 +344,8 @@ def main():
                 print(f"| {name} | {mname} | - | failed ({type(e).__name__}: {why}) | - | - | - |")
             sys.stdout.flush()
         if hasattr(make, "cudnn"):
-            mname = "nn.LSTM (cuDNN), whole sequence in one call GPU"
+            mname = ("nn.LSTM" if name.startswith("LSTM") else "nn.GRU") + \
+                " (cuDNN), whole sequence in one call GPU"
             try:
                 diff = max_abs_diff(make.cudnn(gpu, CHECK_STEPS)(), want)
                 us = time_whole_sequence(make.cudnn(gpu, args.steps), args.steps, args.reps)
