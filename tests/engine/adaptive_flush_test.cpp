@@ -362,3 +362,27 @@ TEST_F(AdaptiveLoopFlush, MemoryStaysFlatOverALongLoop) {
   EXPECT_LE(s.peak_bytes_in_use, in_use + (int64_t(1) << 20)) << s;
   EXPECT_LE(detail::engine().pending_nodes, 2048 + 8);
 }
+
+// Values a loop keeps (every step's h), read only after it: right across the loop's flushes.
+TEST_F(AdaptiveLoopFlush, HeldValuesReadAfterTheLoopAreRight) {
+  Rnn r = Rnn::make(8);
+  std::vector<std::vector<float>> want;
+  {
+    set_idle_flush(0);
+    Rnn q = r;
+    for (int i = 0; i < 200; ++i) {
+      q.step();
+      want.push_back(q.h.to_vector<float>());
+    }
+    set_idle_flush(kEvery);
+  }
+  probe(DeviceState::idle);
+  reset_stats();
+  std::vector<Tensor> held;
+  for (int i = 0; i < 200; ++i) {
+    r.step();
+    held.push_back(r.h);
+  }
+  EXPECT_GT(stats().loop_flushes, 10) << stats();
+  for (size_t i = 0; i < held.size(); ++i) EXPECT_EQ(held[i].to_vector<float>(), want[i]) << i;
+}
