@@ -1,5 +1,6 @@
 // Jit::build_all: a new plan's kernels compiled several at once (KILN_COMPILE_THREADS). NVRTC
 // compiles without a GPU, so this runs wherever NVRTC loads.
+#include "../scoped_env.h"
 #include "codegen/jit.h"
 #include "codegen_fixture.h"
 
@@ -13,15 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    if (const char* v = std::getenv(n)) old = v;
-    value ? ::setenv(n, value, 1) : ::unsetenv(n);
-  }
-  ~ScopedEnv() { old ? ::setenv(name.c_str(), old->c_str(), 1) : ::unsetenv(name.c_str()); }
-};
+using kt::ScopedEnv;
 
 struct JitParallel : Codegen {
   std::vector<std::string> dirs;

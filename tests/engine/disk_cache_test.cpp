@@ -3,6 +3,7 @@
 // The test binary does not link LLVMSupport (libkiln keeps it private); the LLVM ADT headers
 // that codegen/cuda_codegen.h pulls in are header-only once their link-time ABI check is off.
 #define LLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING 1
+#include "../scoped_env.h"
 #include "codegen/disk_cache.h"
 
 #include <gtest/gtest.h>
@@ -41,15 +42,7 @@ struct TempDir {
   }
 };
 
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    if (const char* v = std::getenv(n)) old = v;
-    value ? ::setenv(n, value, 1) : ::unsetenv(n);
-  }
-  ~ScopedEnv() { old ? ::setenv(name.c_str(), old->c_str(), 1) : ::unsetenv(name.c_str()); }
-};
+using kt::ScopedEnv;
 
 uint64_t fnv(std::string_view s) { // independent of the implementation, per the doc
   uint64_t h = 0xcbf29ce484222325ull;

@@ -2,6 +2,7 @@
 // on stderr and ignored instead of being silently taken for something (ir/env.h), and kiln's
 // own variables are read through one table (ir/settings.def) that README.md documents.
 // KILN_DEVICE is stricter: a bad value throws when the default device is first needed.
+#include "../scoped_env.h"
 #include "ir/env.h"
 #include "ir/settings.h"
 #include "runtime/backend.h"
@@ -26,24 +27,7 @@ using kiln::detail::env_choice;
 using kiln::detail::env_flag;
 using kiln::detail::env_int;
 
-// Sets an environment variable for a scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using kt::ScopedEnv;
 
 // Runs fn with stderr captured; returns what it printed.
 template <class Fn> std::string stderr_of(Fn fn) {
