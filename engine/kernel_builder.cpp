@@ -87,6 +87,9 @@ public:
   }
 
   std::optional<Retry> retry;
+  // Retries that do not stop the build: an operand a dot reads from memory is in any case
+  // read from its slot, so the rest of the kernel (earlier steps of a loop) is still looked at.
+  std::vector<Retry> more;
   std::vector<Node*> fused;           // nodes computed in registers
   std::vector<ConstantUse> constants; // where constant nodes' values sit in the tape (step -1)
 
@@ -196,6 +199,7 @@ private:
   // `acc + a @ b`), so that the work done so far becomes a kernel of its own and this one
   // continues from its result. Without one, split().
   void split_before(Node* n, Why reason) {
+    if (stop_at_more()) return;
     for (auto it = computing_.rbegin(); it != computing_.rend(); ++it) {
       if (*it == n || p_.info(*it)->materialize) continue;
       for (Node* x : (*it)->inputs) {
@@ -218,11 +222,22 @@ private:
   // Materialize the innermost value of this kernel being computed that is not an output yet:
   // it becomes a kernel of its own, and this one loads it.
   void split(Why reason) {
+    if (stop_at_more()) return;
     for (auto it = computing_.rbegin(); it != computing_.rend(); ++it)
       if (!p_.info(*it)->materialize) {
         retry = Retry{*it, reason};
         return;
       }
+  }
+
+  // A kernel that grew past a budget after a retry that did not stop it (more) was larger than
+  // it will be once that retry's node is written: the build stops there, with no retry of its
+  // own, which could cut the kernel where the planner would not.
+  bool stop_at_more() {
+    if (more.empty()) return false;
+    retry = more.front();
+    more.erase(more.begin());
+    return true;
   }
 
   // The group nodes whose compute() is running, outermost first.
@@ -271,10 +286,8 @@ private:
     // An operand is read at other elements' indices, so it must be in memory before the kernel
     // starts: never an output of the same kernel (a multi-output root of this group).
     for (Node* x : n->inputs)
-      if (Info* xi = p_.info(view_root(x)); xi && xi->group == group_ && !xi->recompute) {
-        retry = Retry{view_root(x), Why::dot_operand_same_kernel};
-        return 0;
-      }
+      if (Info* xi = p_.info(view_root(x)); xi && xi->group == group_ && !xi->recompute)
+        more.push_back(Retry{view_root(x), Why::dot_operand_same_kernel});
     if (k_.dots.size() >= kMaxKernelDots) {
       split_before(n, Why::too_many_dots);
       return 0;
@@ -558,12 +571,22 @@ std::optional<Retry> StepBuilder::kernel_step(int g) {
   for (Node* root : grp.roots) {
     bool reduced = op_kind(root->op) == OpKind::Reduce;
     int v = reduced ? b.reduction(root) : b.value(root, -1);
-    if (b.retry) return b.retry;
+    if (b.retry) break;
     k.outputs.push_back(output_for(st, root, v, reduced ? kept : k.shape, reduced));
     if (auto it = copies.find(root); it != copies.end())
       for (const Slice& s : it->second) k.outputs.push_back(slice_output(st, root, v, s, reduced));
   }
-  if (b.retry) return b.retry;
+  if (!b.more.empty()) {
+    if (b.retry) b.more.push_back(*b.retry);
+    b.retry = b.more.front();
+    more_retries.insert(more_retries.end(), b.more.begin() + 1, b.more.end());
+  }
+  if (b.retry) {
+    // Kept in place, unfinished, so that the steps of the groups built after it are where
+    // the schedule's indices say (build_all goes on to find the other groups' retries).
+    sched.steps.push_back(std::move(st));
+    return b.retry;
+  }
   for (Node* n : b.fused) st.fused.push_back(static_cast<int>(n->walk_index));
   for (ConstantUse c : b.constants) {
     c.step = static_cast<int>(sched.steps.size()); // the index st takes below
@@ -598,14 +621,21 @@ std::optional<Retry> StepBuilder::build_group(int g) {
   return kernel_step(g);
 }
 
-std::variant<Schedule, Retry> build_all(PlanGraph& pg, const std::vector<Group>& groups) {
+std::variant<Schedule, std::vector<Retry>> build_all(PlanGraph& pg,
+                                                     const std::vector<Group>& groups) {
   StepBuilder b(pg, groups);
   for (Info& in : pg.infos) in.counted = false;
   b.plan_slices();
   // Groups were created consumers-first; a group reads only the primary outputs of groups
   // whose primary node is older, so building in reverse creation order is a topological order.
+  // A group that fails does not stop the others: a flush of many loop bodies has the same
+  // failure in every body, and planning again once per failure would cost the whole graph each
+  // time (slots are made on first use, so a group reading a failed one still builds).
+  std::vector<Retry> retries;
   for (int g = static_cast<int>(groups.size()) - 1; g >= 0; --g)
-    if (auto r = b.build_group(g)) return *r;
+    if (auto r = b.build_group(g)) retries.push_back(*r);
+  retries.insert(retries.end(), b.more_retries.begin(), b.more_retries.end());
+  if (!retries.empty()) return retries;
   // Pending views that must survive are realized as aliases of their (now written) roots.
   for (Info& in : pg.infos) {
     Node* n = in.n;

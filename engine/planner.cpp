@@ -47,11 +47,11 @@ Schedule plan(const Walk& w) {
   after(pg, {}, "collect and mark");
   split_long_chains(pg);
   after(pg, {}, "split_long_chains");
-  // Each retry marks one more node, so the loop ends within one pass per node.
+  // Each round marks at least one more node, so the loop ends within one round per node.
   for (size_t attempt = 0;; ++attempt) {
     const std::vector<Group> groups = group_all(pg);
     after(pg, groups, "group");
-    std::variant<Schedule, Retry> built = build_all(pg, groups);
+    std::variant<Schedule, std::vector<Retry>> built = build_all(pg, groups);
     if (Schedule* s = std::get_if<Schedule>(&built)) {
       if (engine().group_launches) fuse_sink_kernels(*s);
       for (const Info& in : pg.infos)
@@ -60,17 +60,21 @@ Schedule plan(const Walk& w) {
       reuse_buffers(pg, *s);
       return std::move(*s);
     }
-    const Retry& retry = std::get<Retry>(built);
+    const std::vector<Retry>& retries = std::get<std::vector<Retry>>(built);
     if (attempt > targets.size() + pg.infos.size())
-      fail("eval", "internal error: the planner did not converge ({})", why_text(retry.reason));
-    if (dump)
-      std::fprintf(stderr, "build: %%%llu must be written (%s); grouping again\n",
-                   static_cast<unsigned long long>(retry.node->id), why_text(retry.reason));
+      fail("eval", "internal error: the planner did not converge ({})",
+           why_text(retries.front().reason));
     engine().stats.plan_retries++;
-    Info* ri = pg.info(retry.node);
-    ri->materialize = true;
-    ri->no_merge = true;
-    ri->reason = retry.reason;
+    for (const Retry& retry : retries) {
+      if (dump)
+        std::fprintf(stderr, "build: %%%llu must be written (%s)\n",
+                     static_cast<unsigned long long>(retry.node->id), why_text(retry.reason));
+      Info* ri = pg.info(retry.node);
+      ri->materialize = true;
+      ri->no_merge = true;
+      ri->reason = retry.reason;
+    }
+    if (dump) std::fprintf(stderr, "grouping again\n");
   }
 }
 

@@ -102,9 +102,10 @@ void split_long_chains(PlanGraph& pg);
 /// Nodes into groups, one step each (grouping.cpp; sibling kernels merge in
 /// sibling_fusion.cpp). Sets each Info's group and recompute.
 std::vector<Group> group_all(PlanGraph& pg);
-/// Every group's step, in dependency order, or a node that must be written first
-/// (kernel_builder.cpp).
-std::variant<Schedule, Retry> build_all(PlanGraph& pg, const std::vector<Group>& groups);
+/// Every group's step, in dependency order, or the nodes that must be written first, at most one
+/// per group (kernel_builder.cpp).
+std::variant<Schedule, std::vector<Retry>> build_all(PlanGraph& pg,
+                                                     const std::vector<Group>& groups);
 /// Launch the elementwise kernels whose outputs no later step reads as one segmented kernel per
 /// device (horizontal_fusion.cpp).
 void fuse_sink_kernels(Schedule& s);

@@ -52,6 +52,9 @@ struct StepBuilder {
   int slot_for_leaf(Node* n); // realized node or materialized root
   /// A reduction that joined group g's kernel (grouping.cpp, join_consumer_kernel), if any.
   Node* joined_reduction(int g);
+  /// Further nodes to materialize that kernel_step found in a group besides the one it
+  /// returned.
+  std::vector<Retry> more_retries;
   /// Build group g's step(s); a Retry if a node must be materialized first.
   std::optional<Retry> build_group(int g);
   std::optional<Retry> kernel_step(int g);

@@ -582,3 +582,43 @@ TEST_F(SmallMatmulTest, LinearWeightGradientOverTimeSumsWithoutRetries) {
 }
 
 } // namespace
+
+// The seeds' loop recorded for 200 steps without eval: each step's x is read by the next step's
+// dot product, which a kernel cannot compute from its own output, so every step's x is written.
+// The planner finds all 200 in one pass over the graph, not one pass per step (which took
+// 200 rounds of grouping the whole graph: ~70 ms on an H100's host for a loop flush).
+TEST_F(SmallMatmulTest, ALoopOfDotsIsPlannedInFewRounds) {
+  const Device dev = default_device();
+  Tensor w = rnd({8, 8}, DType::f32, dev, 7, 0.3f), b = rnd({8}, DType::f32, dev, 8, 0.1f);
+  Tensor x = rnd({8, 8}, DType::f32, dev, 9);
+  eval(w, b, x);
+  std::vector<float> want = x.to_vector<float>(), wv = w.to_vector<float>(),
+                     bv = b.to_vector<float>();
+  constexpr int kSteps = 200;
+  for (int i = 0; i < kSteps; ++i) {
+    Tensor y = matmul(x, w);
+    y = tanh(y + b) * 0.5f + x;
+    x = sigmoid(y) - 0.5f;
+  }
+  reset_stats();
+  eval(x);
+  const Stats s = stats();
+  EXPECT_LE(s.plan_retries, 8) << s;
+  // One kernel per step, as when planned step by step, and a few where chains of more than 512
+  // ops are cut.
+  EXPECT_GE(s.kernels_run, kSteps) << s;
+  EXPECT_LE(s.kernels_run, kSteps + 4) << s;
+  for (int i = 0; i < kSteps; ++i) { // in double on the host
+    std::vector<float> next(64);
+    for (int r = 0; r < 8; ++r)
+      for (int c = 0; c < 8; ++c) {
+        double acc = 0;
+        for (int k = 0; k < 8; ++k) acc += double(want[r * 8 + k]) * wv[k * 8 + c];
+        const double y = std::tanh(acc + bv[c]) * 0.5 + want[r * 8 + c];
+        next[r * 8 + c] = static_cast<float>(1 / (1 + std::exp(-y)) - 0.5);
+      }
+    want = next;
+  }
+  const std::vector<float> got = x.to_vector<float>();
+  for (int i = 0; i < 64; ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+}
