@@ -2,6 +2,7 @@
 #include "engine/autograd.h"
 
 #include "engine/graph.h"
+#include "engine/plan_key.h"
 #include "runtime/backend.h"
 
 #include <algorithm>
@@ -53,6 +54,49 @@ void note_flushed() {
   e.next_idle_check = e.pending_nodes + e.idle_flush_nodes;
   e.step_open = false;
   e.bodies_since_flush = 0;
+  e.body_ends.clear();
+}
+
+namespace {
+
+// Realize the pending nodes recorded before node id `cut` that anything recorded later reads,
+// or that a handle holds: as if the evaluation had come when the body ending there ended.
+// Constants are left to the later ops' kernels (they fuse; a buffer of one value would not).
+void flush_before(EngineState& e, uint64_t cut) {
+  std::vector<Node*> targets;
+  const uint64_t stamp = next_walk_stamp();
+  auto add = [&](Node* n) {
+    if (n->walk_stamp == stamp) return;
+    n->walk_stamp = stamp;
+    targets.push_back(n);
+  };
+  for (Node* n = e.pending_head; n; n = n->next_pending) {
+    if (n->id < cut) {
+      if (n->handles > 0 && !n->internal) add(n);
+      continue;
+    }
+    for (Node* in : n->inputs)
+      if (in->id < cut && !in->realized() && in->op != OpCode::constant) add(in);
+  }
+  if (!targets.empty()) realize(targets);
+}
+
+} // namespace
+
+void flush_whole_bodies() {
+  EngineState& e = engine();
+  if (e.body_ends.empty() || e.flushing) return;
+  if (!e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 || e.step_open ||
+      probe()(e.body_device) == DeviceState::synchronous) {
+    e.body_ends.clear();
+    return;
+  }
+  std::vector<uint64_t> ends;
+  ends.swap(e.body_ends); // each chunk's evaluation ends with note_flushed
+  for (size_t done = 0; done < ends.size();) {
+    done += std::bit_floor(ends.size() - done);
+    flush_before(e, ends[done - 1]);
+  }
 }
 
 namespace {
@@ -66,6 +110,8 @@ void maybe_flush_loop(EngineState& e, Node* n) {
   e.loop_checked = e.loop.position();
   const int64_t p = e.loop.period();
   const int64_t k = ++e.bodies_since_flush;
+  e.body_ends.push_back(e.next_id);
+  e.body_device = n->device;
   const int64_t most =
       std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(kMaxLoopFlushNodes / p, 1)));
   if (k < most) {
@@ -78,6 +124,7 @@ void maybe_flush_loop(EngineState& e, Node* n) {
     e.stats.idle_flushes++;
   } else if (probe()(n->device) == DeviceState::synchronous) {
     e.bodies_since_flush = 0; // never early on the CPU: its limits flush as before
+    e.body_ends.clear();
     return;
   }
   e.stats.loop_flushes++;

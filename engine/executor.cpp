@@ -256,6 +256,7 @@ void realize(llvm::ArrayRef<Node*> targets) {
   check_owner_thread("eval");
   EngineState& e = engine();
   if (e.flushing) fail("eval", "re-entered while a plan is running");
+  flush_whole_bodies();
   llvm::SmallVector<Node*, 8> pending;
   for (Node* t : targets)
     if (!t->realized()) pending.push_back(t);

@@ -9,6 +9,7 @@
 #include <llvm/ADT/ArrayRef.h>
 
 #include <string>
+#include <vector>
 
 namespace kiln::detail {
 
@@ -43,6 +44,10 @@ struct EngineState {
   bool loop_flush = true;
   LoopDetector loop;
   int64_t bodies_since_flush = 0;
+  // Per whole body pending since the last flush: the id of the first node recorded after it
+  // (engine/adaptive_flush.cpp, flush_whole_bodies), and the device the loop's ops run on.
+  std::vector<uint64_t> body_ends;
+  Device body_device;
   int64_t loop_checked = -1; // the loop position whose body end was last counted
   // kiln::grad recorded backward ops not evaluated yet: the rest of the step (the optimizer's
   // update) is being recorded, and an early flush would cut it in two. Cleared by evaluations.

@@ -4,7 +4,7 @@
 // by walk index. It therefore records values, not just shapes: constants (their values are
 // kernel parameters baked into the plan), random seeds and counters, the strides of realized
 // inputs (their offsets only relative to each other), and the counts that liveness and
-// in-place reuse read.
+// in-place reuse read (uses as readers in the walk, and whether there are others).
 #include "engine/plan_key.h"
 
 #include "engine/graph.h"
@@ -97,6 +97,13 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
   // ops in the same order walks to the same sequence.
   std::sort(w.nodes.begin(), w.nodes.end(), [](Node* a, Node* b) { return a->id < b->id; });
   for (size_t i = 0; i < w.nodes.size(); ++i) w.nodes[i]->walk_index = static_cast<uint32_t>(i);
+  // The planner reads a node's uses as its readers in this walk and whether others exist
+  // (mark.cpp, buffer_reuse.cpp, concat_slices.cpp): keyed so, a value that every body of a
+  // long pending loop reads (a CSE-shared view of a weight) keys alike whatever the number of
+  // bodies outside the walk.
+  w.uses.assign(w.nodes.size(), 0);
+  for (Node* n : w.nodes)
+    for (Node* in : n->inputs) w.uses[in->walk_index]++;
 
   std::vector<uint64_t>& k = w.key;
   // Both change how the same graph is planned.
@@ -112,7 +119,8 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
                 static_cast<uint64_t>(n->handles > 0) << 34 |
                 static_cast<uint64_t>(n->shape().size()) << 40 |
                 static_cast<uint64_t>(n->inputs.size()) << 48);
-    k.push_back(n->uses);
+    const uint32_t here = w.uses[n->walk_index];
+    k.push_back(here | static_cast<uint64_t>(n->uses != here) << 32);
     put_shape(k, n->shape());
     if (realized) {
       // A realized input's offset is not part of the key, so that a slice at a new offset each

@@ -19,6 +19,7 @@ struct Walk {
   /// Per node: op, dtype, device, shape, layout (realized nodes and views), attributes,
   /// liveness (handles, uses, buffer sharing and counts) and inputs by index.
   std::vector<uint64_t> key;
+  std::vector<uint32_t> uses; // per node: its readers among the walk's nodes
   uint64_t hash = 0;
 };
 

@@ -43,7 +43,8 @@ public:
 
   /// Direct runs before a batch is replayed as a graph: one-off plans never pay for one.
   static constexpr int kRunsBeforeGraph = 2;
-  /// Graph instances per batch (sets of buffer addresses replayed without an update).
+  /// Graph instances per batch (sets of buffer addresses replayed without an update; a batch
+  /// of many launches of which few moved is updated instead, cheaper_to_update).
   static constexpr size_t kMaxInstances = 4;
 
 private:
@@ -97,6 +98,9 @@ private:
                 const std::vector<std::byte>& args, GraphLaunch* queued);
   bool has_gemms() const;
   Instance* matching(llvm::ArrayRef<void*> base);
+  /// Whether updating the least recently used instance to `base` beats building another: few
+  /// of the used slots moved for the number of launches.
+  bool cheaper_to_update(llvm::ArrayRef<void*> base) const;
   bool stage_moving_operands();
   void prepare_copy(Launch& l, int which);
   // The copy kernel node of a staged operand: add it to the graph after `prev`, or repoint it.

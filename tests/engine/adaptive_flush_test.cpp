@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -312,6 +313,42 @@ TEST_F(AdaptiveLoopFlush, ABusyDeviceGetsTheLargestFlushesOnly) {
   EXPECT_EQ(s.auto_flushes, 0) << "cut at body ends, never by the pending limits";
   EXPECT_LE(s.plan_misses, 1) << s;
   EXPECT_LE(detail::engine().pending_nodes, 2048 + 8);
+}
+
+// Reads after any number of bodies (the device busy, so nothing was flushed early): the whole
+// bodies pending are flushed in chunks of a power of two of bodies, so after a few reads every
+// read finds its plans cached, where a plan per number of bodies would miss at almost every
+// read. Same bits as the loop read without loop flushes.
+TEST_F(AdaptiveLoopFlush, ReadsAfterAnyNumberOfBodiesReuseAFewPlans) {
+  auto run = [](Rnn r, bool loops) {
+    set_loop_flush(loops);
+    std::mt19937 gen(5);
+    std::vector<float> all;
+    Stats warm;
+    for (int read = 0; read < 120; ++read) {
+      if (read == 80) {
+        warm = stats();
+        reset_stats();
+      }
+      const int bodies = std::uniform_int_distribution<int>(1, 200)(gen);
+      for (int i = 0; i < bodies; ++i) r.step();
+      const std::vector<float> h = r.h.to_vector<float>();
+      all.insert(all.end(), h.begin(), h.end());
+    }
+    return std::pair{all, stats()};
+  };
+  Rnn r = Rnn::make(8);
+  probe(DeviceState::busy);
+  for (int i = 0; i < 50; ++i) r.step(); // finds the loop
+  eval(r.h);
+  reset_stats();
+  const auto [want, counts_off] = run(r, false);
+  reset_stats();
+  const auto [got, s] = run(r, true);
+  EXPECT_EQ(got, want);
+  EXPECT_LE(s.plan_misses, 4) << s; // the last 40 reads
+  EXPECT_GE(counts_off.plan_misses, 10) << counts_off;
+  EXPECT_EQ(s.auto_flushes, 0) << s;
 }
 
 TEST_F(AdaptiveLoopFlush, TurnedOffTheNodeCountsDecide) {

@@ -86,6 +86,39 @@ TEST_F(PlanCache, SteadyLoopReusesItsPlanWithIdenticalResults) {
   }
 }
 
+// A loop recorded 32 steps at a time without eval: every flush is the same plan of 32 kernels,
+// whose first reads and last writes buffers that alternate between flushes. On a GPU the batch
+// is updated (two nodes repointed) rather than instantiated again for the other address set
+// (32 nodes, ~5 us each): one instance.
+TEST_F(PlanCache, AFlushOfManyStepsIsUpdatedRatherThanBuiltAgain) {
+  const int64_t d = 16;
+  Tensor x0 = realized_randn({d, d}), w = realized_randn({d, d}, 0.25f), b = realized_randn({1, d});
+  auto run = [&] {
+    Tensor x = x0 + 0.0f;
+    eval(x);
+    std::vector<float> out;
+    for (int flush = 0; flush < 8; ++flush) {
+      for (int i = 0; i < 32; ++i) x = seed_step(x, w, b);
+      eval(x);
+      std::vector<float> v = x.to_vector<float>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  set_plan_cache_limit(0);
+  const std::vector<float> fresh = run();
+  set_plan_cache_limit(256);
+  reset_stats();
+  const std::vector<float> cached = run();
+  const Stats s = stats();
+  EXPECT_EQ(cached, fresh);
+  EXPECT_GE(s.plan_hits, 7) << s;
+  if (on_gpu()) {
+    EXPECT_EQ(s.graph_instantiations, 1) << s;
+    EXPECT_GE(s.graph_replays, 5) << s;
+  }
+}
+
 TEST_F(PlanCache, TheDumpSaysWhenAPlanWasReused) {
   Tensor a = realized_randn({10});
   eval(a * 3.0f + 1.0f);

@@ -4,17 +4,22 @@
 // Results: bench/results/2026-11-25-cpu-session15.md.
 //   g++ -std=c++20 -O2 -Iinclude -Ibuild/generated/include tools/host-probe/training_step.cpp \
 //     -Lbuild -lkiln -Wl,-rpath,$PWD/build -o /tmp/probe && KILN_SMALL_MATMUL=all /tmp/probe 4 300
-#include <kiln/kiln.h>
-#include <kiln/nn.h>
-#include <kiln/optim.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <kiln/kiln.h>
+#include <kiln/nn.h>
+#include <kiln/optim.h>
 #include <sstream>
 using namespace kiln;
-static double now() { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+static double now() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 int main(int argc, char** argv) {
-  const int H = argc > 1 ? std::atoi(argv[1]) : 4, T = 64, steps = argc > 2 ? std::atoi(argv[2]) : 200;
+  const int H = argc > 1 ? std::atoi(argv[1]) : 4, T = 64,
+            steps = argc > 2 ? std::atoi(argv[2]) : 200;
   manual_seed(2);
   nn::LSTMCell cell(1, H);
   nn::Linear head(H, 1);
@@ -42,6 +47,13 @@ int main(int argc, char** argv) {
   }
   kiln::sync();
   const int n = steps - 20;
-  std::printf("H=%d: forward %.3f ms, grad %.3f ms, step+flush %.3f ms, total %.3f ms/step\n", H, tf / n, tg / n, to / n, (tf + tg + to) / n);
-  std::printf("%s\n", [] { std::ostringstream o; o << stats(); return o.str(); }().c_str());
+  std::printf("H=%d: forward %.3f ms, grad %.3f ms, step+flush %.3f ms, total %.3f ms/step\n", H,
+              tf / n, tg / n, to / n, (tf + tg + to) / n);
+  std::printf("%s\n",
+              [] {
+                std::ostringstream o;
+                o << stats();
+                return o.str();
+              }()
+                  .c_str());
 }
