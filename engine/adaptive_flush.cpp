@@ -83,20 +83,18 @@ void flush_before(EngineState& e, uint64_t cut) {
 
 } // namespace
 
-void flush_whole_bodies() {
+bool flush_whole_bodies() {
   EngineState& e = engine();
-  if (e.body_ends.empty() || e.flushing) return;
-  if (!e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 || e.step_open ||
-      probe()(e.body_device) == DeviceState::synchronous) {
-    e.body_ends.clear();
-    return;
-  }
   std::vector<uint64_t> ends;
   ends.swap(e.body_ends); // each chunk's evaluation ends with note_flushed
+  if (ends.empty() || e.flushing || !e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 ||
+      e.step_open || probe()(e.body_device) == DeviceState::synchronous)
+    return false;
   for (size_t done = 0; done < ends.size();) {
     done += std::bit_floor(ends.size() - done);
     flush_before(e, ends[done - 1]);
   }
+  return true;
 }
 
 namespace {

@@ -256,14 +256,23 @@ void realize(llvm::ArrayRef<Node*> targets) {
   check_owner_thread("eval");
   EngineState& e = engine();
   if (e.flushing) fail("eval", "re-entered while a plan is running");
-  flush_whole_bodies();
   llvm::SmallVector<Node*, 8> pending;
-  for (Node* t : targets)
-    if (!t->realized()) pending.push_back(t);
-  if (pending.empty()) return;
+  auto left_pending = [&] {
+    pending.clear();
+    for (Node* t : targets)
+      if (!t->realized()) pending.push_back(t);
+    return !pending.empty();
+  };
+  if (!left_pending()) return;
 
   static Walk w; // one evaluation at a time (re-entry fails above); its capacity is reused
   walk_pending(pending, w);
+  // A loop without eval read after a number of bodies never planned: its whole bodies are
+  // flushed in chunks that have plans (adaptive_flush.h), then the rest is walked again.
+  if (!e.body_ends.empty() && !plan_cached(w) && flush_whole_bodies()) {
+    if (!left_pending()) return;
+    walk_pending(pending, w);
+  }
   std::shared_ptr<CachedPlan> p = plan_for(w);
   write_constants(*p->schedule, w.nodes);
   const Schedule& s = *p->schedule;

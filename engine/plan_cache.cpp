@@ -47,6 +47,12 @@ std::shared_ptr<CachedPlan> plan_for(const Walk& w) {
   return p;
 }
 
+bool plan_cached(const Walk& w) {
+  Cache& c = cache();
+  auto it = c.by_hash.find(w.hash);
+  return it != c.by_hash.end() && (*it->second)->key == w.key;
+}
+
 void trim_plan_cache() {
   EngineState& e = engine();
   Cache& c = cache();

@@ -32,6 +32,8 @@ struct CachedPlan {
 /// The plan for the evaluation walked in `w`: the cached one with an equal key, else planned
 /// now and cached (counted in stats().plan_hits / plan_misses).
 std::shared_ptr<CachedPlan> plan_for(const Walk& w);
+/// Whether plan_for(w) would find a cached plan (counts nothing, moves nothing).
+bool plan_cached(const Walk& w);
 /// Drop least recently used plans until the cache is within engine().max_plans.
 void trim_plan_cache();
 

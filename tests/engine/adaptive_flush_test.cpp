@@ -351,6 +351,27 @@ TEST_F(AdaptiveLoopFlush, ReadsAfterAnyNumberOfBodiesReuseAFewPlans) {
   EXPECT_EQ(s.auto_flushes, 0) << s;
 }
 
+// A loop that evaluates every step, or every third: its reads find their plans cached, and are
+// not cut at the body ends the detector found (wherever the body's first op falls in the step).
+TEST_F(AdaptiveLoopFlush, ALoopWithAnEvalEveryFewStepsIsNotCut) {
+  for (int every : {1, 3}) {
+    Rnn r = Rnn::make(8);
+    probe(DeviceState::busy);
+    for (int i = 0; i < 60; ++i) {
+      r.step();
+      if (i % every == 0) eval(r.h);
+    }
+    reset_stats();
+    for (int i = 0; i < 60 * every; ++i) {
+      r.step();
+      if (i % every == every - 1) eval(r.h);
+    }
+    EXPECT_EQ(stats().flushes, 60) << every << ": " << stats();
+    EXPECT_EQ(stats().plan_misses, 0) << every << ": " << stats();
+    EXPECT_GT(detail::engine().loop.period(), 0) << every;
+  }
+}
+
 TEST_F(AdaptiveLoopFlush, TurnedOffTheNodeCountsDecide) {
   Rnn r = Rnn::make(8);
   probe(DeviceState::idle);
