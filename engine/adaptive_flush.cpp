@@ -5,6 +5,8 @@
 #include "engine/plan_key.h"
 #include "runtime/backend.h"
 
+#include <llvm/ADT/DenseSet.h>
+
 #include <algorithm>
 #include <bit>
 
@@ -83,10 +85,14 @@ void flush_before(EngineState& e, uint64_t cut) {
 
 } // namespace
 
-bool flush_whole_bodies() {
+bool flush_whole_bodies(uint64_t read_key_hash) {
   EngineState& e = engine();
   std::vector<uint64_t> ends;
   ends.swap(e.body_ends); // each chunk's evaluation ends with note_flushed
+  // A read cut before that comes again is worth a plan of its own.
+  static llvm::DenseSet<uint64_t> cut_before;
+  if (cut_before.size() > 4096) cut_before.clear();
+  if (!cut_before.insert(read_key_hash).second) return false;
   if (ends.empty() || e.flushing || !e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 ||
       e.step_open || probe()(e.body_device) == DeviceState::synchronous)
     return false;

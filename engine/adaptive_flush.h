@@ -34,8 +34,9 @@ void note_flushed();
 /// hold). Whatever the number of bodies a read finds pending, its flushes then come from a few
 /// cached plans (one per chunk size, and one for the part of a body after the last body end)
 /// instead of a new plan for each number (a plan, two direct runs and a graph build for hundreds
-/// of nodes). A read whose plan is cached (an eval every step, or every k steps) is not cut.
-/// Returns whether it flushed anything.
-bool flush_whole_bodies();
+/// of nodes). A read whose plan is cached (an eval every step, or every k steps) is not cut,
+/// nor one with the key of a read cut before (`read_key_hash`): one that recurs is planned
+/// whole. Returns whether it flushed anything.
+bool flush_whole_bodies(uint64_t read_key_hash);
 
 } // namespace kiln::detail

@@ -269,7 +269,7 @@ void realize(llvm::ArrayRef<Node*> targets) {
   walk_pending(pending, w);
   // A loop without eval read after a number of bodies never planned: its whole bodies are
   // flushed in chunks that have plans (adaptive_flush.h), then the rest is walked again.
-  if (!e.body_ends.empty() && !plan_cached(w) && flush_whole_bodies()) {
+  if (!e.body_ends.empty() && !plan_cached(w) && flush_whole_bodies(w.hash)) {
     if (!left_pending()) return;
     walk_pending(pending, w);
   }

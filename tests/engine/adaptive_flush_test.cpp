@@ -372,6 +372,29 @@ TEST_F(AdaptiveLoopFlush, ALoopWithAnEvalEveryFewStepsIsNotCut) {
   }
 }
 
+// An LSTM cell evaluated every step, reading row i % 8 of a sequence: every eighth read (row 0,
+// offset 0) keys apart from the others, and the detector's bodies end inside the step. Its first
+// time that read is cut into chunks; once it recurs it gets a plan of its own, so the loop
+// settles at one flush per step.
+TEST_F(AdaptiveLoopFlush, AReadThatRecursIsPlannedWhole) {
+  Tensor seq = realized_randn({8, 8}), wx = realized_randn({8, 32}, 0.3f);
+  Tensor wh = realized_randn({8, 32}, 0.3f), bias = realized_randn({32}, 0.1f);
+  Tensor h = realized_randn({1, 8}), c = realized_randn({1, 8});
+  probe(DeviceState::busy);
+  auto step = [&](int i) {
+    Tensor gates = matmul(slice(seq, 0, i % 8, i % 8 + 1), wx) + matmul(h, wh) + bias;
+    std::vector<Tensor> g = chunk(gates, 4, 1);
+    c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
+    h = sigmoid(g[3]) * tanh(c);
+    eval(h, c);
+  };
+  for (int i = 0; i < 64; ++i) step(i);
+  reset_stats();
+  for (int i = 0; i < 64; ++i) step(i);
+  EXPECT_EQ(stats().flushes, 64) << stats();
+  EXPECT_EQ(stats().plan_misses, 0) << stats();
+}
+
 TEST_F(AdaptiveLoopFlush, TurnedOffTheNodeCountsDecide) {
   Rnn r = Rnn::make(8);
   probe(DeviceState::idle);
