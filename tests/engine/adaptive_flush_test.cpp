@@ -397,7 +397,8 @@ TEST_F(AdaptiveLoopFlush, AReadThatRecursIsPlannedWhole) {
 
 // A loop without eval reading row t % 64 of a sequence, read every 37 steps: the rows' offsets
 // inside a flush (where it wraps around the sequence) differ at every read, and the plans do not
-// depend on them (each realized row has a slot of its own). Same bits as without loop flushes.
+// depend on them (a row is a view, its offset not part of the key). Same bits as without loop
+// flushes.
 TEST_F(AdaptiveLoopFlush, RowsOfASequenceAtAnyOffsetsKeepThePlans) {
   Tensor seq = realized_randn({64, 8}), w = realized_randn({8, 8}, 0.3f);
   auto run = [&](bool loops) {
