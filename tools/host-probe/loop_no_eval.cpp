@@ -67,6 +67,7 @@ template <class Cell> void run(Cell cell, int steps, char mode) {
   };
   for (int i = 0; i < 2000; ++i) step();
   kiln::sync();
+  std::fprintf(stderr, "=== timed loop (%c)\n", mode); // separates KILN_DUMP=plan output
   reset_stats();
   std::vector<double> each(steps);
   const double t0 = now_us();
