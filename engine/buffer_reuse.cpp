@@ -5,7 +5,8 @@
 // and a 10,000-step loop allocates nothing after the first step.
 //
 // A buffer B read by this plan through slot s is donated to output o of step i when
-//  0. B is kiln's own (not memory a user handed it: Buffer::external);
+//  0. B is kiln's own (not memory a user handed it: Buffer::external), has at most
+//     kMaxDonorRefs references (the plan key records no more), and is read through one slot;
 //  1. nothing outside this evaluation can see B again: every realized node holding B that the
 //     plan reads has no handle, all its uses come from nodes of this plan (each is computed
 //     now and releases it), and no pending view of it is in the plan (a view with a handle
@@ -23,6 +24,7 @@
 // The executor then hands B to o instead of allocating (stats().buffers_reused) and the plan
 // dump says so. B stays correct for everyone: the old node holding it is destroyed once its
 // consumers are realized, which is before the evaluation ends.
+#include "engine/plan_key.h"
 #include "engine/planner_impl.h"
 
 #include <llvm/ADT/DenseMap.h>
@@ -91,6 +93,11 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
   for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i)
     for_each_read(sched.steps[i], [&](int slot) { last_read[slot] = i; });
 
+  // Realized nodes have slots of their own (kernel_builder.cpp): a buffer read through two
+  // slots is read where the other slot's reads cannot see its overwrite.
+  llvm::DenseMap<Buffer*, int> slots_of_buffer;
+  for (const Slot& sl : slots)
+    if (sl.leaf >= 0) slots_of_buffer[pg.node(sl.leaf)->buffer.get()]++;
   std::vector<bool> donated(slots.size(), false);
   for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i) {
     Step& st = sched.steps[i];
@@ -114,7 +121,8 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
           continue;
         auto h = holders.find(b);
         if (h == holders.end() || h->second.survives || h->second.device != st.device ||
-            b->use_count() != h->second.nodes || !reads_slot_only_as(k, s, oi))
+            b->use_count() != h->second.nodes || b->use_count() > kMaxDonorRefs ||
+            slots_of_buffer[b] != 1 || !reads_slot_only_as(k, s, oi))
           continue;
         donated[s] = true;
         ks->in_place.push_back({oi, ii});

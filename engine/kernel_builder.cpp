@@ -415,20 +415,21 @@ Node* StepBuilder::joined_reduction(int g) {
   return nullptr;
 }
 
+// A realized node gets a slot of its own, even where others share its buffer (the rows x[t] of
+// a sequence): each slot's base moves with its own node's offset, so a plan does not depend on
+// where the nodes sit relative to each other (a loop's flush that wraps around its sequence is
+// the same plan as one that does not).
 int StepBuilder::slot_for_leaf(Node* n) {
+  if (auto it = slot_of.find(n); it != slot_of.end()) return it->second;
+  Slot s;
   if (n->realized()) {
-    Buffer* b = n->buffer.get();
-    if (auto it = slot_of_buffer.find(b); it != slot_of_buffer.end()) return it->second;
-    Slot s;
     s.leaf = static_cast<int>(n->walk_index);
     s.leaf_offset = n->layout.offset;
     sched.slots.push_back(s);
-    int id = static_cast<int>(sched.slots.size()) - 1;
-    slot_of_buffer[b] = id;
+    const int id = static_cast<int>(sched.slots.size()) - 1;
+    slot_of[n] = id;
     return id;
   }
-  if (auto it = slot_of.find(n); it != slot_of.end()) return it->second;
-  Slot s;
   s.bytes = static_cast<size_t>(n->nbytes());
   s.producer = static_cast<int>(n->walk_index);
   sched.slots.push_back(s);

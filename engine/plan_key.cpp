@@ -124,16 +124,18 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
     put_shape(k, n->shape());
     if (realized) {
       // A realized input's offset is not part of the key, so that a slice at a new offset each
-      // step (x[t] of a sequence) reuses the plan: the executor moves the slot's base pointer
-      // by the change (Slot::leaf_offset). Keyed instead: which nodes share a buffer, their
-      // offsets relative to the first of them (one base moves them all), and whether the
-      // offset is 0 (in-place reuse needs a whole buffer read from its start).
+      // step (x[t] of a sequence) reuses the plan: each realized node has a slot of its own,
+      // whose base the executor moves by the change (Slot::leaf_offset). Keyed instead: which
+      // nodes share a buffer (in-place reuse must see them all), and what in-place reuse reads
+      // of a buffer with at most kMaxDonorRefs references (buffer_reuse.cpp): the count, and
+      // whether the offset is 0 (it needs a whole buffer read from its start). A sequence read
+      // by many row views has more, and keys alike wherever its rows are.
       const Buffer* b = n->buffer.get();
       const FirstHolders::Seen* seen = &buffers.find_or_add(b, n->walk_index, n->layout.offset);
       k.push_back(seen->first);
-      k.push_back(static_cast<uint64_t>(n->layout.offset - seen->offset));
-      k.push_back(n->layout.offset == 0);
-      k.push_back(b->use_count());
+      const bool donor = b->use_count() <= kMaxDonorRefs;
+      k.push_back(donor ? b->use_count() : kMaxDonorRefs + 1);
+      k.push_back(donor && n->layout.offset == 0);
       k.push_back(b->bytes);
       k.push_back(b->external()); // adopted memory is never written in place (buffer_reuse.cpp)
       put_shape(k, n->layout.strides);

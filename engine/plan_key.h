@@ -23,6 +23,10 @@ struct Walk {
   uint64_t hash = 0;
 };
 
+/// In-place reuse (buffer_reuse.cpp) takes only buffers with at most this many references;
+/// the key records the count and offsets of those only.
+constexpr long kMaxDonorRefs = 4;
+
 /// A fresh value for Node::walk_stamp: a walk marks the nodes it has seen with it (the plan
 /// key's walk, kiln::grad's walk of the history), so no set of seen nodes is needed.
 uint64_t next_walk_stamp();

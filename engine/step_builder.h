@@ -21,8 +21,7 @@ struct StepBuilder {
   PlanGraph& pg;
   const std::vector<Group>& groups;
   Schedule sched;
-  llvm::DenseMap<Node*, int> slot_of;          // node (root or realized leaf) -> slot
-  llvm::DenseMap<Buffer*, int> slot_of_buffer; // realized leaves share their buffer's slot
+  llvm::DenseMap<Node*, int> slot_of; // node (root or realized leaf) -> slot
   // Concat pieces written by their own kernel straight into their slice of the concat's buffer
   // (no copy): the written node -> the concat, and the offset (elements) and strides its
   // output takes; and the concat inputs so written (the node itself or a reshape of it).

@@ -395,10 +395,11 @@ TEST_F(AdaptiveLoopFlush, AReadThatRecursIsPlannedWhole) {
   EXPECT_EQ(stats().plan_misses, 0) << stats();
 }
 
-// A loop without eval reading row t % 64 of a sequence, read every 37 steps: the rows' offsets
-// inside a flush (where it wraps around the sequence) differ at every read, and the plans do not
-// depend on them (a row is a view, its offset not part of the key). Same bits as without loop
-// flushes.
+// A loop without eval reading row t % 64 of a sequence, read every 37 steps, the device idle or
+// busy at random (so flushes of 1, 2, 4, ... bodies start anywhere in the sequence, as a GPU's
+// timing makes them): the rows' offsets inside a flush (where it wraps around the sequence)
+// differ from flush to flush, and the plans do not depend on them (each row, a realized view of
+// the sequence, has a slot of its own). Same bits as without loop flushes.
 TEST_F(AdaptiveLoopFlush, RowsOfASequenceAtAnyOffsetsKeepThePlans) {
   Tensor seq = realized_randn({64, 8}), w = realized_randn({8, 8}, 0.3f);
   auto run = [&](bool loops) {
@@ -416,11 +417,16 @@ TEST_F(AdaptiveLoopFlush, RowsOfASequenceAtAnyOffsetsKeepThePlans) {
     }
     return std::pair{all, stats()};
   };
-  probe(DeviceState::busy);
+  uint64_t bits = 88172645463325252ull; // xorshift
+  detail::set_device_probe([&bits](Device) {
+    bits ^= bits << 13, bits ^= bits >> 7, bits ^= bits << 17;
+    return bits % 2 ? DeviceState::idle : DeviceState::busy;
+  });
   const auto [want, off] = run(false);
   const auto [got, s] = run(true);
   EXPECT_EQ(got, want);
-  EXPECT_LE(s.plan_misses, 1) << s; // the last 16 reads
+  EXPECT_GT(s.loop_flushes, 16) << s;
+  EXPECT_LE(s.plan_misses, 4) << s; // the last 16 reads
 }
 
 TEST_F(AdaptiveLoopFlush, TurnedOffTheNodeCountsDecide) {

@@ -8,6 +8,7 @@
 //     -Lbuild -lkiln -Wl,-rpath,$PWD/build -o /tmp/loop_probe
 //   /tmp/loop_probe CELL STEPS MODES   CELL: seed64, seed256, lstm1, lstm32, gru1;
 //   MODES: any of e (eval, faked busy), b (no eval, faked busy), i (no eval, faked idle),
+//   r (no eval, faked idle or busy at random, as a GPU's timing makes flush sizes vary),
 //   E (eval, real state), N (no eval, real state)
 #include "engine/adaptive_flush.h"
 #include "rnn_cells.h"
@@ -59,8 +60,12 @@ template <class Cell> void run(Cell cell, int steps, char mode) {
   if (mode == 'E' || mode == 'N')
     detail::set_device_probe({});
   else
-    detail::set_device_probe(
-        [mode](Device) { return mode == 'i' ? DeviceState::idle : DeviceState::busy; });
+    detail::set_device_probe([mode](Device) {
+      static uint64_t bits = 88172645463325252ull; // xorshift: 'r' answers at random
+      bits ^= bits << 13, bits ^= bits >> 7, bits ^= bits << 17;
+      if (mode == 'r') return bits % 2 ? DeviceState::idle : DeviceState::busy;
+      return mode == 'i' ? DeviceState::idle : DeviceState::busy;
+    });
   auto step = [&] {
     cell.record();
     if (eval_each) eval(cell.state());
@@ -81,6 +86,7 @@ template <class Cell> void run(Cell cell, int steps, char mode) {
   const std::string name =
       std::string(eval_each ? "eval every step" : "no eval") + (mode == 'b'   ? ", busy"
                                                                 : mode == 'i' ? ", idle"
+                                                                : mode == 'r' ? ", random"
                                                                               : "");
   report(name.c_str(), each, host, now_us() - t0);
 }
