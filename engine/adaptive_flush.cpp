@@ -18,10 +18,15 @@ namespace {
 // into later work. Early flushes are limited to what such a cut can cost: 1 MiB written and
 // read back again is ~0.7 us of H100 memory traffic, about one kernel launch.
 constexpr int64_t kMaxEarlyFlushBytes = int64_t(1) << 20;
-// A loop's flushes hold a power of two of bodies, at least idle_flush_nodes nodes (one small
-// body per flush would be a replay per step) and at most this many: then a flush is due
-// whatever the device's state, before the pending limits could cut a body in two.
+// A loop's flushes hold a power of two of bodies, at most this many nodes: then a flush is due
+// whatever the device's state, before the pending limits could cut a body in two...
 constexpr int64_t kMaxLoopFlushNodes = 2048;
+// ... and at least this many times idle_flush_nodes (1024 nodes by default): a flush costs the
+// host ~20-30 us however small (walk, plan lookup, launch), which a loop whose host is slower
+// than its GPU pays on every flush while the GPU waits anyway. With flushes of a few bodies
+// such a loop stayed slow (the GPU idle at every check kept the flushes small): the seeds' loop
+// at d = 64 took 4.5-7.8 us per step flushing every ~20 bodies, 3.2 flushing every ~200.
+constexpr int64_t kMinLoopFlushChecks = 16;
 
 DeviceState backend_state(Device d) {
   Backend& b = backend_for(d, "eval");
@@ -89,13 +94,13 @@ bool flush_whole_bodies(uint64_t read_key_hash) {
   EngineState& e = engine();
   std::vector<uint64_t> ends;
   ends.swap(e.body_ends); // each chunk's evaluation ends with note_flushed
+  if (ends.empty() || e.flushing || !e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 ||
+      e.step_open || probe()(e.body_device) == DeviceState::synchronous)
+    return false;
   // A read cut before that comes again is worth a plan of its own.
   static llvm::DenseSet<uint64_t> cut_before;
   if (cut_before.size() > 4096) cut_before.clear();
   if (!cut_before.insert(read_key_hash).second) return false;
-  if (ends.empty() || e.flushing || !e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 ||
-      e.step_open || probe()(e.body_device) == DeviceState::synchronous)
-    return false;
   for (size_t done = 0; done < ends.size();) {
     done += std::bit_floor(ends.size() - done);
     flush_before(e, ends[done - 1]);
@@ -119,7 +124,9 @@ void maybe_flush_loop(EngineState& e, Node* n) {
   const int64_t most =
       std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(kMaxLoopFlushNodes / p, 1)));
   if (k < most) {
-    if (!std::has_single_bit(static_cast<uint64_t>(k)) || k * p < e.idle_flush_nodes) return;
+    if (!std::has_single_bit(static_cast<uint64_t>(k)) ||
+        k * p < kMinLoopFlushChecks * e.idle_flush_nodes)
+      return;
     const DeviceState state = probe()(n->device);
     if (state != DeviceState::idle) {
       if (state == DeviceState::busy) e.stats.busy_checks++;
