@@ -53,10 +53,11 @@ int64_t idle_flush();
 /// Loops without eval: when the ops recorded repeat (a loop body, found by comparing each op
 /// with the one a period before: op, shapes, attributes, and how far back its inputs were
 /// recorded), early flushes fall only at a body's end, after 1, 2, 4, ... bodies (at least
-/// idle_flush() nodes) when the device is idle, or after at most 2048 nodes' worth of bodies: the
-/// few flush sizes are each one cached plan and one CUDA-graph replay. On by default; false for A/B
-/// measurements (env KILN_LOOP_FLUSH=0): the node-count checks above apply instead. Results
-/// are the same either way.
+/// 16 * idle_flush() nodes) when the device is idle, or after at most 2048 nodes' worth of
+/// bodies: the few flush sizes are each one cached plan and one CUDA-graph replay. A read finding
+/// whole bodies pending whose plan is not cached flushes them first in power-of-two chunks
+/// (cached plans too). On by default; false for A/B measurements (env KILN_LOOP_FLUSH=0): the
+/// node-count checks above apply instead. Results are the same either way.
 void set_loop_flush(bool on);
 bool loop_flush();
 
