@@ -3,7 +3,7 @@
 // if two evaluations have equal keys, one's Schedule is correct for the other with nodes bound
 // by walk index. It therefore records values, not just shapes: constants (their values are
 // kernel parameters baked into the plan), random seeds and counters, the strides of realized
-// inputs (their offsets only relative to each other), and the counts that liveness and
+// inputs (not their offsets: each has a slot of its own), and the counts that liveness and
 // in-place reuse read (uses as readers in the walk, and whether there are others).
 #include "engine/plan_key.h"
 
@@ -41,7 +41,7 @@ uint64_t hash_words(const std::vector<uint64_t>& k) {
   return mix(h, h >> 32);
 }
 
-// The first node holding each buffer, and its offset. A step reads a handful of buffers, where
+// The first node holding each buffer. A step reads a handful of buffers, where
 // a linear search beats a hash map (whose first insert allocates its buckets every walk); past
 // kLinear buffers (a long loop recorded without evaluation reads thousands) a map takes over.
 class FirstHolders {
@@ -49,16 +49,15 @@ public:
   struct Seen {
     const Buffer* buffer;
     uint32_t first;
-    int64_t offset;
   };
-  const Seen& find_or_add(const Buffer* b, uint32_t walk_index, int64_t offset) {
+  const Seen& find_or_add(const Buffer* b, uint32_t walk_index) {
     if (list_.size() <= kLinear) {
       for (const Seen& x : list_)
         if (x.buffer == b) return x;
     } else if (auto it = index_.find(b); it != index_.end()) {
       return list_[it->second];
     }
-    list_.push_back(Seen{b, walk_index, offset});
+    list_.push_back(Seen{b, walk_index});
     if (list_.size() > kLinear) {
       if (index_.empty())
         for (size_t i = 0; i + 1 < list_.size(); ++i) index_[list_[i].buffer] = uint32_t(i);
@@ -131,8 +130,7 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
       // whether the offset is 0 (it needs a whole buffer read from its start). A sequence read
       // by many row views has more, and keys alike wherever its rows are.
       const Buffer* b = n->buffer.get();
-      const FirstHolders::Seen* seen = &buffers.find_or_add(b, n->walk_index, n->layout.offset);
-      k.push_back(seen->first);
+      k.push_back(buffers.find_or_add(b, n->walk_index).first);
       const bool donor = b->use_count() <= kMaxDonorRefs;
       k.push_back(donor ? b->use_count() : kMaxDonorRefs + 1);
       k.push_back(donor && n->layout.offset == 0);

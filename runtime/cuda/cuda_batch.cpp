@@ -384,8 +384,10 @@ bool CudaBatch::repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<v
 // that moved (the first and last steps of a loop flush, whose buffers alternate between
 // flushes) is updated instead: a flush of 256 loop steps would otherwise instantiate a graph
 // of 256 nodes for each new address set (~1.5 ms each, four times).
+// Not with GEMMs: an update records a moved GEMM again after waiting for the launch queue, and
+// an operand moved twice is staged by a copy kernel, which rebuilds every instance.
 bool CudaBatch::cheaper_to_update(llvm::ArrayRef<void*> base) const {
-  if (instances_.empty()) return false;
+  if (instances_.empty() || has_gemms()) return false;
   const Instance* lru = &instances_[0];
   for (const Instance& x : instances_)
     if (x.last_used < lru->last_used) lru = &x;

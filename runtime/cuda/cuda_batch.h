@@ -8,7 +8,8 @@
 // the set of buffer addresses it holds, and replays the one whose addresses match this run's:
 // a recurrent loop whose state alternates between two buffers (h read by step t+1's GEMM while
 // step t+1 writes the new h elsewhere) replays two instances without touching either. When no
-// instance matches and the batch holds its maximum, the least recently used one is updated:
+// instance matches and the batch holds its maximum, or it has no GEMM and few of its slots moved
+// for its number of launches (cheaper_to_update), the least recently used one is updated:
 // kernel nodes get the new pointers (cudaGraphExecKernelNodeSetParams, which affects later
 // launches only, so a replay in flight keeps its own), and a GEMM whose operands moved is
 // recorded again (cuBLAS takes pointers by value) and swapped in
