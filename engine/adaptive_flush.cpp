@@ -5,8 +5,6 @@
 #include "engine/plan_key.h"
 #include "runtime/backend.h"
 
-#include <llvm/ADT/DenseSet.h>
-
 #include <algorithm>
 #include <bit>
 
@@ -98,9 +96,8 @@ bool flush_whole_bodies(uint64_t read_key_hash) {
       e.step_open || probe()(e.body_device) == DeviceState::synchronous)
     return false;
   // A read cut before that comes again is worth a plan of its own.
-  static llvm::DenseSet<uint64_t> cut_before;
-  if (cut_before.size() > 4096) cut_before.clear();
-  if (!cut_before.insert(read_key_hash).second) return false;
+  if (e.reads_cut.size() > 4096) e.reads_cut.clear();
+  if (!e.reads_cut.insert(read_key_hash).second) return false;
   for (size_t done = 0; done < ends.size();) {
     done += std::bit_floor(ends.size() - done);
     flush_before(e, ends[done - 1]);

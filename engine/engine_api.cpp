@@ -90,6 +90,7 @@ void set_loop_flush(bool on) {
   e.loop.reset();
   e.bodies_since_flush = 0;
   e.body_ends.clear();
+  e.reads_cut.clear();
   e.loop_checked = -1;
 }
 bool loop_flush() {

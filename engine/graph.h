@@ -7,6 +7,7 @@
 #include <kiln/engine.h>
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/DenseSet.h>
 
 #include <string>
 #include <vector>
@@ -48,7 +49,8 @@ struct EngineState {
   // (engine/adaptive_flush.cpp, flush_whole_bodies), and the device the loop's ops run on.
   std::vector<uint64_t> body_ends;
   Device body_device;
-  int64_t loop_checked = -1; // the loop position whose body end was last counted
+  llvm::DenseSet<uint64_t> reads_cut; // key hashes of reads cut so (planned whole if they recur)
+  int64_t loop_checked = -1;          // the loop position whose body end was last counted
   // kiln::grad recorded backward ops not evaluated yet: the rest of the step (the optimizer's
   // update) is being recorded, and an early flush would cut it in two. Cleared by evaluations.
   bool step_open = false;
