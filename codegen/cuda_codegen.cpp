@@ -52,6 +52,7 @@ CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const C
   if (half) s += cg::half_preamble();
   s += cg::preamble();
   if (rand) s += kPhiloxSource;
+  if (k.reproducible) s += kFloatMathSource;
   if (k.segmented()) {
     src.source = s + render_segmented(k, v, src.name);
     return src;

@@ -238,7 +238,8 @@ private:
 
   std::vector<Red> reductions() const;
   bool has_dsum() const;
-  static const char* dsum_helpers();
+  bool dsum_of(const TapeInst& in) const;
+  static std::string dsum_helpers();
   bool vec_input(size_t j) const { return j < 32 && (v_.vec_inputs >> j) & 1u; }
   bool splat_input(size_t j) const { return j < 32 && (v_.splat_inputs >> j) & 1u; }
   void fold(int ind, const Red& r, const std::string& acc, const std::string& arg,

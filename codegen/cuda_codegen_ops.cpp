@@ -32,7 +32,8 @@ namespace kiln::detail {
 const std::string& pasted_sources_tag() {
   static const std::string tag = [] {
     uint64_t h = 0;
-    for (const char* s : {kCommonSource, kHalfSource, kPhiloxSource, kClusterSource, kDsumSource})
+    for (const char* s : {kCommonSource, kHalfSource, kPhiloxSource, kClusterSource, kDsumSource,
+                          kFloatMathSource, kDsumCoreSource})
       h = hash_mix(h, fnv1a64(s));
     return fmt::format("dev{:08x}", h & 0xffffffffu);
   }();
@@ -161,7 +162,24 @@ std::string lit(DType t, const char* x) { // a floating literal in the compute t
   return t == DType::f64 ? std::string(x) : std::string(x) + "f";
 }
 
-std::string unary(const TapeInst& in) {
+// Reproducible kernels: f32 exp, tanh and sigmoid from ir/float_math.h, the CPU's formulas.
+std::string portable_unary(const TapeInst& in) {
+  const std::string a = v(in.a);
+  switch (in.op) {
+  case OpCode::exp:
+    return fmt::format("kiln::detail::exp_f32({})", a);
+  case OpCode::tanh:
+    return fmt::format("kiln::detail::tanh_f32({})", a);
+  case OpCode::sigmoid:
+    return fmt::format("kiln::detail::sigmoid_f32({})", a);
+  default:
+    return "";
+  }
+}
+
+std::string unary(const TapeInst& in, bool reproducible) {
+  if (reproducible && in.dtype == DType::f32)
+    if (std::string e = portable_unary(in); !e.empty()) return e;
   DType t = in.dtype;
   const char* C = ct_name(t);
   std::string a = v(in.a);
@@ -306,7 +324,7 @@ std::string inst_expr(const FusedKernel& k, int id) {
     break;
   case OpKind::Unary:
   case OpKind::UnaryFloat:
-    e = unary(in);
+    e = unary(in, k.reproducible);
     break;
   case OpKind::Binary:
     e = binary(in);
@@ -323,8 +341,9 @@ std::string inst_expr(const FusedKernel& k, int id) {
   case OpKind::Ternary:
     e = fmt::format("{} ? {} : {}", v(in.a), v(in.b), v(in.c));
     break;
-  case OpKind::Gemm: // dot product a, summed by Emitter::dot_body
-    e = fmt::format("k_dot{}", in.a);
+  case OpKind::Gemm: // dot product a, summed by Emitter::dot_body (double-double: its value)
+    e = k.reproducible ? fmt::format("({})k_value(k_dot{})", ct_name(in.dtype), in.a)
+                       : fmt::format("k_dot{}", in.a);
     break;
   default:
     break;

@@ -15,7 +15,7 @@ std::string Emitter::run(const std::string& name) {
   line(0, fmt::format("typedef {} idx_t;", v_.index32 ? "int" : "long long"));
   const bool cluster = !k_.dots.empty() && v_.dot_cluster > 1;
   if (cluster) s_ += cluster_helpers();
-  if (pl_.reduce && has_dsum()) s_ += dsum_helpers();
+  if (has_dsum()) s_ += dsum_helpers();
   line(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} {}(const "
                       "__grid_constant__ Params p) {{",
                       kBlock,

@@ -22,13 +22,14 @@ std::vector<Emitter::Red> Emitter::reductions() const {
     const bool exact = r.op == OpCode::max || r.op == OpCode::min || r.arg;
     r.A = !r.fl ? "long long" : exact && k_.tape[in.a].dtype != DType::f64 ? "float" : "double";
     const bool sum = r.op == OpCode::sum || r.op == OpCode::mean;
-    r.half_sum = sum && cg::is_half(in.dtype) && cg::is_half(k_.tape[in.a].dtype);
     r.X = r.A;
-    if (sum && k_.tape[in.a].dtype == DType::f64) {
+    if (dsum_of(in)) {
       r.dsum = true;
       r.A = "k_dsum";
       r.X = "double";
       r.init = "k_dsum{0, 0}";
+    } else {
+      r.half_sum = sum && cg::is_half(in.dtype) && cg::is_half(k_.tape[in.a].dtype);
     }
     if (r.op == OpCode::max || r.arg)
       r.init = r.fl ? "-k_inf()" : "-9223372036854775807LL - 1";
@@ -39,23 +40,28 @@ std::vector<Emitter::Red> Emitter::reductions() const {
   return reds;
 }
 
+// Whether a sum of floats accumulates in double-double: f64 always, any floating type in a
+// reproducible kernel (the order-independent total on every layout and device).
+bool Emitter::dsum_of(const TapeInst& in) const {
+  return (in.op == OpCode::sum || in.op == OpCode::mean) &&
+         (k_.tape[in.a].dtype == DType::f64 ||
+          (k_.reproducible && is_floating(k_.tape[in.a].dtype)));
+}
+
 bool Emitter::has_dsum() const {
+  if (k_.reproducible && !k_.dots.empty()) return true; // the dots' accumulators
+  if (!pl_.reduce) return false;
   for (const TapeInst& in : k_.tape)
-    if ((in.op == OpCode::sum || in.op == OpCode::mean) && k_.tape[in.a].dtype == DType::f64)
-      return true;
+    if (dsum_of(in)) return true;
   return false;
 }
 
-// Double-double sums of f64 (TwoSum, Knuth): hi + lo holds the running total to ~106 bits, so
-// the rounded result depends on the order of the additions only when the exact total lies
-// within ~2^-100 (relative) of a rounding boundary, as a float sum accumulated in double does.
-// The order differs between layouts (a row layout's tree, a column layout's runs down the
-// rows), and the layout follows the strides of what a kernel reads: fused (reading a permuted
-// input) and unfused (reading a contiguous intermediate) must still round alike. Requires
-// --fmad=false (an fma would break TwoSum). A non-finite hi is the result (lo is NaN then).
-// An aggregate, so that it can live in __shared__ arrays.
-const char* Emitter::dsum_helpers() {
-  return kDsumSource; // codegen/device/dsum.cuh
+// Double-double sums (ir/dsum.h) for f64, whose order differs between layouts (a row layout's
+// tree, a column layout's runs down the rows), and the layout follows the strides of what a
+// kernel reads: fused (reading a permuted input) and unfused (reading a contiguous
+// intermediate) must still round alike.
+std::string Emitter::dsum_helpers() {
+  return std::string(kDsumCoreSource) + kDsumSource; // ir/dsum.h, codegen/device/dsum.cuh
 }
 
 // Folds x (element index ix, for argmax) into the accumulator acc (and its index arg).

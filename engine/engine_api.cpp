@@ -103,6 +103,13 @@ void set_group_launches(bool on) {
 bool group_launches() {
   return detail::engine().group_launches;
 }
+void set_reproducible(bool on) {
+  detail::engine().reproducible = on; // part of every plan key
+}
+bool reproducible() {
+  return detail::engine().reproducible;
+}
+
 void set_write_held_values(bool on) {
   detail::engine().defer_held = !on; // part of every plan key
 }

@@ -30,6 +30,7 @@ EngineState make_engine() {
   e.graphs = setting_flag(Setting::graphs).value_or(e.graphs);
   if (auto v = setting_text(Setting::small_matmul))
     e.small_matmul = *v == "0" ? 0 : *v == "all" ? 2 : 1;
+  e.reproducible = setting_flag(Setting::reproducible).value_or(e.reproducible);
   e.group_launches = setting_flag(Setting::group_launches).value_or(e.group_launches);
   e.loop_flush = setting_flag(Setting::loop_flush).value_or(e.loop_flush);
   e.defer_held = !setting_flag(Setting::write_held).value_or(!e.defer_held);

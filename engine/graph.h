@@ -30,6 +30,9 @@ struct EngineState {
   // 0 never (always BLAS), 1 on CUDA devices, 2 on every device (tests: the CPU interpreter
   // runs them too). KILN_SMALL_MATMUL=0 turns them off for A/B measurements.
   int small_matmul = 1;
+  // Every kernel computes to the same bits on every device (FusedKernel::reproducible) and every
+  // floating matmul is a kernel's dot product (KILN_REPRODUCIBLE, kiln::set_reproducible).
+  bool reproducible = false;
   // Sink kernels launched as one segmented kernel (engine/horizontal_fusion.cpp;
   // KILN_GROUP_LAUNCHES).
   bool group_launches = true;

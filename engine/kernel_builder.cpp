@@ -288,7 +288,7 @@ private:
     for (Node* x : n->inputs)
       if (Info* xi = p_.info(view_root(x)); xi && xi->group == group_ && !xi->recompute)
         more.push_back(Retry{view_root(x), Why::dot_operand_same_kernel});
-    if (k_.dots.size() >= kMaxKernelDots) {
+    if (k_.dots.size() >= max_kernel_dots()) {
       split_before(n, Why::too_many_dots);
       return 0;
     }

@@ -105,9 +105,10 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
     for (Node* in : n->inputs) w.uses[in->walk_index]++;
 
   std::vector<uint64_t>& k = w.key;
-  // Both change how the same graph is planned.
+  // These change how the same graph is planned.
   k.push_back(static_cast<uint64_t>(engine().small_matmul) |
-              uint64_t(engine().group_launches) << 8 | uint64_t(engine().defer_held) << 9);
+              uint64_t(engine().group_launches) << 8 | uint64_t(engine().defer_held) << 9 |
+              uint64_t(engine().reproducible) << 10);
   FirstHolders buffers;
   for (Node* n : w.nodes) {
     const bool realized = n->realized();

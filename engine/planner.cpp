@@ -54,6 +54,9 @@ Schedule plan(const Walk& w) {
     std::variant<Schedule, std::vector<Retry>> built = build_all(pg, groups);
     if (Schedule* s = std::get_if<Schedule>(&built)) {
       if (engine().group_launches) fuse_sink_kernels(*s);
+      if (engine().reproducible) // a segmented kernel's segments take its mode (segment())
+        for (Step& st : s->steps)
+          if (KernelStep* ks = st.kernel()) ks->kernel.reproducible = true;
       for (const Info& in : pg.infos)
         if (in.n->handles > 0 && !in.n->internal && !in.materialize && in.n->op != OpCode::view)
           s->deferred_ids.push_back(in.n->id);

@@ -26,6 +26,9 @@ constexpr int64_t kMaxParamFields = 1024;
 // tile of sums), and a launch gets 48 KB of static shared memory. A training step's weight
 // gradient, the sum over time steps of outer products, has one dot per step.
 constexpr size_t kMaxKernelDots = 16;
+// kMaxKernelDots, or half as many in reproducible mode, whose double-double partial sums take
+// twice the shared memory (small_matmul.cpp).
+size_t max_kernel_dots();
 // The segments one segmented kernel may have (FusedKernel::segments): each is a compare in
 // every block's dispatch in the CUDA layout.
 constexpr size_t kMaxKernelSegments = 32;

@@ -36,6 +36,9 @@ constexpr int64_t kTileMaxMacs = int64_t(1) << 24;
 
 bool small_matmul(const Node* n) {
   if (n->op != OpCode::matmul || !is_floating(n->dtype)) return false;
+  // Reproducible mode: every floating matmul, of any size and on every device, so that no BLAS
+  // library's summation order reaches a result.
+  if (engine().reproducible) return n->shape().size() > 0 && n->shape().back() > 0;
   const int mode = engine().small_matmul;
   if (mode == 0 || (mode == 1 && !n->device.is_cuda())) return false;
   const Shape& s = n->shape();
@@ -49,6 +52,10 @@ bool small_matmul(const Node* n) {
   // epilogue as a kernel of its own.
   return N > kDotRows && s.numel() * K <= kTileMaxMacs &&
          (n->dtype == DType::f32 || n->dtype == DType::f64);
+}
+
+size_t max_kernel_dots() {
+  return engine().reproducible ? kMaxKernelDots / 2 : kMaxKernelDots;
 }
 
 bool tiled_matmul(const Node* n) {

@@ -46,6 +46,7 @@ FusedKernel FusedKernel::segment(int s) const {
   const KernelSegment begin = s == 0 ? KernelSegment{} : segments[s - 1];
   FusedKernel k;
   k.kind = kind;
+  k.reproducible = reproducible;
   k.shape = seg.shape;
   k.inputs.assign(inputs.begin() + begin.inputs_end, inputs.begin() + seg.inputs_end);
   k.tape.assign(tape.begin() + begin.tape_end, tape.begin() + seg.tape_end);
@@ -63,6 +64,7 @@ FusedKernel FusedKernel::segment(int s) const {
 }
 
 void FusedKernel::append_segment(const FusedKernel& part) {
+  reproducible = reproducible || part.reproducible; // one mode per plan
   const int in0 = static_cast<int>(inputs.size());
   const int v0 = static_cast<int>(tape.size());
   inputs.insert(inputs.end(), part.inputs.begin(), part.inputs.end());

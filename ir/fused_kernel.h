@@ -101,6 +101,11 @@ struct FusedKernel {
   // space, `shape`. Operand, value and input indices are the kernel's (global); segment()
   // gives one segment as a kernel of its own. The segments run in any order, concurrently.
   std::vector<KernelSegment> segments;
+  // Computed to the same bits on every device (kiln::set_reproducible): f32 exp, tanh and
+  // sigmoid from ir/float_math.h; floating sums and dot products accumulated in double-double,
+  // whose rounded total does not depend on the order of the additions (so not on the layout or
+  // the device). Structural (in the key).
+  bool reproducible = false;
 
   bool segmented() const { return !segments.empty(); }
   /// Segment s of a segmented kernel as a kernel of its own (indices renumbered from 0).

@@ -65,6 +65,8 @@ template <class Sink> void visit_identity(const FusedKernel& k, Sink& s) {
     s.field(',', d.b, [&] { return std::to_string(d.b); });
     s.field(',', d.same_k, [&] { return fmt::format("k{}", d.same_k); });
   }
+  s.field(k.reproducible ? ' ' : 0, k.reproducible,
+          [&] { return std::string(k.reproducible ? "repro" : ""); });
 }
 
 } // namespace

@@ -95,8 +95,10 @@ void Emitter::dot_body() {
 }
 
 // Dot j's accumulator type: double for f64 operands, else float (a group of dots with the same
-// K may mix them).
+// K may mix them); in a reproducible kernel double-double for all, whose rounded total is the
+// same whatever the split of K (the CPU's order differs).
 const char* Emitter::dot_acc(size_t j) const {
+  if (k_.reproducible) return "k_dsum";
   return k_.inputs[k_.dots[j].a].dtype == DType::f64 ? "double" : "float";
 }
 
@@ -132,7 +134,8 @@ void Emitter::dot_group_sums(const DotShape& ds, size_t g) {
   for (size_t j = g; j < k_.dots.size(); ++j)
     if (k_.dots[j].same_k == static_cast<int>(g)) group.push_back(j);
   line(2, "{");
-  for (size_t j : group) line(3, fmt::format("{} acc{} = 0;", dot_acc(j), j));
+  for (size_t j : group)
+    line(3, fmt::format("{} acc{} = {};", dot_acc(j), j, k_.reproducible ? "{0, 0}" : "0"));
   line(3, "if (valid) {");
   line(4, fmt::format("const idx_t K = (idx_t)p.d{}_K;", g));
   for (size_t j : group) {
@@ -175,8 +178,14 @@ void Emitter::dot_k_loops(const DotShape& ds, const std::vector<size_t>& group) 
 }
 
 // One multiply-add of dot j, acc<j> += a * b, both converted to its accumulator type, with fma.
+// Reproducible: the product in double (exact for f32, f16 and bf16; for f64 rounded, as on the
+// CPU) added to the double-double sum.
 std::string Emitter::dot_term(size_t j, const std::string& a, const std::string& b) const {
   const KernelDot& d = k_.dots[j];
+  if (k_.reproducible)
+    return fmt::format("acc{} += (double)({}) * (double)({});", j,
+                       cg::load_cvt(k_.inputs[d.a].dtype, a),
+                       cg::load_cvt(k_.inputs[d.b].dtype, b));
   const std::string A = dot_acc(j);
   return fmt::format("acc{} = {}(({}){}, ({}){}, acc{});", j, A == "double" ? "fma" : "fmaf", A,
                      cg::load_cvt(k_.inputs[d.a].dtype, a), A,
@@ -205,7 +214,11 @@ void Emitter::dot_finish(const DotShape& ds) {
   line(2, C > 1 ? "if (k_rank == 0 && ty == 0 && valid) {" : "if (ty == 0 && valid) {");
   for (size_t j = 0; j < k_.dots.size(); ++j) {
     line(3, fmt::format("{2}{0} k_dot{1} = k_sd{1}[tx];", dot_acc(j), j, C > 1 ? "" : "const "));
-    if (C > 1)
+    if (C > 1 && k_.reproducible)
+      line(3, fmt::format("for (unsigned r = 1; r < {0}; ++r) k_dot{1} += k_dsum{{"
+                          "k_cluster_ld(&k_sd{1}[tx].hi, r), k_cluster_ld(&k_sd{1}[tx].lo, r)}};",
+                          C, j));
+    else if (C > 1)
       line(3,
            fmt::format("for (unsigned r = 1; r < {0}; ++r) k_dot{1} += k_cluster_ld(&k_sd{1}[tx], "
                        "r);",

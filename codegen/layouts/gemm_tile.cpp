@@ -49,6 +49,8 @@ constexpr int64_t kGemmMaxSharedBytes = int64_t(47) << 10;
 
 bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
   const int r = k.shape.size();
+  // Reproducible kernels: the dot layout, whose double-double sums fit in its shared memory.
+  if (k.reproducible) return false;
   if (r < 2 || k.shape[r - 2] <= kGemmMinRows) return false;
   const bool f64 = gemm_f64(k);
   int64_t max_k = 0;

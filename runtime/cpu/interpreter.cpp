@@ -1,5 +1,6 @@
 #include "runtime/cpu/interpreter.h"
 
+#include "ir/dsum.h"
 #include "ir/host_convert.h"
 #include "runtime/cpu/tape_eval.h"
 #include "runtime/cpu/thread_pool.h"
@@ -85,6 +86,9 @@ struct RowReduction {
   CT ct = CT::f32;          // compute type of the operand
   std::vector<double> accd;
   std::vector<int64_t> acci;
+  // A floating sum of a reproducible kernel: double-double (ir/dsum.h), as on the GPU.
+  bool exact = false;
+  std::vector<DSum> accx;
   std::vector<int64_t> arg;   // argmax: index of the best so far (-1: none yet)
   std::vector<double> result; // per row, rounded to dtype (integers exactly up to 2^53)
   std::vector<int64_t> iresult;
@@ -131,6 +135,11 @@ void fold_segment(OpCode op, const T* v, int64_t n, A& a, int64_t& best, int64_t
   }
 }
 
+// A sum into a double-double accumulator (reproducible kernels).
+template <class T> void fold_segment(OpCode, const T* v, int64_t n, DSum& a, int64_t&, int64_t) {
+  for (int64_t i = 0; i < n; ++i) a += double(v[i]);
+}
+
 // Folds the values of flat indices [pos, pos+len) (relative to the row group) into the rows
 // they belong to.
 template <class T, class A>
@@ -148,6 +157,9 @@ void fold_block(RowReduction& r, std::vector<A>& acc, const T* v, int64_t pos, i
 }
 
 void fold_any(RowReduction& r, const Slab& slab, int64_t pos, int len, int64_t R) {
+  if (r.exact)
+    return r.ct == CT::f64 ? fold_block(r, r.accx, slab.as<double>(), pos, len, R)
+                           : fold_block(r, r.accx, slab.as<float>(), pos, len, R);
   switch (r.ct) {
   case CT::f32:
     return fold_block(r, r.accd, slab.as<float>(), pos, len, R);
@@ -161,7 +173,9 @@ void fold_any(RowReduction& r, const Slab& slab, int64_t pos, int len, int64_t R
 }
 
 void start_rows(RowReduction& r, int64_t rows) {
-  if (r.floating())
+  if (r.exact)
+    r.accx.assign(rows, DSum{0, 0});
+  else if (r.floating())
     r.accd.assign(rows, initial<double>(r.op));
   else
     r.acci.assign(rows, initial<int64_t>(r.op));
@@ -180,7 +194,9 @@ void finish_rows(RowReduction& r, int64_t rows, int64_t R) {
       continue;
     }
     if (is_floating(r.dtype)) {
-      double v = r.floating() ? r.accd[i] : static_cast<double>(r.acci[i]);
+      double v = r.exact        ? r.accx[i].value()
+                 : r.floating() ? r.accd[i]
+                                : static_cast<double>(r.acci[i]);
       if (r.op == OpCode::mean) v /= static_cast<double>(R);
       if (r.dtype != DType::f64) {
         char tmp[8];
@@ -261,7 +277,14 @@ template <class T, class A> void fold_columns(OpCode op, const T* v, A* acc, int
   }
 }
 
+template <class T> void fold_columns(OpCode, const T* v, DSum* acc, int n) {
+  for (int e = 0; e < n; ++e) acc[e] += double(v[e]);
+}
+
 void fold_columns_any(RowReduction& r, const Slab& slab, int n) {
+  if (r.exact)
+    return r.ct == CT::f64 ? fold_columns(r.op, slab.as<double>(), r.accx.data(), n)
+                           : fold_columns(r.op, slab.as<float>(), r.accx.data(), n);
   switch (r.ct) {
   case CT::f32:
     return fold_columns(r.op, slab.as<float>(), r.accd.data(), n);
@@ -369,6 +392,7 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) {
     r.op = t.op;
     r.dtype = t.dtype;
     r.ct = compute_type(k.tape[t.a].dtype);
+    r.exact = k.reproducible && r.floating() && (t.op == OpCode::sum || t.op == OpCode::mean);
     proto.push_back(std::move(r));
   }
   if (column_walk(k, rp)) return run_column_reduce(k, buffers, rp, proto);

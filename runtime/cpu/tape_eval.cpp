@@ -1,9 +1,11 @@
 #include "runtime/cpu/tape_eval.h"
 
+#include "ir/dsum.h"
+#include "ir/float_math.h"
 #include "ir/host_convert.h"
 #include "ir/philox.h"
-#include "runtime/cpu/cpu_math.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -117,38 +119,113 @@ void offsets(const BoundInput& in, const Shape& shape, int64_t start, int len, i
   }
 }
 
+// The double-double sum of a[k] * b[k] over K contiguous f32 pairs, in two vectors of four
+// interleaved partial sums (the AVX2 clone runs where the CPU has it), combined at the end.
+// Its rounded total is the one any order gives: that is what double-double is for.
+typedef float F4 __attribute__((vector_size(16)));
+typedef double D4 __attribute__((vector_size(32)));
+__attribute__((target_clones("avx2", "default"))) DSum dot_contiguous(const float* a,
+                                                                      const float* b, int64_t K) {
+  D4 hi0 = {}, lo0 = {}, hi1 = {}, lo1 = {};
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    F4 a0, a1, b0, b1;
+    std::memcpy(&a0, a + k, 16), std::memcpy(&a1, a + k + 4, 16);
+    std::memcpy(&b0, b + k, 16), std::memcpy(&b1, b + k + 4, 16);
+    DSum::add(hi0, lo0, __builtin_convertvector(a0, D4) * __builtin_convertvector(b0, D4));
+    DSum::add(hi1, lo1, __builtin_convertvector(a1, D4) * __builtin_convertvector(b1, D4));
+  }
+  DSum r{0, 0};
+  for (; k < K; ++k) r += double(a[k]) * double(b[k]);
+  for (int l = 0; l < 4; ++l) r += DSum{hi0[l], lo0[l]}, r += DSum{hi1[l], lo1[l]};
+  return r;
+}
+
+// hi[e] + lo[e] += a * b[e] for n elements (a run of dot_values' elements along a row of B).
+__attribute__((target_clones("avx2", "default"))) void
+add_scaled_row(double* hi, double* lo, double a, const float* b, int n) {
+  for (int e = 0; e < n; ++e) DSum::add(hi[e], lo[e], a * double(b[e]));
+}
+
 // A small matmul's value per element (KernelDot): each element's row of A and column of B
 // start where the operands' index maps put them. Accumulated in double, in k order (the CPU
-// backend is the accuracy reference), then rounded to the compute type.
-template <class M>
+// backend is the accuracy reference), then rounded to the compute type. A reproducible kernel
+// (Exact) accumulates in double-double, whose rounded total the GPU's split of K matches.
+template <class M, bool Exact>
 void dot_values(const KernelDot& d, const BoundInput& a, const BoundInput& b, const Shape& shape,
                 int64_t start, int len, typename Mem<M>::C* out) {
   int64_t oa[kBlock], ob[kBlock];
-  double acc[kBlock] = {};
+  double hi[kBlock], lo[kBlock]; // lo: Exact only
+  for (int e = 0; e < len; ++e) hi[e] = lo[e] = 0;
   offsets(a, shape, start, len, oa);
   offsets(b, shape, start, len, ob);
   const M* pa = reinterpret_cast<const M*>(a.data);
   const M* pb = reinterpret_cast<const M*>(b.data);
-  for (int64_t k = 0; k < d.K; ++k)
-    for (int e = 0; e < len; ++e)
-      acc[e] +=
-          double(Mem<M>::get(pa[oa[e] + k * d.a_k])) * double(Mem<M>::get(pb[ob[e] + k * d.b_k]));
-  for (int e = 0; e < len; ++e) out[e] = static_cast<typename Mem<M>::C>(acc[e]);
+  auto add = [&](int e, double x) {
+    if constexpr (Exact)
+      DSum::add(hi[e], lo[e], x);
+    else
+      hi[e] += x;
+  };
+  // Runs of elements on one row of A that read consecutive elements of B (along a row of the
+  // product): their inner loop is contiguous and vectorizes. Other elements are gathered
+  // k-tile by k-tile into contiguous scratch (Exact), or added one by one. Each element's terms
+  // are added in k order either way.
+  bool runs = true;
+  for (int e0 = 0, e1; e0 < len && runs; e0 = e1) {
+    for (e1 = e0 + 1; e1 < len && oa[e1] == oa[e0] && ob[e1] == ob[e0] + (e1 - e0);) ++e1;
+    runs = e1 - e0 >= 8;
+  }
+  if (runs) {
+    for (int e0 = 0, e1; e0 < len; e0 = e1) {
+      for (e1 = e0 + 1; e1 < len && oa[e1] == oa[e0] && ob[e1] == ob[e0] + (e1 - e0);) ++e1;
+      for (int64_t k = 0; k < d.K; ++k) {
+        const double av = double(Mem<M>::get(pa[oa[e0] + k * d.a_k]));
+        const M* row = pb + ob[e0] + k * d.b_k - e0;
+        if constexpr (Exact && std::is_same_v<M, float>)
+          add_scaled_row(hi + e0, lo + e0, av, row + e0, e1 - e0);
+        else
+          for (int e = e0; e < e1; ++e) add(e, av * double(Mem<M>::get(row[e])));
+      }
+    }
+  } else if (Exact && std::is_same_v<M, float> && d.a_k == 1 && d.b_k == 1) {
+    // Rows of A times rows of B (x @ w.T, a linear layer): each element's K is contiguous.
+    for (int e = 0; e < len; ++e) {
+      const DSum r = dot_contiguous(reinterpret_cast<const float*>(pa + oa[e]),
+                                    reinterpret_cast<const float*>(pb + ob[e]), d.K);
+      hi[e] = r.hi;
+      lo[e] = r.lo;
+    }
+  } else {
+    for (int64_t k = 0; k < d.K; ++k)
+      for (int e = 0; e < len; ++e)
+        add(e, double(Mem<M>::get(pa[oa[e] + k * d.a_k])) *
+                   double(Mem<M>::get(pb[ob[e] + k * d.b_k])));
+  }
+  for (int e = 0; e < len; ++e)
+    out[e] = static_cast<typename Mem<M>::C>(Exact ? DSum{hi[e], lo[e]}.value() : hi[e]);
 }
 
-void dot_any(const KernelDot& d, DType t, llvm::ArrayRef<BoundInput> inputs, const Shape& shape,
-             int64_t start, int len, Slab& out) {
-  const BoundInput &a = inputs[d.a], &b = inputs[d.b];
+template <bool Exact>
+void dot_typed(const KernelDot& d, DType t, const BoundInput& a, const BoundInput& b,
+               const Shape& shape, int64_t start, int len, Slab& out) {
   switch (t) {
   case DType::f64:
-    return dot_values<double>(d, a, b, shape, start, len, out.as<double>());
+    return dot_values<double, Exact>(d, a, b, shape, start, len, out.as<double>());
   case DType::f16:
-    return dot_values<half>(d, a, b, shape, start, len, out.as<float>());
+    return dot_values<half, Exact>(d, a, b, shape, start, len, out.as<float>());
   case DType::bf16:
-    return dot_values<bfloat16>(d, a, b, shape, start, len, out.as<float>());
+    return dot_values<bfloat16, Exact>(d, a, b, shape, start, len, out.as<float>());
   default:
-    return dot_values<float>(d, a, b, shape, start, len, out.as<float>());
+    return dot_values<float, Exact>(d, a, b, shape, start, len, out.as<float>());
   }
+}
+
+void dot_any(const KernelDot& d, DType t, bool exact, llvm::ArrayRef<BoundInput> inputs,
+             const Shape& shape, int64_t start, int len, Slab& out) {
+  const BoundInput &a = inputs[d.a], &b = inputs[d.b];
+  if (exact) return dot_typed<true>(d, t, a, b, shape, start, len, out);
+  dot_typed<false>(d, t, a, b, shape, start, len, out);
 }
 
 // Round float values to the precision of f16/bf16 (what storing and reloading would do).
@@ -442,7 +519,7 @@ void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundIn
     }
     switch (kind) {
     case OpKind::Gemm: // a small matmul (FusedKernel::dots)
-      dot_any(k.dots[in.a], in.dtype, inputs, shape, start, len, out);
+      dot_any(k.dots[in.a], in.dtype, k.reproducible, inputs, shape, start, len, out);
       break;
     case OpKind::Source:
       with_ct(compute_type(in.dtype),

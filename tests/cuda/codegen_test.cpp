@@ -129,6 +129,14 @@ TEST_F(Codegen, GoldenSources) {
   ASSERT_EQ(tcopy.inputs.size(), 1u);
   EXPECT_EQ(tcopy.inputs[0].cls, IndexClass::strided);
 
+  // Reproducible mode: double-double dots (also across a cluster) and sums, kiln's exp/sigmoid.
+  auto reproducible = [](FusedKernel k) {
+    k.reproducible = true;
+    return k;
+  };
+  const FusedKernel lstm_r = reproducible(lstm), smax_r = reproducible(smax),
+                    colsum_r = reproducible(colsum);
+
   struct Case {
     const char* name;
     const FusedKernel& k;
@@ -157,7 +165,12 @@ TEST_F(Codegen, GoldenSources) {
       {"lstm_cell_dots_f32_cluster4", lstm, {true, false, 1, -1, 0, 0, false, 0, 0, 8, 4}},
       {"seed_step_gemm16_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 16}},
       {"seed_step_gemm32_cluster4_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 4, 32}},
-      {"seed_step_gemm64_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 64}}};
+      {"seed_step_gemm64_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 64}},
+      {"reproducible_lstm_cell_cluster4_f32",
+       lstm_r,
+       {true, false, 1, -1, 0, 0, false, 0, 0, 8, 4}},
+      {"reproducible_softmax_rows_f32", smax_r, {true, false, 1}},
+      {"reproducible_colsum_f32_vec", colsum_r, {true, true, 8}}};
   for (const Case& c : cases) {
     CudaKernelSource src = render_cuda(c.k, c.v, target());
     check_golden(c.name, src);

@@ -52,6 +52,8 @@ std::vector<KeyField> key_fields(const std::string& key) {
       what = "reduced axes (mask)";
     else if (starts(tok, "dot:"))
       what = "dot product (inputs, K group)";
+    else if (tok == "repro")
+      what = "reproducible: the same bits on every device";
     else
       what = fmt::format("v{} = op:dtype:operands", inst++);
     out.push_back({tok, what});
