@@ -32,7 +32,9 @@ def main():
     ok = diff <= args.tol
     first_off = next((s for s in steps if abs(a[s] - b[s]) > args.tol), None)
     where = "" if ok else f", first above it at step {first_off}"
-    print(f"{len(steps)} steps compared (up to step {steps[-1]}): largest |loss difference| "
+    same = sum(a[s] == b[s] for s in steps)
+    print(f"{len(steps)} steps compared (up to step {steps[-1]}), {same} identical as printed; "
+          f"largest |loss difference| "
           f"{diff:.3g} at step {worst} ({a[worst]:.6g} vs {b[worst]:.6g}), tolerance {args.tol:g}"
           f"{where}: {'agree' if ok else 'DIFFER'}")
     return 0 if ok else 1

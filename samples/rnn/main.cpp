@@ -26,9 +26,10 @@ kiln::Device choose_device(const std::string& flag) {
 
 void print_setup(const rnn::Config& c, kiln::Device d) {
   std::cout << "kiln-rnn on " << d << (c.eager ? " (eager)" : "") << (c.f64 ? " in f64" : "")
-            << ": LSTM hidden " << c.hidden << ", window " << c.window << ", batch " << c.batch
-            << ", Adam lr " << c.lr << ", clip " << c.clip << ", " << c.steps
-            << " steps, validation every " << c.val_every << ", output in " << c.out << "/\n";
+            << (c.reproducible ? " (reproducible)" : "") << ": LSTM hidden " << c.hidden
+            << ", window " << c.window << ", batch " << c.batch << ", Adam lr " << c.lr << ", clip "
+            << c.clip << ", " << c.steps << " steps, validation every " << c.val_every
+            << ", output in " << c.out << "/\n";
 }
 
 void print_summary(const rnn::Summary& s, const rnn::Config& c) {
@@ -55,6 +56,7 @@ int main(int argc, char** argv) try {
   rnn::resolve_defaults(c, device.is_cuda());
   kiln::set_default_device(device);
   kiln::set_eager(c.eager);
+  if (c.reproducible) kiln::set_reproducible(true); // else KILN_REPRODUCIBLE decides
   kiln::manual_seed(c.seed);
   print_setup(c, device);
   rnn::Trainer trainer(c);

@@ -16,8 +16,9 @@ constexpr const char* kLossHeader = "step,train_loss,val_loss,elapsed_s";
 std::string csv_line(const LogRow& r) {
   char buf[160];
   char val[40] = "";
-  if (r.val_loss) std::snprintf(val, sizeof val, "%.6g", *r.val_loss);
-  std::snprintf(buf, sizeof buf, "%lld,%.6g,%s,%.3f", static_cast<long long>(r.step), r.train_loss,
+  if (r.val_loss)
+    std::snprintf(val, sizeof val, "%.9g", *r.val_loss); // 9 digits: an f32 to the bit
+  std::snprintf(buf, sizeof buf, "%lld,%.9g,%s,%.3f", static_cast<long long>(r.step), r.train_loss,
                 val, r.elapsed_s);
   return buf;
 }
