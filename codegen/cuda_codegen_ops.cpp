@@ -162,7 +162,8 @@ std::string lit(DType t, const char* x) { // a floating literal in the compute t
   return t == DType::f64 ? std::string(x) : std::string(x) + "f";
 }
 
-// Reproducible kernels: f32 exp, tanh and sigmoid from ir/float_math.h, the CPU's formulas.
+// Reproducible kernels: f32 exp, tanh, sigmoid, log and log1p from ir/float_math.h, the CPU's
+// formulas.
 std::string portable_unary(const TapeInst& in) {
   const std::string a = v(in.a);
   switch (in.op) {
@@ -172,6 +173,10 @@ std::string portable_unary(const TapeInst& in) {
     return fmt::format("kiln::detail::tanh_f32({})", a);
   case OpCode::sigmoid:
     return fmt::format("kiln::detail::sigmoid_f32({})", a);
+  case OpCode::log:
+    return fmt::format("kiln::detail::log_f32({})", a);
+  case OpCode::log1p:
+    return fmt::format("kiln::detail::log1p_f32({})", a);
   default:
     return "";
   }

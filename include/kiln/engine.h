@@ -114,14 +114,15 @@ bool group_launches();
 /// docs/semantics.md, "What eval writes". Results are the same bits either way.
 void set_write_held_values(bool on);
 bool write_held_values();
-/// Reproducible mode: f32 and f64 results are the same bits on the CPU and on every GPU, so a
-/// training run on the GPU follows its CPU run step for step. Every floating matmul is computed
-/// inside kiln's kernels (no cuBLAS or OpenBLAS, whose summation orders differ), floating sums
-/// and dot products accumulate in double-double (the rounded total does not depend on the order
-/// of the additions, so not on the kernel's layout), and f32 exp, tanh and sigmoid use kiln's
-/// own formulas on the GPU, as the CPU always does. Costs speed: large matmuls run at a
-/// fraction of BLAS's. Off by default (env KILN_REPRODUCIBLE=1). Covered ops and what is not:
-/// docs/semantics.md, "Reproducible mode".
+/// Reproducible mode: results are the same bits on the CPU and on every GPU, so a training run
+/// on the GPU follows its CPU run step for step. Every floating matmul is computed inside
+/// kiln's kernels (no cuBLAS or OpenBLAS, whose summation orders differ), floating sums and dot
+/// products accumulate in double-double (the rounded total does not depend on the order of the
+/// additions, so not on the kernel's layout), and f32 exp, tanh, sigmoid, log and log1p use
+/// kiln's own formulas on the GPU, as the CPU always does. Not covered yet: f32 sin, cos, pow
+/// and gelu, f64 math functions, f16/bf16 exp and division. Costs speed: large matmuls run at a
+/// fraction of BLAS's. Off by default (env KILN_REPRODUCIBLE=1). docs/semantics.md,
+/// "Reproducible mode".
 void set_reproducible(bool on);
 bool reproducible();
 void set_plan_cache_limit(int64_t max_plans);

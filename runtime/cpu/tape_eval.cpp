@@ -340,10 +340,16 @@ template <class T> void unary(OpCode op, const T* a, T* o, int n) {
         for (int i = 0; i < n; ++i) o[i] = std::exp(a[i]);
       return;
     case OpCode::log:
-      for (int i = 0; i < n; ++i) o[i] = std::log(a[i]);
+      if constexpr (F32)
+        for (int i = 0; i < n; ++i) o[i] = log_f32(a[i]);
+      else
+        for (int i = 0; i < n; ++i) o[i] = std::log(a[i]);
       return;
     case OpCode::log1p:
-      for (int i = 0; i < n; ++i) o[i] = std::log1p(a[i]);
+      if constexpr (F32)
+        for (int i = 0; i < n; ++i) o[i] = log1p_f32(a[i]);
+      else
+        for (int i = 0; i < n; ++i) o[i] = std::log1p(a[i]);
       return;
     case OpCode::sqrt:
       for (int i = 0; i < n; ++i) o[i] = std::sqrt(a[i]);

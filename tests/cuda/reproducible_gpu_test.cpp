@@ -1,5 +1,5 @@
 // Reproducible mode on the GPU: every result the same bits as the CPU backend's, from kiln's
-// exp/tanh/sigmoid to a trained LSTM's parameters. Each check also runs in the default mode,
+// exp/tanh/sigmoid/log to a trained LSTM's parameters. Each check also runs in the default mode,
 // where CUDA's math library, split sums and cuBLAS round differently: the checks can fail.
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
@@ -64,13 +64,15 @@ std::vector<float> float_sweep(size_t n) {
   return v;
 }
 
-TEST_F(ReproducibleGpu, ExpTanhAndSigmoidAreTheCpusToTheBit) {
+TEST_F(ReproducibleGpu, ExpTanhSigmoidAndLogAreTheCpusToTheBit) {
   const std::vector<float> xs = float_sweep(1 << 20);
   Tensor x = from_vector(xs, {static_cast<int64_t>(xs.size())}, Device::cpu());
   const std::vector<std::pair<const char*, Fn>> ops = {
       {"exp", [](const std::vector<Tensor>& in) { return kiln::exp(in[0]); }},
       {"tanh", [](const std::vector<Tensor>& in) { return kiln::tanh(in[0]); }},
       {"sigmoid", [](const std::vector<Tensor>& in) { return sigmoid(in[0]); }},
+      {"log", [](const std::vector<Tensor>& in) { return kiln::log(in[0]); }},
+      {"log1p", [](const std::vector<Tensor>& in) { return log1p(in[0]); }},
       {"fused", [](const std::vector<Tensor>& in) {
          return sigmoid(in[0] * 0.5f) * kiln::tanh(in[0]) + kiln::exp(in[0] * -0.25f);
        }}};
@@ -124,11 +126,13 @@ TEST_F(ReproducibleGpu, SumsMeansAndNormalizationsAreTheCpusToTheBit) {
       {"mean columns", [](const std::vector<Tensor>& in) { return mean(in[0], {0}); }},
       {"softmax rows", [](const std::vector<Tensor>& in) { return softmax(in[0], 1); }},
       {"softmax columns", [](const std::vector<Tensor>& in) { return softmax(in[0], 0); }},
+      {"log softmax rows", [](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }},
       {"layer norm", [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); }},
       {"centred", [](const std::vector<Tensor>& in) { return in[0] - mean(in[0], {0}, true); }}};
   for (const auto& [name, f] : ops) {
     EXPECT_EQ(bit_differences(f, {m, w, b}), 0) << name << " f32";
-    if (std::string(name).rfind("softmax", 0) == 0) continue; // f64 exp is CUDA's and glibc's
+    if (std::string(name).find("softmax") != std::string::npos)
+      continue; // f64 exp: CUDA's, glibc's
     EXPECT_EQ(bit_differences(f, {d, cast(w, DType::f64), cast(b, DType::f64)}), 0)
         << name << " f64";
   }

@@ -1,0 +1,101 @@
+// kiln's own f32 exp, tanh, sigmoid and log (ir/float_math.h), which the CPU uses always and the
+// GPU in reproducible mode: their error against double over a sweep of every float range, and
+// their special values. tests/cuda/reproducible_gpu_test.cpp checks the GPU gives the same bits.
+#include "ir/float_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace {
+
+using kiln::detail::exp_f32;
+using kiln::detail::log1p_f32;
+using kiln::detail::log_f32;
+using kiln::detail::sigmoid_f32;
+using kiln::detail::tanh_f32;
+
+// The error of y in units in the last place of the float nearest to the exact value `ref`.
+double ulps(float y, double ref) {
+  const float rounded = static_cast<float>(ref); // inf past FLT_MAX: overflow is right
+  if (std::isinf(rounded) || std::isinf(y)) return y == rounded ? 0 : 1e9;
+  const double r = std::fabs(ref);
+  const float nearest = static_cast<float>(r);
+  double ulp = std::nextafter(nearest, std::numeric_limits<float>::infinity()) - nearest;
+  if (r < std::numeric_limits<float>::min()) ulp = std::ldexp(1.0, -149); // subnormal spacing
+  return std::fabs(double(y) - ref) / ulp;
+}
+
+template <class F, class R> double worst_ulps(F f, R ref, float lo, float hi, float* at) {
+  double worst = 0;
+  for (uint64_t b = 0; b < (uint64_t(1) << 32); b += 257) {
+    float x;
+    const uint32_t u = static_cast<uint32_t>(b);
+    std::memcpy(&x, &u, sizeof x);
+    if (!(x >= lo && x <= hi)) continue;
+    const double e = ulps(f(x), ref(double(x)));
+    if (e > worst) worst = e, *at = x;
+  }
+  return worst;
+}
+
+TEST(FloatMath, ErrorsAgainstDoubleAcrossTheRange) {
+  float at = 0;
+  EXPECT_LE(worst_ulps(
+                exp_f32, [](double x) { return std::exp(x); }, -104.0f, 89.0f, &at),
+            2.0)
+      << "exp at " << at;
+  EXPECT_LE(worst_ulps(
+                tanh_f32, [](double x) { return std::tanh(x); }, -1e30f, 1e30f, &at),
+            3.0)
+      << "tanh at " << at;
+  EXPECT_LE(worst_ulps(
+                sigmoid_f32, [](double x) { return 1 / (1 + std::exp(-x)); }, -88.0f, 100.0f, &at),
+            3.0)
+      << "sigmoid at " << at;
+  EXPECT_LE(worst_ulps(
+                log_f32, [](double x) { return std::log(x); }, 0.0f, 3e38f, &at),
+            1.0)
+      << "log at " << at;
+  EXPECT_LE(worst_ulps(
+                log1p_f32, [](double x) { return std::log1p(x); }, -1.0f, 3e38f, &at),
+            1.5)
+      << "log1p at " << at;
+}
+
+TEST(FloatMath, SpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  EXPECT_EQ(exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-inf), 0.0f);
+  EXPECT_EQ(exp_f32(inf), inf);
+  EXPECT_EQ(exp_f32(100.0f), inf);
+  EXPECT_TRUE(std::isnan(exp_f32(nan)));
+  EXPECT_EQ(tanh_f32(inf), 1.0f);
+  EXPECT_EQ(tanh_f32(-inf), -1.0f);
+  EXPECT_TRUE(std::signbit(tanh_f32(-0.0f)));
+  EXPECT_EQ(sigmoid_f32(-inf), 0.0f);
+  EXPECT_EQ(sigmoid_f32(-89.0f), 0.0f); // the exact value is subnormal: documented as 0
+  EXPECT_EQ(sigmoid_f32(inf), 1.0f);
+  EXPECT_EQ(log_f32(1.0f), 0.0f);
+  EXPECT_FALSE(std::signbit(log_f32(1.0f)));
+  EXPECT_EQ(log_f32(0.0f), -inf);
+  EXPECT_EQ(log_f32(-0.0f), -inf);
+  EXPECT_EQ(log_f32(inf), inf);
+  EXPECT_TRUE(std::isnan(log_f32(-1.0f)));
+  EXPECT_TRUE(std::isnan(log_f32(-inf)));
+  EXPECT_TRUE(std::isnan(log_f32(nan)));
+  EXPECT_EQ(log_f32(std::numeric_limits<float>::denorm_min()), float(std::log(0x1p-149)));
+  EXPECT_EQ(log_f32(std::numeric_limits<float>::max()), float(std::log(double(3.4028235e38f))));
+  EXPECT_EQ(log1p_f32(0.0f), 0.0f);
+  EXPECT_TRUE(std::signbit(log1p_f32(-0.0f)));
+  EXPECT_EQ(log1p_f32(1e-30f), 1e-30f);
+  EXPECT_EQ(log1p_f32(-1.0f), -inf);
+  EXPECT_TRUE(std::isnan(log1p_f32(-2.0f)));
+  EXPECT_EQ(log1p_f32(inf), inf);
+  EXPECT_TRUE(std::isnan(log1p_f32(nan)));
+}
+
+} // namespace
