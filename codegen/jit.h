@@ -17,7 +17,8 @@ namespace kiln::detail {
 
 struct JitStats {
   int64_t disk_hits = 0, compiles = 0;
-  double compile_ms = 0; // NVRTC time of the compiles
+  int64_t worker_compiles = 0; // of the compiles, those done by compile workers
+  double compile_ms = 0;       // NVRTC time of the compiles
 };
 
 /// A built kernel: its entry point's name and its binary.
@@ -38,14 +39,19 @@ public:
   /// compile even when the disk cache has it, replacing its entry (the driver rejected the
   /// cached binary).
   JitKernel build(const CudaKernelSource& src, bool fresh = false);
-  /// build() for each source, several at once (KILN_COMPILE_THREADS): an evaluation that needs
-  /// many new kernels waits for the slowest batch of compiles, not their sum. All are attempted;
-  /// then the first failure in `srcs` order is rethrown (those that built are in the disk cache).
+  /// build() for each source, several at once: the ones the disk cache lacks in compile worker
+  /// processes (KILN_COMPILE_PROCESSES, compile_workers.h), the rest on KILN_COMPILE_THREADS
+  /// threads. An evaluation that needs many new kernels waits for the slowest share of the
+  /// compiles, not their sum. All are attempted; then the first failure in `srcs` order is
+  /// rethrown (those that built are in the disk cache).
   std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs);
   const CudaTarget& target() const { return target_; }
   JitStats stats() const;
 
 private:
+  void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<JitKernel>& out,
+                          std::vector<bool>& done);
+
   CudaTarget target_;
   DiskCache disk_;
   mutable std::mutex stats_mu_; // build() runs on several threads in build_all

@@ -1,6 +1,7 @@
 #include "codegen/jit.h"
 
 #include "codegen/cache_files.h"
+#include "codegen/nvrtc/compile_workers.h"
 #include "ir/errors.h"
 #include "ir/settings.h"
 
@@ -30,11 +31,7 @@ void add_to_manifest(const CudaKernelSource& src, const CudaTarget& t) {
     std::lock_guard<std::mutex> lock(mu);
     if (!written.insert(path + '\n' + src.key).second) return;
   }
-  const std::string line = fmt::format(
-      "{{\"name\":{},\"arch\":{},\"nvrtc\":{},\"codegen\":{},\"key\":{},\"source\":{}}}\n",
-      cache_files::json_quote(src.name), t.arch, t.nvrtc_version, kCodegenVersion,
-      cache_files::json_quote(src.key), cache_files::json_quote(src.source));
-  if (std::string err = cache_files::append_line(path, line); !err.empty()) {
+  if (std::string err = cache_files::append_line(path, manifest_line(src, t)); !err.empty()) {
     static std::once_flag once;
     std::call_once(
         once, [&] { std::fprintf(stderr, "kiln: cannot write the manifest %s\n", err.c_str()); });
@@ -84,10 +81,13 @@ JitStats Jit::stats() const {
 
 std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
   std::vector<JitKernel> out(srcs.size());
+  std::vector<bool> done(srcs.size(), false);
+  compile_in_workers(srcs, out, done);
   std::vector<std::exception_ptr> errors(srcs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < srcs.size();) {
+      if (done[i]) continue;
       try {
         out[i] = build(srcs[i]);
       } catch (...) {
@@ -106,6 +106,50 @@ std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   return out;
+}
+
+// With compile workers, the disk cache's kernels are loaded first (out[i], done[i]); the ones it
+// lacks, when there are several, go to the workers, and each one they compiled is loaded from
+// the cache. What they could not do is left to build(), which compiles it here or reports its
+// error.
+void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<JitKernel>& out,
+                             std::vector<bool>& done) {
+  const int processes = compile_processes();
+  if (srcs.size() < 2 || processes < 2 || !disk_.enabled() ||
+      !setting_flag(Setting::compile).value_or(true))
+    return;
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    add_to_manifest(srcs[i], target_);
+    std::optional<DiskCacheEntry> entry = disk_.load(srcs[i], target_);
+    if (!entry) {
+      missing.push_back(i);
+      continue;
+    }
+    out[i] = JitKernel{srcs[i].name, std::move(entry->binary), true};
+    done[i] = true;
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.disk_hits++;
+  }
+  if (missing.size() < 2) return;
+  CompileWorkers* workers = CompileWorkers::shared(
+      std::min<int>(processes, static_cast<int>(missing.size())), disk_.dir());
+  if (!workers) return;
+  std::vector<CudaKernelSource> todo;
+  for (size_t i : missing) todo.push_back(srcs[i]);
+  const std::vector<CompileWorkers::Result> results = workers->compile(todo, target_);
+  for (size_t m = 0; m < missing.size(); ++m) {
+    if (!results[m].ok) continue;
+    const size_t i = missing[m];
+    std::optional<DiskCacheEntry> entry = disk_.load(srcs[i], target_);
+    if (!entry) continue;
+    out[i] = JitKernel{srcs[i].name, std::move(entry->binary)};
+    done[i] = true;
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.compiles++;
+    stats_.worker_compiles++;
+    stats_.compile_ms += results[m].compile_ms;
+  }
 }
 
 int compile_threads() {

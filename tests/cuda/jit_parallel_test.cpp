@@ -1,7 +1,9 @@
-// Jit::build_all: a new plan's kernels compiled several at once (KILN_COMPILE_THREADS). NVRTC
-// compiles without a GPU, so this runs wherever NVRTC loads.
+// Jit::build_all: a new plan's kernels compiled several at once, in compile worker processes
+// (KILN_COMPILE_PROCESSES) or on threads (KILN_COMPILE_THREADS). NVRTC compiles without a GPU,
+// so this runs wherever NVRTC loads.
 #include "../scoped_env.h"
 #include "codegen/jit.h"
+#include "codegen/nvrtc/compile_workers.h"
 #include "codegen_fixture.h"
 
 #include <filesystem>
@@ -86,6 +88,65 @@ TEST_F(JitParallel, AFailingKernelIsReportedAfterTheOthersAreBuilt) {
   Jit later(target(), dir);
   later.build_all(srcs);
   EXPECT_EQ(later.stats().disk_hits, 6) << "the others were compiled and stored all the same";
+}
+
+TEST_F(JitParallel, CompileWorkersBuildWhatTheProcessWould) {
+  const std::vector<CudaKernelSource> srcs = sources();
+  ScopedEnv processes("KILN_COMPILE_PROCESSES", "3");
+  ScopedEnv worker("KILN_COMPILE_WORKER", KILN_CACHE_TOOL);
+  const std::string dir = new_dir();
+  Jit jit(target(), dir);
+  const std::vector<JitKernel> built = jit.build_all(srcs);
+  EXPECT_EQ(jit.stats().worker_compiles, 6) << "every kernel compiled in a worker process";
+  EXPECT_EQ(jit.stats().compiles, 6);
+  EXPECT_GT(jit.stats().compile_ms, 0);
+  Jit here(target(), new_dir());
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    EXPECT_EQ(built[i].name, srcs[i].name) << i;
+    EXPECT_EQ(built[i].binary.image, here.build(srcs[i]).binary.image) << srcs[i].name;
+  }
+  // The workers stay: a second batch is compiled by them too, and cached kernels are not.
+  Tensor z = randn({32});
+  eval(z);
+  std::vector<CudaKernelSource> more = {srcs[0], srcs[1]};
+  for (int i = 0; i < 2; ++i)
+    more.push_back(render_cuda(kernel_of([&] { return sigmoid(z * float(i + 7)) - z; }),
+                               {true, false}, target()));
+  jit.build_all(more);
+  EXPECT_EQ(jit.stats().worker_compiles, 8);
+  EXPECT_EQ(jit.stats().disk_hits, 2);
+}
+
+TEST_F(JitParallel, WithoutAWorkerTheProcessCompiles) {
+  const std::vector<CudaKernelSource> srcs = sources();
+  ScopedEnv processes("KILN_COMPILE_PROCESSES", "4");
+  ScopedEnv worker("KILN_COMPILE_WORKER", "/nonexistent/kiln-cache");
+  EXPECT_EQ(compile_worker_path(), "");
+  Jit jit(target(), new_dir());
+  jit.build_all(srcs);
+  EXPECT_EQ(jit.stats().worker_compiles, 0);
+  EXPECT_EQ(jit.stats().compiles, 6);
+}
+
+TEST_F(JitParallel, AWorkerThatDiesLeavesItsKernelsToTheProcess) {
+  const std::vector<CudaKernelSource> srcs = sources();
+  ScopedEnv processes("KILN_COMPILE_PROCESSES", "2");
+  ScopedEnv worker("KILN_COMPILE_WORKER", "/bin/true"); // exits at once, answering nothing
+  Jit jit(target(), new_dir());
+  const std::vector<JitKernel> built = jit.build_all(srcs);
+  EXPECT_EQ(jit.stats().worker_compiles, 0);
+  EXPECT_EQ(jit.stats().compiles, 6);
+  for (const JitKernel& k : built) EXPECT_FALSE(k.binary.image.empty()) << k.name;
+}
+
+TEST_F(JitParallel, ProcessCountFollowsTheSetting) {
+  {
+    ScopedEnv processes("KILN_COMPILE_PROCESSES", "5");
+    EXPECT_EQ(compile_processes(), 5);
+  }
+  ScopedEnv unset("KILN_COMPILE_PROCESSES", nullptr);
+  EXPECT_GE(compile_processes(), 1);
+  EXPECT_LE(compile_processes(), 8);
 }
 
 TEST_F(JitParallel, ThreadCountFollowsTheSetting) {

@@ -51,5 +51,7 @@ int export_entries(const Directory& d, const Here& here, const Args& a);
 int import_entries(const Args& a);
 int why(const Directory& d, const Here& here, const Args& a);
 int warm(const Directory& d, const Args& a); // built with the CUDA toolkit only
+/// The compile worker libkiln starts (codegen/nvrtc/compile_workers.h); CUDA toolkit only.
+int serve_compiles(const Args& a);
 
 } // namespace kiln_cache

@@ -75,7 +75,10 @@ int main(int argc, char** argv) {
       "why", "for each kernel a run missed (KILN_CACHE_MISS_LOG), how it differs from the cache"));
   why_cmd->add_option("log", a.file, "the miss log the run wrote")->required();
   CLI::App* warm_cmd = nullptr;
+  CLI::App* serve_cmd = nullptr;
 #ifdef KILN_CACHE_WARM
+  // libkiln's compile worker (codegen/nvrtc/compile_workers.h): not for people, so unlisted.
+  serve_cmd = app.add_subcommand("serve-compiles", "")->group("");
   warm_cmd = with_json(app.add_subcommand(
       "warm", "compile a run's kernels (its KILN_CACHE_MANIFEST) into the cache, in parallel"));
   warm_cmd->add_option("manifest", a.file, "the manifest the run wrote")->required();
@@ -96,6 +99,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (import_cmd->parsed()) return import_entries(a);
+#ifdef KILN_CACHE_WARM
+  if (serve_cmd->parsed()) return serve_compiles(a); // before the scan: workers start quickly
+#endif
   const Here here = detect_here(arch, nvrtc);
   const Directory d = kiln::detail::cache_inspect::scan(a.dir);
   if (stats_cmd->parsed()) return stats(d, here, a);

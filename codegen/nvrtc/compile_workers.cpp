@@ -1,0 +1,199 @@
+#include "codegen/nvrtc/compile_workers.h"
+
+#include "codegen/cache_files.h"
+#include "codegen/codegen_version.h"
+#include "ir/settings.h"
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+extern char** environ;
+
+namespace kiln::detail {
+
+std::string manifest_line(const CudaKernelSource& src, const CudaTarget& t) {
+  return fmt::format(
+      "{{\"name\":{},\"arch\":{},\"nvrtc\":{},\"codegen\":{},\"key\":{},\"source\":{}}}\n",
+      cache_files::json_quote(src.name), t.arch, t.nvrtc_version, kCodegenVersion,
+      cache_files::json_quote(src.key), cache_files::json_quote(src.source));
+}
+
+struct CompileWorkers::Worker {
+  pid_t pid = -1;
+  int fd = -1;     // the socket: requests out, answers in
+  std::string buf; // answer bytes not yet split into lines
+  int job = -1;    // the source it is compiling
+  bool alive = true;
+
+  ~Worker() {
+    if (fd >= 0) ::close(fd); // end of input: the worker exits
+    if (pid > 0) ::waitpid(pid, nullptr, WNOHANG);
+  }
+
+  static std::unique_ptr<Worker> start(const std::string& path, const std::string& dir) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return nullptr;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 0); // dup2 clears close-on-exec
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    std::string cmd = "serve-compiles", dir_flag = "--dir", dir_arg = dir;
+    char* argv[] = {const_cast<char*>(path.c_str()), dir_flag.data(), dir_arg.data(), cmd.data(),
+                    nullptr};
+    auto w = std::make_unique<Worker>();
+    const int rc = ::posix_spawn(&w->pid, path.c_str(), &fa, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(sv[1]);
+    w->fd = sv[0];
+    if (rc != 0) {
+      w->pid = -1;
+      return nullptr;
+    }
+    return w;
+  }
+
+  bool send(const std::string& line) {
+    for (size_t done = 0; done < line.size();) {
+      const ssize_t n = ::send(fd, line.data() + done, line.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return alive = false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Reads what has arrived; false when the worker is gone.
+  bool receive() {
+    char chunk[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return alive = false;
+      buf.append(chunk, static_cast<size_t>(n));
+      return true;
+    }
+  }
+
+  // The next whole answer line, if one has arrived.
+  bool next_answer(Result& r) {
+    const size_t nl = buf.find('\n');
+    if (nl == std::string::npos) return false;
+    const std::string line = buf.substr(0, nl);
+    buf.erase(0, nl + 1);
+    r = Result{};
+    if (line.rfind("ok ", 0) == 0) {
+      r.ok = true;
+      r.compile_ms = std::strtod(line.c_str() + 3, nullptr);
+    } else {
+      r.error = line.rfind("error ", 0) == 0 ? line.substr(6) : "unreadable answer: " + line;
+    }
+    return true;
+  }
+};
+
+CompileWorkers* CompileWorkers::shared(int n, const std::string& dir) {
+  static std::mutex mu;
+  static std::unique_ptr<CompileWorkers> pool;
+  static std::string pool_dir;
+  std::lock_guard<std::mutex> lock(mu);
+  if (pool && pool_dir == dir) return pool.get();
+  pool.reset(); // another cache directory: its workers go
+  const std::string path = compile_worker_path();
+  if (path.empty() || n < 2) return nullptr;
+  auto p = std::make_unique<CompileWorkers>();
+  for (int i = 0; i < n; ++i) {
+    std::unique_ptr<Worker> w = Worker::start(path, dir);
+    if (!w) break;
+    p->workers_.push_back(std::move(w));
+  }
+  if (p->workers_.empty()) return nullptr;
+  pool = std::move(p);
+  pool_dir = dir;
+  return pool.get();
+}
+
+CompileWorkers::~CompileWorkers() = default;
+
+std::vector<CompileWorkers::Result> CompileWorkers::compile(llvm::ArrayRef<CudaKernelSource> srcs,
+                                                            const CudaTarget& t) {
+  std::vector<Result> out(srcs.size());
+  for (Result& r : out) r.error = "no compile worker was left to take it";
+  std::deque<size_t> queue;
+  for (size_t i = 0; i < srcs.size(); ++i) queue.push_back(i);
+  auto hand_out = [&] {
+    for (auto& w : workers_)
+      while (w->alive && w->job < 0 && !queue.empty()) {
+        const size_t i = queue.front();
+        if (!w->send(manifest_line(srcs[i], t))) break; // gone: the job stays queued
+        queue.pop_front();
+        w->job = static_cast<int>(i);
+      }
+  };
+  hand_out();
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<Worker*> busy;
+    for (auto& w : workers_)
+      if (w->alive && w->job >= 0) fds.push_back({w->fd, POLLIN, 0}), busy.push_back(w.get());
+    if (busy.empty()) break;
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      Worker& w = *busy[k];
+      Result r;
+      if (!w.receive()) {
+        out[w.job].error = "the compile worker exited";
+        w.job = -1;
+      } else if (w.next_answer(r)) {
+        out[w.job] = r;
+        w.job = -1;
+      }
+    }
+    hand_out();
+  }
+  return out;
+}
+
+int compile_processes() {
+  if (auto n = setting_int(Setting::compile_processes)) return static_cast<int>(*n);
+  return static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+}
+
+namespace {
+
+bool executable(const std::string& p) {
+  return !p.empty() && ::access(p.c_str(), X_OK) == 0;
+}
+
+} // namespace
+
+std::string compile_worker_path() {
+  if (auto p = setting_text(Setting::compile_worker)) return executable(*p) ? *p : std::string();
+  Dl_info info{};
+  if (!::dladdr(reinterpret_cast<void*>(&compile_worker_path), &info) || !info.dli_fname) return {};
+  std::string lib = info.dli_fname;
+  const size_t slash = lib.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : lib.substr(0, slash);
+  // An install (lib/ or lib/<multiarch>/ beside bin/), then the build tree.
+  for (const char* rel :
+       {"/../bin/kiln-cache", "/../../bin/kiln-cache", "/tools/kiln-cache/kiln-cache"})
+    if (executable(dir + rel)) return dir + rel;
+  return {};
+}
+
+} // namespace kiln::detail
