@@ -162,8 +162,8 @@ std::string lit(DType t, const char* x) { // a floating literal in the compute t
   return t == DType::f64 ? std::string(x) : std::string(x) + "f";
 }
 
-// Reproducible kernels: f32 exp, tanh, sigmoid, log and log1p from ir/float_math.h, the CPU's
-// formulas.
+// Reproducible kernels: f32 (and f16/bf16, computed in float) exp, tanh, sigmoid, log and log1p
+// from ir/float_math.h, the CPU's formulas.
 std::string portable_unary(const TapeInst& in) {
   const std::string a = v(in.a);
   switch (in.op) {
@@ -183,7 +183,8 @@ std::string portable_unary(const TapeInst& in) {
 }
 
 std::string unary(const TapeInst& in, bool reproducible) {
-  if (reproducible && in.dtype == DType::f32)
+  // f16/bf16 compute in float, rounded after the op: the f32 formulas serve them too.
+  if (reproducible && (in.dtype == DType::f32 || is_half(in.dtype)))
     if (std::string e = portable_unary(in); !e.empty()) return e;
   DType t = in.dtype;
   const char* C = ct_name(t);
@@ -225,7 +226,7 @@ std::string unary(const TapeInst& in, bool reproducible) {
   }
 }
 
-std::string binary(const TapeInst& in) {
+std::string binary(const TapeInst& in, bool reproducible) {
   DType t = in.dtype;
   std::string a = v(in.a), b = v(in.b);
   bool f = ct_float(t);
@@ -237,7 +238,7 @@ std::string binary(const TapeInst& in) {
   case OpCode::mul:
     return f ? a + " * " + b : fmt::format("k_mul({}, {})", a, b);
   case OpCode::div: // integer division never reaches a kernel (the front-end promotes)
-    if (is_half(t)) return fmt::format("k_div_h({}, {})", a, b);
+    if (is_half(t) && !reproducible) return fmt::format("k_div_h({}, {})", a, b);
     return f ? a + " / " + b : fmt::format("({1} == 0 ? 0 : {0} / {1})", a, b);
   case OpCode::pow:
     return f ? fmt::format("{}({}, {})", t == DType::f64 ? "pow" : "powf", a, b)
@@ -332,7 +333,7 @@ std::string inst_expr(const FusedKernel& k, int id) {
     e = unary(in, k.reproducible);
     break;
   case OpKind::Binary:
-    e = binary(in);
+    e = binary(in, k.reproducible);
     break;
   case OpKind::Compare:
     e = fmt::format("(int)({} {} {})", v(in.a), compare_op(in.op), v(in.b));

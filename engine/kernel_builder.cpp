@@ -71,10 +71,11 @@ public:
       retry = Retry{n, Why::reduction_other_space};
       return 0;
     }
-    if (reduced_.size() >= kMaxKernelReductions) {
+    if (reduction_units_ + reduction_units(n) > kMaxKernelReductions) {
       split_before(n, Why::too_many_reductions);
       return 0;
     }
+    reduction_units_ += reduction_units(n);
     if (!p_.info(n)->materialize) fused.push_back(n);
     TapeInst inst;
     inst.op = n->op;
@@ -401,6 +402,7 @@ private:
   std::vector<Transform> transforms_;
   llvm::DenseMap<std::pair<Node*, int>, int> memo_; // (node, transform) -> tape value
   llvm::DenseMap<Node*, int> reduced_;              // reduction -> its tape value
+  int reduction_units_ = 0;                         // their shared memory (reduction_units)
   llvm::SmallVector<Node*, 32> computing_;
   int64_t fields_ = 0;
 };

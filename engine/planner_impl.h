@@ -27,7 +27,7 @@ constexpr int64_t kMaxParamFields = 1024;
 // gradient, the sum over time steps of outer products, has one dot per step.
 constexpr size_t kMaxKernelDots = 16;
 // kMaxKernelDots, or half as many in reproducible mode, whose double-double partial sums take
-// twice the shared memory (small_matmul.cpp).
+// twice the shared memory (kernel_limits.cpp).
 size_t max_kernel_dots();
 // The segments one segmented kernel may have (FusedKernel::segments): each is a compare in
 // every block's dispatch in the CUDA layout.
@@ -36,9 +36,12 @@ constexpr size_t kMaxKernelSegments = 32;
 /// and shape, a pointer and strides per operand, two per constant, its end in the grid. An
 /// upper bound, to stay within kMaxParamFields.
 int64_t segment_param_fields(const FusedKernel& k);
-// The reductions one kernel may compute: each takes up to 4 KB of shared memory (a column
-// reduction's two buffers of 256 partial sums in f64), 8 KB with argmax's indices.
-constexpr size_t kMaxKernelReductions = 8;
+// The reductions one kernel may compute, in units of 4 KB of shared memory (a column
+// reduction's two buffers of 256 partial sums in double; argmax's indices take as much again).
+constexpr int kMaxKernelReductions = 8;
+// The units reduction n takes: 2 for a sum in double-double (of f64, or any floating sum in
+// reproducible mode), whose partial sums are twice as wide, else 1 (kernel_limits.cpp).
+int reduction_units(const Node* n);
 
 struct Info {
   Node* n = nullptr;

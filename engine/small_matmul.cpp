@@ -54,10 +54,6 @@ bool small_matmul(const Node* n) {
          (n->dtype == DType::f32 || n->dtype == DType::f64);
 }
 
-size_t max_kernel_dots() {
-  return engine().reproducible ? kMaxKernelDots / 2 : kMaxKernelDots;
-}
-
 bool tiled_matmul(const Node* n) {
   const Shape& s = n->shape();
   const int64_t N = s.size() > 0 ? s[s.size() - 1] : 1;

@@ -95,7 +95,7 @@ KILN_MATH_FN float log_f32(float x) {
   r = r * z + 0x1.555556p-1f; // 2/3
   r = r * z;
   const float hfsq = 0.5f * f * f, dk = static_cast<float>(k);
-  // k ln2 in two parts: the high one has 10 low zero bits, so k * hi is exact.
+  // k ln2 in two parts: the high one has 9 low zero bits, so k * hi is exact (|k| <= 152).
   float y = s * (hfsq + r) + dk * 0x1.7f7d1cp-20f - hfsq + f + dk * 0x1.62e4p-1f;
   y = x == KILN_FLOAT_BITS(0x7f800000u) ? x : y;     // log(inf) = inf
   y = x == 0.0f ? -KILN_FLOAT_BITS(0x7f800000u) : y; // log(+-0) = -inf

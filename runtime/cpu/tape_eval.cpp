@@ -119,13 +119,20 @@ void offsets(const BoundInput& in, const Shape& shape, int64_t start, int len, i
   }
 }
 
+// An AVX2 clone beside the baseline code where the compiler targets x86-64; each lane rounds as
+// the scalar code does, so the clones give the same bits.
+#if defined(__x86_64__) && !defined(__clang__)
+#define KILN_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define KILN_AVX2_CLONES
+#endif
+
 // The double-double sum of a[k] * b[k] over K contiguous f32 pairs, in two vectors of four
 // interleaved partial sums (the AVX2 clone runs where the CPU has it), combined at the end.
 // Its rounded total is the one any order gives: that is what double-double is for.
 typedef float F4 __attribute__((vector_size(16)));
 typedef double D4 __attribute__((vector_size(32)));
-__attribute__((target_clones("avx2", "default"))) DSum dot_contiguous(const float* a,
-                                                                      const float* b, int64_t K) {
+KILN_AVX2_CLONES DSum dot_contiguous(const float* a, const float* b, int64_t K) {
   D4 hi0 = {}, lo0 = {}, hi1 = {}, lo1 = {};
   int64_t k = 0;
   for (; k + 8 <= K; k += 8) {
@@ -142,8 +149,7 @@ __attribute__((target_clones("avx2", "default"))) DSum dot_contiguous(const floa
 }
 
 // hi[e] + lo[e] += a * b[e] for n elements (a run of dot_values' elements along a row of B).
-__attribute__((target_clones("avx2", "default"))) void
-add_scaled_row(double* hi, double* lo, double a, const float* b, int n) {
+KILN_AVX2_CLONES void add_scaled_row(double* hi, double* lo, double a, const float* b, int n) {
   for (int e = 0; e < n; ++e) DSum::add(hi[e], lo[e], a * double(b[e]));
 }
 
@@ -168,9 +174,10 @@ void dot_values(const KernelDot& d, const BoundInput& a, const BoundInput& b, co
       hi[e] += x;
   };
   // Runs of elements on one row of A that read consecutive elements of B (along a row of the
-  // product): their inner loop is contiguous and vectorizes. Other elements are gathered
-  // k-tile by k-tile into contiguous scratch (Exact), or added one by one. Each element's terms
-  // are added in k order either way.
+  // product): their inner loop is contiguous and vectorizes. Exact rows of A times rows of B
+  // (both contiguous along K) go through dot_contiguous's interleaved lanes. Other elements add
+  // one term at a time. A plain double sum adds each element's terms in k order; double-double
+  // sums may take any order (the rounded total is the same).
   bool runs = true;
   for (int e0 = 0, e1; e0 < len && runs; e0 = e1) {
     for (e1 = e0 + 1; e1 < len && oa[e1] == oa[e0] && ob[e1] == ob[e0] + (e1 - e0);) ++e1;
@@ -181,11 +188,11 @@ void dot_values(const KernelDot& d, const BoundInput& a, const BoundInput& b, co
       for (e1 = e0 + 1; e1 < len && oa[e1] == oa[e0] && ob[e1] == ob[e0] + (e1 - e0);) ++e1;
       for (int64_t k = 0; k < d.K; ++k) {
         const double av = double(Mem<M>::get(pa[oa[e0] + k * d.a_k]));
-        const M* row = pb + ob[e0] + k * d.b_k - e0;
+        const M* row = pb + ob[e0] + k * d.b_k; // element e0's; the run's others follow it
         if constexpr (Exact && std::is_same_v<M, float>)
-          add_scaled_row(hi + e0, lo + e0, av, row + e0, e1 - e0);
+          add_scaled_row(hi + e0, lo + e0, av, row, e1 - e0);
         else
-          for (int e = e0; e < e1; ++e) add(e, av * double(Mem<M>::get(row[e])));
+          for (int e = e0; e < e1; ++e) add(e, av * double(Mem<M>::get(row[e - e0])));
       }
     }
   } else if (Exact && std::is_same_v<M, float> && d.a_k == 1 && d.b_k == 1) {

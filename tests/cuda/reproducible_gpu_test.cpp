@@ -77,6 +77,17 @@ TEST_F(ReproducibleGpu, ExpTanhSigmoidAndLogAreTheCpusToTheBit) {
          return sigmoid(in[0] * 0.5f) * kiln::tanh(in[0]) + kiln::exp(in[0] * -0.25f);
        }}};
   for (const auto& [name, f] : ops) EXPECT_EQ(bit_differences(f, {x}), 0) << name;
+  // f16 and bf16 compute in float and round after each op: the same formulas serve them, and
+  // division is IEEE's (not the hardware's approximation of the default mode).
+  for (DType t : {DType::f16, DType::bf16}) {
+    Tensor h = cast(clamp(x, -60.0f, 60.0f), t);
+    for (const auto& [name, f] : ops)
+      EXPECT_EQ(bit_differences(f, {h}), 0) << name << " " << dtype_name(t);
+    EXPECT_EQ(bit_differences(
+                  [](const std::vector<Tensor>& in) { return in[0] / (in[0] * 0.3f + 2.0f); }, {h}),
+              0)
+        << "division " << dtype_name(t);
+  }
   set_reproducible(false); // CUDA's expf and tanhf round differently somewhere in the sweep
   for (const auto& [name, f] : ops) EXPECT_GT(bit_differences(f, {x}), 0) << name;
 }
@@ -138,6 +149,19 @@ TEST_F(ReproducibleGpu, SumsMeansAndNormalizationsAreTheCpusToTheBit) {
   }
   EXPECT_EQ(bit_differences([](const std::vector<Tensor>& in) { return sum(in[0], {1}); }, {h}), 0)
       << "f16 rows";
+  // Columns normalized three times over: six double-double means, split over kernels whose
+  // column layouts fit in shared memory.
+  Tensor tall = randn({4096, 1024}, DType::f32, Device::cpu());
+  eval(tall);
+  const Fn thrice = [](const std::vector<Tensor>& in) {
+    Tensor x = in[0];
+    for (int i = 0; i < 3; ++i) {
+      Tensor y = x - mean(x, {0}, true);
+      x = y * rsqrt(mean(y * y, {0}, true) + 1e-5f);
+    }
+    return x;
+  };
+  EXPECT_EQ(bit_differences(thrice, {tall}), 0) << "columns normalized three times";
 }
 
 // The RNN sample's training step, small: an LSTM over 12 steps at batch 4, MSE at every step,

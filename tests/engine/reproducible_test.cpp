@@ -175,6 +175,29 @@ TEST_F(Reproducible, DotProductsDoNotDependOnTheOrderOfK) {
   }
 }
 
+// Columns normalized three times over: six means, one kernel of seven passes in the default
+// mode. In double-double the CUDA column layout's partial sums take 8 KB each, so a kernel
+// computes at most four of them and the rest split off.
+Tensor normalized_thrice(Tensor x) {
+  for (int i = 0; i < 3; ++i) {
+    Tensor y = x - mean(x, {0}, true);
+    x = y * rsqrt(mean(y * y, {0}, true) + 1e-5f);
+  }
+  return x;
+}
+
+TEST_F(Reproducible, DoubleDoubleSumsTakeTwiceTheirShareOfAKernel) {
+  Tensor x = randn({512, 256});
+  eval(x);
+  reset_stats();
+  eval(normalized_thrice(x));
+  EXPECT_EQ(stats().kernels_run, 2);
+  set_reproducible(false);
+  reset_stats();
+  eval(normalized_thrice(x));
+  EXPECT_EQ(stats().kernels_run, 1);
+}
+
 TEST_F(Reproducible, TheModeIsPartOfThePlan) {
   Tensor a = randn({8, 300}), b = randn({300, 40});
   eval(a, b);
