@@ -115,6 +115,13 @@ CompileWorkers* CompileWorkers::shared(int n, const std::string& dir) {
   pool.reset(); // another cache directory: its workers go
   const std::string path = compile_worker_path();
   if (path.empty() || n < 2) return nullptr;
+  pool = start(path, n, dir);
+  pool_dir = dir;
+  return pool.get();
+}
+
+std::unique_ptr<CompileWorkers> CompileWorkers::start(const std::string& path, int n,
+                                                      const std::string& dir) {
   auto p = std::make_unique<CompileWorkers>();
   for (int i = 0; i < n; ++i) {
     std::unique_ptr<Worker> w = Worker::start(path, dir);
@@ -122,24 +129,29 @@ CompileWorkers* CompileWorkers::shared(int n, const std::string& dir) {
     p->workers_.push_back(std::move(w));
   }
   if (p->workers_.empty()) return nullptr;
-  pool = std::move(p);
-  pool_dir = dir;
-  return pool.get();
+  return p;
 }
 
 CompileWorkers::~CompileWorkers() = default;
 
 std::vector<CompileWorkers::Result> CompileWorkers::compile(llvm::ArrayRef<CudaKernelSource> srcs,
                                                             const CudaTarget& t) {
-  std::vector<Result> out(srcs.size());
+  std::vector<std::string> lines;
+  for (const CudaKernelSource& s : srcs) lines.push_back(manifest_line(s, t));
+  return compile_lines(lines);
+}
+
+std::vector<CompileWorkers::Result>
+CompileWorkers::compile_lines(llvm::ArrayRef<std::string> lines) {
+  std::vector<Result> out(lines.size());
   for (Result& r : out) r.error = "no compile worker was left to take it";
   std::deque<size_t> queue;
-  for (size_t i = 0; i < srcs.size(); ++i) queue.push_back(i);
+  for (size_t i = 0; i < lines.size(); ++i) queue.push_back(i);
   auto hand_out = [&] {
     for (auto& w : workers_)
       while (w->alive && w->job < 0 && !queue.empty()) {
         const size_t i = queue.front();
-        if (!w->send(manifest_line(srcs[i], t))) break; // gone: the job stays queued
+        if (!w->send(lines[i])) break; // gone: the job stays queued
         queue.pop_front();
         w->job = static_cast<int>(i);
       }

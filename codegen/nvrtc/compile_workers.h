@@ -31,9 +31,14 @@ public:
   /// null when none can be started (the tool is missing: KILN_COMPILE_WORKER, else kiln-cache
   /// beside libkiln). Later calls with another n or dir get the same pool.
   static CompileWorkers* shared(int n, const std::string& dir);
+  /// n workers running `path` (a kiln-cache) for cache directory `dir`; null if none starts.
+  static std::unique_ptr<CompileWorkers> start(const std::string& path, int n,
+                                               const std::string& dir);
 
   /// Compiles each source into the disk cache, as many at once as there are workers.
   std::vector<Result> compile(llvm::ArrayRef<CudaKernelSource> srcs, const CudaTarget& t);
+  /// The same for manifest lines (manifest_line()), each with its own target.
+  std::vector<Result> compile_lines(llvm::ArrayRef<std::string> lines);
 
   int size() const { return static_cast<int>(workers_.size()); }
   ~CompileWorkers();

@@ -245,7 +245,7 @@ TEST_F(KilnCacheTool, WarmCompilesARunsManifest) {
   ASSERT_EQ(w.status, 0) << w.out;
   const json j = json::parse(w.out);
   EXPECT_EQ(j["compiled"], 3) << w.out;
-  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["processes"], 2) << "worker processes, this tool's serve-compiles";
   EXPECT_EQ(json::parse(in(fresh, "warm --json " + manifest).out)["cached"], 3);
   ::setenv("KILN_COMPILE", "0", 1);
   Jit deployed(target(), fresh);

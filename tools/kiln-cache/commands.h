@@ -31,7 +31,7 @@ struct Args {
   std::optional<int64_t> older_than;
   // export, import, why, warm
   std::string file;
-  int jobs = 0; // warm: compile threads (0: one per CPU)
+  int jobs = 0; // warm: compile processes (0: one per CPU)
 };
 
 /// Whether this machine (and this kiln) can use e.

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   warm_cmd = with_json(app.add_subcommand(
       "warm", "compile a run's kernels (its KILN_CACHE_MANIFEST) into the cache, in parallel"));
   warm_cmd->add_option("manifest", a.file, "the manifest the run wrote")->required();
-  warm_cmd->add_option("--jobs,-j", a.jobs, "compile threads (default: one per CPU)");
+  warm_cmd->add_option("--jobs,-j", a.jobs, "compile processes (default: one per CPU)");
 #endif
   CLI::App* import_cmd = with_json(app.add_subcommand("import", "add an archive's entries"));
   import_cmd->add_option("file", a.file, "the archive to read")->required();

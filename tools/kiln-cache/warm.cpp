@@ -1,8 +1,11 @@
 // kiln-cache warm: compiles the kernels of a manifest (KILN_CACHE_MANIFEST, written by a run of
-// the workload) into the cache, on several threads, so that the workload's first run on this
-// machine compiles nothing. Uses kiln's own NVRTC path (codegen/nvrtc), loaded at run time.
+// the workload) into the cache, in several worker processes (this tool's serve-compiles, as
+// libkiln uses it: NVRTC compiles one kernel at a time per process on some hosts), so that the
+// workload's first run on this machine compiles nothing. Uses kiln's own NVRTC path
+// (codegen/nvrtc), loaded at run time; threads where no worker starts.
 #include "codegen/disk_cache.h"
 #include "codegen/disk_cache_format.h"
+#include "codegen/nvrtc/compile_workers.h"
 #include "codegen/nvrtc/nvrtc_api.h"
 #include "commands.h"
 #include "text.h"
@@ -16,6 +19,8 @@
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include <unistd.h>
 
 namespace kiln_cache {
 
@@ -61,6 +66,43 @@ std::vector<Job> jobs_of(const std::string& manifest, const Directory& d, int nv
   return jobs;
 }
 
+// Compiles the jobs in n workers running this program (serve-compiles); false if none starts.
+bool compile_in_workers(const std::vector<Job>& jobs, int n, const std::string& dir,
+                        std::vector<std::string>& failed) {
+  char self[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0 || jobs.empty()) return false;
+  std::unique_ptr<kd::CompileWorkers> workers =
+      kd::CompileWorkers::start(std::string(self, static_cast<size_t>(len)), n, dir);
+  if (!workers) return false;
+  std::vector<std::string> lines;
+  for (const Job& j : jobs) lines.push_back(kd::manifest_line(j.src, j.target));
+  const std::vector<kd::CompileWorkers::Result> results = workers->compile_lines(lines);
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (!results[i].ok) failed.push_back(fmt::format("{}: {}", jobs[i].src.name, results[i].error));
+  return true;
+}
+
+void compile_on_threads(const std::vector<Job>& jobs, int n, const std::string& dir,
+                        std::vector<std::string>& failed) {
+  kd::DiskCache cache(dir);
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  auto work = [&] {
+    for (size_t i; (i = next++) < jobs.size();) {
+      try {
+        cache.store(jobs[i].src, jobs[i].target, kd::compile_cuda(jobs[i].src, jobs[i].target));
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        failed.push_back(fmt::format("{}: {}", jobs[i].src.name, e.what()));
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+}
+
 } // namespace
 
 int warm(const Directory& d, const Args& a) {
@@ -76,38 +118,24 @@ int warm(const Directory& d, const Args& a) {
     std::fprintf(stderr, "kiln-cache warm: cannot read the manifest %s\n", a.file.c_str());
     return 1;
   }
-  kd::DiskCache cache(a.dir);
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::vector<std::string> failed;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto work = [&] {
-    for (size_t i; (i = next++) < jobs.size();) {
-      try {
-        cache.store(jobs[i].src, jobs[i].target, kd::compile_cuda(jobs[i].src, jobs[i].target));
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(mu);
-        failed.push_back(fmt::format("{}: {}", jobs[i].src.name, e.what()));
-      }
-    }
-  };
   const int n =
       std::max(1, std::min<int>(a.jobs > 0 ? a.jobs : int(std::thread::hardware_concurrency()),
                                 int(jobs.size())));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < n; ++t) threads.emplace_back(work);
-  for (std::thread& t : threads) t.join();
+  std::vector<std::string> failed;
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool processes = compile_in_workers(jobs, n, a.dir, failed);
+  if (!processes) compile_on_threads(jobs, n, a.dir, failed);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::string text;
   for (const std::string& s : skipped) text += "skipped " + s + "\n";
   for (const std::string& f : failed) text += "failed " + f + "\n";
-  text += fmt::format(
-      "compiled {} kernels on {} threads in {}; {} were cached, {} skipped, {} failed\n",
-      jobs.size() - failed.size(), n, human_ms(ms), cached, skipped.size(), failed.size());
+  text += fmt::format("compiled {} kernels in {} {} in {}; {} were cached, {} skipped, {} failed\n",
+                      jobs.size() - failed.size(), n, processes ? "processes" : "threads",
+                      human_ms(ms), cached, skipped.size(), failed.size());
   print(a,
         {{"compiled", jobs.size() - failed.size()},
-         {"threads", n},
+         {processes ? "processes" : "threads", n},
          {"ms", ms},
          {"cached", cached},
          {"skipped", skipped},
