@@ -163,7 +163,7 @@ std::string lit(DType t, const char* x) { // a floating literal in the compute t
 }
 
 // Reproducible kernels: f32 (and f16/bf16, computed in float) exp, tanh, sigmoid, log and log1p
-// from ir/float_math.h, the CPU's formulas.
+// from ir/float_math.h, the CPU's formulas (pow too: binary()).
 std::string portable_unary(const TapeInst& in) {
   const std::string a = v(in.a);
   switch (in.op) {
@@ -241,6 +241,8 @@ std::string binary(const TapeInst& in, bool reproducible) {
     if (is_half(t) && !reproducible) return fmt::format("k_div_h({}, {})", a, b);
     return f ? a + " / " + b : fmt::format("({1} == 0 ? 0 : {0} / {1})", a, b);
   case OpCode::pow:
+    if (f && t != DType::f64 && reproducible)
+      return fmt::format("kiln::detail::pow_f32({}, {})", a, b);
     return f ? fmt::format("{}({}, {})", t == DType::f64 ? "pow" : "powf", a, b)
              : fmt::format("k_ipow({}, {})", a, b);
   case OpCode::maximum:

@@ -1,18 +1,21 @@
 #pragma once
-// f32 exp, tanh, sigmoid, log and log1p that give the same bits on every device: plain IEEE adds,
-// multiplies, divisions and compares in one fixed order, no library call and no fused
+// f32 exp, tanh, sigmoid, log, log1p and pow that give the same bits on every device: plain IEEE
+// adds, multiplies, divisions and compares in one fixed order, no library call and no fused
 // multiply-add (the host build has -ffp-contract=off, NVRTC gets --fmad=false). The CPU
 // interpreter always uses them (branch-free, so its loops vectorize; glibc's expf/tanhf are
 // scalar calls); generated CUDA kernels use them in reproducible mode (kiln::set_reproducible),
 // where CUDA's own expf/tanhf would round differently. Accuracy: exp within 2 ulp, tanh and
 // sigmoid within 3 ulp (sigmoid is 0 below -88.7, where the exact value is subnormal), log
-// within 1 ulp, log1p within 1.5 (tests/ops/float_math_test.cpp checks them against double).
+// within 1 ulp, log1p within 1.5, pow within 1 (computed in double: tests/ops/float_math_test.cpp
+// checks them against double).
 // Pasted verbatim into NVRTC sources (CMake embeds this file as kFloatMathSource). The
 // constants are hex literals so that no compiler's constant folding can differ.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define KILN_MATH_FN __host__ __device__ __forceinline__
 #define KILN_FLOAT_BITS(u) __uint_as_float(u)
 #define KILN_BITS_OF(x) __float_as_uint(x)
+#define KILN_DOUBLE_BITS(u) __longlong_as_double(static_cast<long long>(u))
+#define KILN_BITS_OF_DOUBLE(x) static_cast<unsigned long long>(__double_as_longlong(x))
 #define KILN_FABSF(x) fabsf(x)
 #else
 #include <bit>
@@ -21,6 +24,8 @@
 #define KILN_MATH_FN inline
 #define KILN_FLOAT_BITS(u) std::bit_cast<float>(static_cast<uint32_t>(u))
 #define KILN_BITS_OF(x) std::bit_cast<uint32_t>(x)
+#define KILN_DOUBLE_BITS(u) std::bit_cast<double>(static_cast<unsigned long long>(u))
+#define KILN_BITS_OF_DOUBLE(x) std::bit_cast<unsigned long long>(x)
 #define KILN_FABSF(x) std::fabs(x)
 #endif
 
@@ -110,6 +115,82 @@ KILN_MATH_FN float log1p_f32(float x) {
   float y = log_f32(u) + c / u;
   y = u == KILN_FLOAT_BITS(0x7f800000u) || u == 0.0f ? log_f32(u) : y; // x = inf, x = -1
   return x == 0.0f ? x : y;                                            // log1p(-0) = -0
+}
+
+// exp and log in double for pow_f32 (not yet f64's own exp and log: their error, about 2 ulps of
+// a double, is far inside what a float result needs but above what f64 users expect).
+KILN_MATH_FN double exp_for_pow(double x) {
+  // n = round(x / ln2); r = x - n ln2 in two parts (fdlibm's split: n * hi is exact); exp(r)
+  // on |r| <= ln2/2 by its Taylor series to r^13 (truncation below 1e-18 relative).
+  const double xc = x < -1100.0 ? -1100.0 : (x > 1100.0 ? 1100.0 : x);
+  const double n = (xc * 0x1.71547652b82fep+0 + 0x1.8p52) - 0x1.8p52;
+  const double r = (xc - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
+  double p = 0x1.6124613a86d09p-33; // 1/13!
+  p = p * r + 0x1.1eed8eff8d898p-29;
+  p = p * r + 0x1.ae64567f544e4p-26;
+  p = p * r + 0x1.27e4fb7789f5cp-22;
+  p = p * r + 0x1.71de3a556c734p-19;
+  p = p * r + 0x1.a01a01a01a01ap-16;
+  p = p * r + 0x1.a01a01a01a01ap-13;
+  p = p * r + 0x1.6c16c16c16c17p-10;
+  p = p * r + 0x1.1111111111111p-7;
+  p = p * r + 0x1.5555555555555p-5;
+  p = p * r + 0x1.5555555555555p-3;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const int k = static_cast<int>(n), k1 = k / 2; // two scales: subnormals and 2^1024 work
+  const double s1 = KILN_DOUBLE_BITS(static_cast<unsigned long long>(k1 + 1023) << 52);
+  const double s2 = KILN_DOUBLE_BITS(static_cast<unsigned long long>(k - k1 + 1023) << 52);
+  return p * s1 * s2;
+}
+
+// log of a finite x > 0 in double, as log_f32 (the atanh series of s to s^22).
+KILN_MATH_FN double log_for_pow(double x) {
+  const bool sub = x < 0x1p-1022;
+  const unsigned long long bits =
+      KILN_BITS_OF_DOUBLE(sub ? x * 0x1p54 : x) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
+  const int k = static_cast<int>(bits >> 52) - 1023 - (sub ? 54 : 0);
+  const double f = KILN_DOUBLE_BITS((bits & 0xfffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
+  const double s = f / (2.0 + f), z = s * s;
+  double r = 0x1.642c8590b2164p-4;  // 2/23
+  r = r * z + 0x1.8618618618618p-4; // 2/21
+  r = r * z + 0x1.af286bca1af28p-4; // 2/19
+  r = r * z + 0x1.e1e1e1e1e1e1ep-4; // 2/17
+  r = r * z + 0x1.1111111111111p-3; // 2/15
+  r = r * z + 0x1.3b13b13b13b14p-3; // 2/13
+  r = r * z + 0x1.745d1745d1746p-3; // 2/11
+  r = r * z + 0x1.c71c71c71c71cp-3; // 2/9
+  r = r * z + 0x1.2492492492492p-2; // 2/7
+  r = r * z + 0x1.999999999999ap-2; // 2/5
+  r = r * z + 0x1.5555555555555p-1; // 2/3
+  r = r * z;
+  const double hfsq = 0.5 * f * f, dk = static_cast<double>(k);
+  return s * (hfsq + r) + dk * 0x1.a39ef35793c76p-33 - hfsq + f + dk * 0x1.62e42fee00000p-1;
+}
+
+// a^b with C's pow rules for the special cases (pow(x, 0) = 1 and pow(1, y) = 1 even for NaN;
+// a negative base needs an integer exponent, whose parity gives the sign; zeros and infinities
+// as IEEE 754 says). The rest is exp(b log|a|) in double, rounded once to float.
+KILN_MATH_FN float pow_f32(float a, float b) {
+  const float inf = KILN_FLOAT_BITS(0x7f800000u), nan = KILN_FLOAT_BITS(0x7fc00000u);
+  if (b == 0.0f || a == 1.0f) return 1.0f;
+  if (a != a || b != b) return nan;
+  const float ab = KILN_FABSF(a), bb = KILN_FABSF(b);
+  const bool integer = bb >= 0x1p23f || static_cast<float>(static_cast<int>(b)) == b;
+  const bool odd = integer && bb < 0x1p24f && (static_cast<long long>(b) & 1) != 0;
+  const bool negative = (KILN_BITS_OF(a) >> 31) != 0 && odd; // -0 counts: pow(-0, 3) = -0
+  if (a < 0.0f && !integer && ab != inf) return nan;
+  float y;
+  if (bb == inf)
+    y = ab == 1.0f ? 1.0f : ((ab > 1.0f) == (b > 0.0f) ? inf : 0.0f);
+  else if (ab == 0.0f)
+    y = b < 0.0f ? inf : 0.0f;
+  else if (ab == inf)
+    y = b < 0.0f ? 0.0f : inf;
+  else
+    y = static_cast<float>(exp_for_pow(static_cast<double>(b) * log_for_pow(ab)));
+  return negative ? -y : y;
 }
 
 } // namespace kiln::detail

@@ -418,7 +418,9 @@ template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n) {
       for (int i = 0; i < n; ++i) o[i] = a[i] / b[i];
     return;
   case OpCode::pow:
-    if constexpr (F)
+    if constexpr (std::is_same_v<T, float>)
+      for (int i = 0; i < n; ++i) o[i] = pow_f32(a[i], b[i]);
+    else if constexpr (F)
       for (int i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
     else
       for (int i = 0; i < n; ++i) o[i] = int_pow(a[i], b[i]);

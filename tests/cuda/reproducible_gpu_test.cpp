@@ -73,6 +73,11 @@ TEST_F(ReproducibleGpu, ExpTanhSigmoidAndLogAreTheCpusToTheBit) {
       {"sigmoid", [](const std::vector<Tensor>& in) { return sigmoid(in[0]); }},
       {"log", [](const std::vector<Tensor>& in) { return kiln::log(in[0]); }},
       {"log1p", [](const std::vector<Tensor>& in) { return log1p(in[0]); }},
+      {"pow",
+       [](const std::vector<Tensor>& in) {
+         return kiln::pow(kiln::abs(in[0]) + 0.5f, in[0] * 0.1f);
+       }},
+      {"pow 2", [](const std::vector<Tensor>& in) { return kiln::pow(in[0], 2.0f); }},
       {"fused", [](const std::vector<Tensor>& in) {
          return sigmoid(in[0] * 0.5f) * kiln::tanh(in[0]) + kiln::exp(in[0] * -0.25f);
        }}};
