@@ -51,8 +51,9 @@ CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const C
   for (const KernelOutput& o : k.outputs) half |= is_half(o.dtype);
   if (half) s += cg::half_preamble();
   s += cg::preamble();
+  // ir/float_math.h before ir/philox.h, whose portable normals use it.
+  if (k.reproducible || rand) s += kFloatMathSource;
   if (rand) s += kPhiloxSource;
-  if (k.reproducible) s += kFloatMathSource;
   if (k.segmented()) {
     src.source = s + render_segmented(k, v, src.name);
     return src;

@@ -288,7 +288,7 @@ int uniform_bits(DType t) {
   return t == DType::f64 ? 53 : t == DType::f16 ? 11 : t == DType::bf16 ? 8 : 24;
 }
 
-std::string source(const TapeInst& in, int id) {
+std::string source(const FusedKernel& k, const TapeInst& in, int id) {
   DType t = in.dtype;
   const char* C = ct_name(t);
   switch (in.op) {
@@ -300,8 +300,8 @@ std::string source(const TapeInst& in, int id) {
     return fmt::format("({0})kiln::detail::philox_uniform(p.c{1}_seed, p.c{1}_ctr + (k_u64)i, {2})",
                        C, id, uniform_bits(t));
   case OpCode::rand_normal:
-    return fmt::format("({0})kiln::detail::philox_normal(p.c{1}_seed, p.c{1}_ctr + (k_u64)i)", C,
-                       id);
+    return fmt::format("({0})kiln::detail::philox_normal(p.c{1}_seed, p.c{1}_ctr + (k_u64)i, {2})",
+                       C, id, k.reproducible ? "true" : "false");
   default:
     return "";
   }
@@ -325,7 +325,7 @@ std::string inst_expr(const FusedKernel& k, int id) {
   std::string e;
   switch (op_kind(in.op)) {
   case OpKind::Source:
-    e = source(in, id);
+    e = source(k, in, id);
     break;
   case OpKind::Cast:
     e = cast(k, in);

@@ -117,9 +117,10 @@ KILN_MATH_FN float log1p_f32(float x) {
   return x == 0.0f ? x : y;                                            // log1p(-0) = -0
 }
 
-// exp and log in double for pow_f32 (not yet f64's own exp and log: their error, about 2 ulps of
-// a double, is far inside what a float result needs but above what f64 users expect).
-KILN_MATH_FN double exp_for_pow(double x) {
+// exp, log and cos in double for pow_f32 and Box-Muller normals (not yet f64's own exp, log
+// and cos: their error, a few ulps of a double, is far inside what a float result needs but
+// above what f64 users expect).
+KILN_MATH_FN double exp_d(double x) {
   // n = round(x / ln2); r = x - n ln2 in two parts (fdlibm's split: n * hi is exact); exp(r)
   // on |r| <= ln2/2 by its Taylor series to r^13 (truncation below 1e-18 relative).
   const double xc = x < -1100.0 ? -1100.0 : (x > 1100.0 ? 1100.0 : x);
@@ -146,7 +147,7 @@ KILN_MATH_FN double exp_for_pow(double x) {
 }
 
 // log of a finite x > 0 in double, as log_f32 (the atanh series of s to s^22).
-KILN_MATH_FN double log_for_pow(double x) {
+KILN_MATH_FN double log_d(double x) {
   const bool sub = x < 0x1p-1022;
   const unsigned long long bits =
       KILN_BITS_OF_DOUBLE(sub ? x * 0x1p54 : x) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
@@ -169,6 +170,33 @@ KILN_MATH_FN double log_for_pow(double x) {
   return s * (hfsq + r) + dk * 0x1.a39ef35793c76p-33 - hfsq + f + dk * 0x1.62e42fee00000p-1;
 }
 
+// cos of x in [0, 2 pi] (Box-Muller's angle): x - k pi/2 in two parts (fdlibm's split), then
+// the Taylor series of cos or sin on |r| <= pi/4 (to r^16 and r^17: below 1e-18).
+KILN_MATH_FN double cos_2pi_d(double x) {
+  const double k = (x * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;
+  const double r = (x - k * 0x1.921fb54400000p+0) - k * 0x1.0b4611a626331p-34, z = r * r;
+  double s = 0x1.952c77030ad4ap-49; // 1/17!
+  s = s * z - 0x1.ae7f3e733b81fp-41;
+  s = s * z + 0x1.6124613a86d09p-33;
+  s = s * z - 0x1.ae64567f544e4p-26;
+  s = s * z + 0x1.71de3a556c734p-19;
+  s = s * z - 0x1.a01a01a01a01ap-13;
+  s = s * z + 0x1.1111111111111p-7;
+  s = s * z - 0x1.5555555555555p-3;
+  s = r + r * z * s;
+  double c = 0x1.ae7f3e733b81fp-45; // 1/16!
+  c = c * z - 0x1.93974a8c07c9dp-37;
+  c = c * z + 0x1.1eed8eff8d898p-29;
+  c = c * z - 0x1.27e4fb7789f5cp-22;
+  c = c * z + 0x1.a01a01a01a01ap-16;
+  c = c * z - 0x1.6c16c16c16c17p-10;
+  c = c * z + 0x1.5555555555555p-5;
+  c = c * z - 0.5;
+  c = 1.0 + z * c;
+  const int q = static_cast<int>(k) & 3; // cos(r + q pi/2)
+  return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
+}
+
 // a^b with C's pow rules for the special cases (pow(x, 0) = 1 and pow(1, y) = 1 even for NaN;
 // a negative base needs an integer exponent, whose parity gives the sign; zeros and infinities
 // as IEEE 754 says). The rest is exp(b log|a|) in double, rounded once to float.
@@ -189,7 +217,7 @@ KILN_MATH_FN float pow_f32(float a, float b) {
   else if (ab == inf)
     y = b < 0.0f ? 0.0f : inf;
   else
-    y = static_cast<float>(exp_for_pow(static_cast<double>(b) * log_for_pow(ab)));
+    y = static_cast<float>(exp_d(static_cast<double>(b) * log_d(ab)));
   return negative ? -y : y;
 }
 

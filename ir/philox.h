@@ -13,6 +13,7 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 } // namespace kiln::detail
 #else
+#include "ir/float_math.h" // log_d, cos_2pi_d
 #include <cstdint>
 #if defined(__CUDACC__)
 #define KILN_HD __host__ __device__
@@ -63,11 +64,14 @@ KILN_HD inline double philox_uniform(uint64_t seed, uint64_t counter, int bits) 
   return static_cast<double>(r.v[0] >> (32 - bits)) / static_cast<double>(uint64_t(1) << bits);
 }
 
-/// Standard normal by Box-Muller, in double.
-KILN_HD inline double philox_normal(uint64_t seed, uint64_t counter) {
+/// Standard normal by Box-Muller, in double: with the C library's (CUDA's) log and cos, or,
+/// `portable`, with ir/float_math.h's, which give the same bits on every device (reproducible
+/// mode; float_math.h comes before this file wherever it is compiled).
+KILN_HD inline double philox_normal(uint64_t seed, uint64_t counter, bool portable = false) {
   Philox4 r = philox4x32_10(seed, counter);
   double u1 = (static_cast<double>(r.v[0]) + 0.5) * 0x1p-32; // (0, 1)
   double u2 = static_cast<double>(r.v[1]) * 0x1p-32;
+  if (portable) return KILN_SQRT(-2.0 * log_d(u1)) * cos_2pi_d(6.283185307179586 * u2);
   return KILN_SQRT(-2.0 * KILN_LOG(u1)) * KILN_COS(6.283185307179586 * u2);
 }
 

@@ -253,7 +253,8 @@ template <class C> C from_double(double v, DType t) {
     return saturate_cast<C>(v);
 }
 
-template <class C> void source(const TapeInst& in, int64_t start, int len, C* out) {
+template <class C>
+void source(const TapeInst& in, bool reproducible, int64_t start, int len, C* out) {
   switch (in.op) {
   case OpCode::constant: {
     C v;
@@ -279,7 +280,7 @@ template <class C> void source(const TapeInst& in, int64_t start, int len, C* ou
   }
   case OpCode::rand_normal:
     for (int e = 0; e < len; ++e)
-      out[e] = static_cast<C>(philox_normal(in.seed, in.counter + start + e));
+      out[e] = static_cast<C>(philox_normal(in.seed, in.counter + start + e, reproducible));
     return;
   default:
     return;
@@ -538,7 +539,7 @@ void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundIn
       break;
     case OpKind::Source:
       with_ct(compute_type(in.dtype),
-              [&](auto t) { source(in, start, len, out.as<decltype(t)>()); });
+              [&](auto t) { source(in, k.reproducible, start, len, out.as<decltype(t)>()); });
       break;
     case OpKind::Cast:
       with_ct(compute_type(k.tape[in.a].dtype),

@@ -2,6 +2,7 @@
 // GPU in reproducible mode: their error against double over a sweep of every float range, and
 // their special values. tests/cuda/reproducible_gpu_test.cpp checks the GPU gives the same bits.
 #include "ir/float_math.h"
+#include "ir/philox.h"
 
 #include <gtest/gtest.h>
 
@@ -96,6 +97,21 @@ TEST(FloatMath, PowAgainstDoubleAndCsSpecialCases) {
       EXPECT_EQ(got, want) << a << "^" << b;
       EXPECT_EQ(std::signbit(got), std::signbit(want)) << a << "^" << b;
     }
+}
+
+// Box-Muller with kiln's double log and cos (reproducible mode) against the C library's: the
+// same normals to 1e-14, relative (the helpers are within a few ulps of a double).
+TEST(FloatMath, PortableNormalsAgreeWithTheLibrarys) {
+  double worst = 0;
+  for (uint64_t c = 0; c < (1u << 20); ++c) {
+    const double lib = kiln::detail::philox_normal(7, c),
+                 own = kiln::detail::philox_normal(7, c, true);
+    worst = std::max(worst, std::fabs(own - lib) / std::max(1e-300, std::fabs(lib)));
+  }
+  EXPECT_LE(worst, 1e-14);
+  EXPECT_EQ(kiln::detail::cos_2pi_d(0.0), 1.0);
+  EXPECT_NEAR(kiln::detail::cos_2pi_d(3.141592653589793), -1.0, 1e-16);
+  EXPECT_NEAR(kiln::detail::log_d(1e-300), std::log(1e-300), 1e-13);
 }
 
 TEST(FloatMath, SpecialValues) {
