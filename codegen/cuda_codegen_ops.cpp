@@ -177,6 +177,8 @@ std::string portable_unary(const TapeInst& in) {
     return fmt::format("kiln::detail::log_f32({})", a);
   case OpCode::log1p:
     return fmt::format("kiln::detail::log1p_f32({})", a);
+  case OpCode::gelu:
+    return fmt::format("kiln::detail::gelu_f32({})", a);
   default:
     return "";
   }

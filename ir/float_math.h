@@ -1,13 +1,14 @@
 #pragma once
-// f32 exp, tanh, sigmoid, log, log1p and pow that give the same bits on every device: plain IEEE
-// adds, multiplies, divisions and compares in one fixed order, no library call and no fused
-// multiply-add (the host build has -ffp-contract=off, NVRTC gets --fmad=false). The CPU
-// interpreter always uses them (branch-free, so its loops vectorize; glibc's expf/tanhf are
-// scalar calls); generated CUDA kernels use them in reproducible mode (kiln::set_reproducible),
-// where CUDA's own expf/tanhf would round differently. Accuracy: exp within 2 ulp, tanh and
-// sigmoid within 3 ulp (sigmoid is 0 below -88.7, where the exact value is subnormal), log
-// within 1 ulp, log1p within 1.5, pow within 1 (computed in double: tests/ops/float_math_test.cpp
-// checks them against double).
+// f32 math that gives the same bits on every device: plain IEEE adds, multiplies, divisions and
+// compares in one fixed order, no library call and no fused multiply-add (the host build has
+// -ffp-contract=off, NVRTC gets --fmad=false). The CPU interpreter always uses them (exp, tanh,
+// sigmoid, log and log1p are branch-free, so its loops vectorize; glibc's are scalar calls);
+// generated CUDA kernels use them in reproducible mode (kiln::set_reproducible), where CUDA's
+// own functions would round differently. Accuracy against double (tests/ops/float_math_test.cpp):
+// exp within 2 ulp, tanh and sigmoid within 3 (sigmoid is 0 below -88.7, where the exact value
+// is subnormal), log within 1, log1p within 1.5; pow and gelu, computed in double, within 1.
+// The double helpers (exp_d, log_d, cos_2pi_d, erf_d, erfc_d) serve those and Box-Muller
+// normals (ir/philox.h); they are not yet f64's own functions.
 // Pasted verbatim into NVRTC sources (CMake embeds this file as kFloatMathSource). The
 // constants are hex literals so that no compiler's constant folding can differ.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
@@ -195,6 +196,49 @@ KILN_MATH_FN double cos_2pi_d(double x) {
   c = 1.0 + z * c;
   const int q = static_cast<int>(k) & 3; // cos(r + q pi/2)
   return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
+}
+
+// erf and erfc in double. Below 2.5: erf's Taylor series, 2/sqrt(pi) sum (-1)^n x^(2n+1) /
+// (n! (2n+1)), until the terms fall below 2^-60 (its terms reach about 500, so the sum keeps
+// about 1e-13 of absolute accuracy). From 2.5: erfc's continued fraction (Laplace's),
+// erfc(x) = exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))), evaluated
+// from a fixed depth of 60, with no cancellation.
+KILN_MATH_FN double erf_series(double x) {
+  const double z = -x * x;
+  double t = x, sum = x;
+  for (int n = 1; n < 120; ++n) {
+    t = t * z / n;
+    sum += t / (2 * n + 1);
+    if ((t < 0 ? -t : t) < 0x1p-60) break;
+  }
+  return sum * 0x1.20dd750429b6dp+0; // 2 / sqrt(pi)
+}
+
+KILN_MATH_FN double erfc_fraction(double x) { // x >= 2.5
+  double f = x;
+  for (int k = 60; k >= 1; --k) f = x + 0.5 * k / f;
+  return exp_d(-x * x) * 0x1.20dd750429b6dp-1 / f; // 1 / sqrt(pi)
+}
+
+KILN_MATH_FN double erfc_d(double x) {
+  if (x != x) return x;
+  if (x >= 2.5) return x > 27.0 ? 0.0 : erfc_fraction(x);
+  if (x <= -2.5) return x < -27.0 ? 2.0 : 2.0 - erfc_fraction(-x);
+  return 1.0 - erf_series(x);
+}
+
+KILN_MATH_FN double erf_d(double x) {
+  if (x != x) return x;
+  if (x >= 2.5) return 1.0 - (x > 27.0 ? 0.0 : erfc_fraction(x));
+  if (x <= -2.5) return (x < -27.0 ? 0.0 : erfc_fraction(-x)) - 1.0;
+  return erf_series(x);
+}
+
+// GELU's exact form, x/2 (1 + erf(x / sqrt 2)) = x/2 erfc(-x / sqrt 2), in double (no
+// cancellation for negative x), rounded to float once.
+KILN_MATH_FN float gelu_f32(float x) {
+  const double d = static_cast<double>(x);
+  return static_cast<float>(0.5 * d * erfc_d(-d * 0x1.6a09e667f3bcdp-1));
 }
 
 // a^b with C's pow rules for the special cases (pow(x, 0) = 1 and pow(1, y) = 1 even for NaN;

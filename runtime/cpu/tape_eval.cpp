@@ -384,6 +384,10 @@ template <class T> void unary(OpCode op, const T* a, T* o, int n) {
         for (int i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-a[i]));
       return;
     case OpCode::gelu:
+      if constexpr (F32) {
+        for (int i = 0; i < n; ++i) o[i] = gelu_f32(a[i]);
+        return;
+      }
       for (int i = 0; i < n; ++i)
         o[i] = T(0.5) * a[i] * (T(1) + std::erf(a[i] * T(0.70710678118654752440)));
       return;

@@ -78,6 +78,7 @@ TEST_F(ReproducibleGpu, ExpTanhSigmoidAndLogAreTheCpusToTheBit) {
          return kiln::pow(kiln::abs(in[0]) + 0.5f, in[0] * 0.1f);
        }},
       {"pow 2", [](const std::vector<Tensor>& in) { return kiln::pow(in[0], 2.0f); }},
+      {"gelu", [](const std::vector<Tensor>& in) { return gelu(in[0]); }},
       {"fused", [](const std::vector<Tensor>& in) {
          return sigmoid(in[0] * 0.5f) * kiln::tanh(in[0]) + kiln::exp(in[0] * -0.25f);
        }}};

@@ -114,6 +114,25 @@ TEST(FloatMath, PortableNormalsAgreeWithTheLibrarys) {
   EXPECT_NEAR(kiln::detail::log_d(1e-300), std::log(1e-300), 1e-13);
 }
 
+TEST(FloatMath, ErfAndGelu) {
+  double worst_erf = 0, worst_gelu = 0;
+  for (int i = -600000; i <= 600000; ++i) {
+    const double x = i * 1e-5;
+    worst_erf = std::max(worst_erf, std::fabs(kiln::detail::erf_d(x) - std::erf(x)));
+    worst_erf = std::max(worst_erf, std::fabs(kiln::detail::erfc_d(x) - std::erfc(x)) /
+                                        std::max(1e-300, std::erfc(x)) * 1e-3);
+    const float xf = static_cast<float>(x);
+    const double ref = 0.5 * double(xf) * std::erfc(-double(xf) / std::sqrt(2.0));
+    worst_gelu = std::max(worst_gelu, ulps(kiln::detail::gelu_f32(xf), ref));
+  }
+  EXPECT_LE(worst_erf, 1e-12); // erf absolute; erfc relative, scaled by 1e-3 (so 1e-9)
+  EXPECT_LE(worst_gelu, 0.51);
+  EXPECT_EQ(kiln::detail::erf_d(0.0), 0.0);
+  EXPECT_EQ(kiln::detail::erf_d(10.0), 1.0);
+  EXPECT_EQ(kiln::detail::erf_d(-10.0), -1.0);
+  EXPECT_EQ(kiln::detail::gelu_f32(0.0f), 0.0f);
+}
+
 TEST(FloatMath, SpecialValues) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   EXPECT_EQ(exp_f32(0.0f), 1.0f);
