@@ -162,8 +162,8 @@ std::string lit(DType t, const char* x) { // a floating literal in the compute t
   return t == DType::f64 ? std::string(x) : std::string(x) + "f";
 }
 
-// Reproducible kernels: f32 (and f16/bf16, computed in float) exp, tanh, sigmoid, log and log1p
-// from ir/float_math.h, the CPU's formulas (pow too: binary()).
+// Reproducible kernels: every f32 (and f16/bf16, computed in float) math function from
+// ir/float_math.h, the CPU's formulas (pow too: binary()).
 std::string portable_unary(const TapeInst& in) {
   const std::string a = v(in.a);
   switch (in.op) {
@@ -179,6 +179,10 @@ std::string portable_unary(const TapeInst& in) {
     return fmt::format("kiln::detail::log1p_f32({})", a);
   case OpCode::gelu:
     return fmt::format("kiln::detail::gelu_f32({})", a);
+  case OpCode::sin:
+    return fmt::format("kiln::detail::sin_f32({})", a);
+  case OpCode::cos:
+    return fmt::format("kiln::detail::cos_f32({})", a);
   default:
     return "";
   }

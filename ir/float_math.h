@@ -6,9 +6,10 @@
 // generated CUDA kernels use them in reproducible mode (kiln::set_reproducible), where CUDA's
 // own functions would round differently. Accuracy against double (tests/ops/float_math_test.cpp):
 // exp within 2 ulp, tanh and sigmoid within 3 (sigmoid is 0 below -88.7, where the exact value
-// is subnormal), log within 1, log1p within 1.5; pow and gelu, computed in double, within 1.
-// The double helpers (exp_d, log_d, cos_2pi_d, erf_d, erfc_d) serve those and Box-Muller
-// normals (ir/philox.h); they are not yet f64's own functions.
+// is subnormal), log within 1, log1p within 1.5; pow, gelu, sin and cos, computed in double,
+// within 1 (sin and cos reduced exactly: Payne-Hanek past 2^20). The double helpers (exp_d,
+// log_d, erf_d, erfc_d, the sin/cos polynomials) serve those and Box-Muller normals
+// (ir/philox.h); they are not yet f64's own functions.
 // Pasted verbatim into NVRTC sources (CMake embeds this file as kFloatMathSource). The
 // constants are hex literals so that no compiler's constant folding can differ.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
@@ -171,11 +172,9 @@ KILN_MATH_FN double log_d(double x) {
   return s * (hfsq + r) + dk * 0x1.a39ef35793c76p-33 - hfsq + f + dk * 0x1.62e42fee00000p-1;
 }
 
-// cos of x in [0, 2 pi] (Box-Muller's angle): x - k pi/2 in two parts (fdlibm's split), then
-// the Taylor series of cos or sin on |r| <= pi/4 (to r^16 and r^17: below 1e-18).
-KILN_MATH_FN double cos_2pi_d(double x) {
-  const double k = (x * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;
-  const double r = (x - k * 0x1.921fb54400000p+0) - k * 0x1.0b4611a626331p-34, z = r * r;
+// sin and cos of |r| <= pi/4 in double: Taylor series to r^17 and r^16 (below 1e-18).
+KILN_MATH_FN double sin_poly(double r) {
+  const double z = r * r;
   double s = 0x1.952c77030ad4ap-49; // 1/17!
   s = s * z - 0x1.ae7f3e733b81fp-41;
   s = s * z + 0x1.6124613a86d09p-33;
@@ -184,7 +183,11 @@ KILN_MATH_FN double cos_2pi_d(double x) {
   s = s * z - 0x1.a01a01a01a01ap-13;
   s = s * z + 0x1.1111111111111p-7;
   s = s * z - 0x1.5555555555555p-3;
-  s = r + r * z * s;
+  return r + r * z * s;
+}
+
+KILN_MATH_FN double cos_poly(double r) {
+  const double z = r * r;
   double c = 0x1.ae7f3e733b81fp-45; // 1/16!
   c = c * z - 0x1.93974a8c07c9dp-37;
   c = c * z + 0x1.1eed8eff8d898p-29;
@@ -193,9 +196,87 @@ KILN_MATH_FN double cos_2pi_d(double x) {
   c = c * z - 0x1.6c16c16c16c17p-10;
   c = c * z + 0x1.5555555555555p-5;
   c = c * z - 0.5;
-  c = 1.0 + z * c;
-  const int q = static_cast<int>(k) & 3; // cos(r + q pi/2)
-  return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
+  return 1.0 + z * c;
+}
+
+// sin (q odd: cos) of r + q pi/2.
+KILN_MATH_FN double sin_quadrant(double r, int q) {
+  const double v = (q & 1) ? cos_poly(r) : sin_poly(r);
+  return (q & 2) ? -v : v;
+}
+
+// x - k pi/2 for |x| < 2^20 (k < 2^20, so k times the 33-bit head of pi/2 is exact; the tail is
+// fdlibm's split): r in [-pi/4, pi/4] to about 2^-66, and k.
+KILN_MATH_FN double reduce_medium(double x, int& k) {
+  const double kd = (x * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;
+  k = static_cast<int>(kd);
+  return (x - kd * 0x1.921fb54400000p+0) - kd * 0x1.0b4611a626331p-34;
+}
+
+// 64 bits of 2/pi from bit `pos` on (bit 1 is the first after the point; zeros before it).
+KILN_MATH_FN unsigned long long two_over_pi_bits(int pos) {
+  const unsigned w[8] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
+                         0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u};
+  unsigned long long r = 0;
+  for (int i = 0; i < 64; ++i) {
+    const int p = pos + i - 1;
+    const unsigned long long bit = p >= 0 && p < 256 ? (w[p / 32] >> (31 - p % 32)) & 1u : 0u;
+    r = r << 1 | bit;
+  }
+  return r;
+}
+
+// A positive float x >= 2^20 less k pi/2 (Payne and Hanek): with x = M 2^E, x 2/pi mod 4 is
+// M times the 98 bits of 2/pi that end 96 places below 2^E's, mod 2^98 (the bits above would
+// add multiples of 4, those below less than 2^-72). Its top two bits are k; the 96 below, the
+// fraction, rounded to the nearest quadrant, times pi/2 are r.
+KILN_MATH_FN double reduce_large(float x, int& k) {
+  const unsigned bits = KILN_BITS_OF(x);
+  const unsigned long long M = (bits & 0x7fffffu) | 0x800000u;
+  const int E = static_cast<int>(bits >> 23) - 150;
+  const unsigned long long hi = two_over_pi_bits(E - 1), lo = two_over_pi_bits(E + 63) >> 30;
+  // P = M (hi 2^34 + lo) mod 2^98, as ph 2^64 + pl.
+  const unsigned long long a = M * lo, t1 = M * (hi & 0xffffffffu), t2 = M * (hi >> 32);
+  const unsigned long long pl = a + (t1 << 34);
+  const unsigned long long ph = ((t1 >> 30) + (t2 << 2) + (pl < a ? 1u : 0u)) & 0x3ffffffffull;
+  k = static_cast<int>(ph >> 32);
+  unsigned long long fh = (ph & 0xffffffffu) << 32 | pl >> 32, fl = pl & 0xffffffffu;
+  double sign = 1.0;
+  if (fh >> 63) { // past half a quadrant: the next one, less the rest
+    k += 1;
+    sign = -1.0;
+    fh = ~fh;
+    fl = (~fl & 0xffffffffu) + 1u;
+    if (fl >> 32) fl = 0, fh += 1;
+  }
+  const double f = static_cast<double>(fh) * 0x1p-64 + static_cast<double>(fl) * 0x1p-96;
+  return sign * f * 0x1.921fb54442d18p+0;
+}
+
+// sin (cosine: quarter = 1) of a float, reduced and evaluated in double, rounded once.
+KILN_MATH_FN float sin_cos_f32(float x, int quarter) {
+  if (x != x || x - x != x - x) return KILN_FLOAT_BITS(0x7fc00000u); // NaN, +-inf
+  const float ax = KILN_FABSF(x);
+  int k = 0;
+  const double r = ax < 0x1p20f ? reduce_medium(ax, k) : reduce_large(ax, k);
+  const double v = sin_quadrant(r, (k + quarter) & 3);
+  // sin is odd, cos even
+  return static_cast<float>(quarter == 0 && x < 0.0f ? -v : v);
+}
+
+KILN_MATH_FN float sin_f32(float x) {
+  return x == 0.0f ? x : sin_cos_f32(x, 0); // sin(-0) = -0
+}
+
+KILN_MATH_FN float cos_f32(float x) {
+  return sin_cos_f32(x, 1);
+}
+
+// cos of x in [0, 2 pi] (Box-Muller's angle).
+KILN_MATH_FN double cos_2pi_d(double x) {
+  int k = 0;
+  const double r = reduce_medium(x, k);
+  return sin_quadrant(r, (k + 1) & 3);
 }
 
 // erf and erfc in double. Below 2.5: erf's Taylor series, 2/sqrt(pi) sum (-1)^n x^(2n+1) /

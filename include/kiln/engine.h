@@ -118,9 +118,9 @@ bool write_held_values();
 /// on the GPU follows its CPU run step for step. Every floating matmul is computed inside
 /// kiln's kernels (no cuBLAS or OpenBLAS, whose summation orders differ), floating sums and dot
 /// products accumulate in double-double (the rounded total does not depend on the order of the
-/// additions, so not on the kernel's layout), and exp, tanh, sigmoid, log, log1p, pow and gelu
-/// of f32, f16 and bf16 use kiln's own formulas on the GPU, as the CPU always does (and randn's
-/// log and cos, on both). Not covered yet: sin, cos, f64 math functions. Costs speed: large matmuls run at a
+/// additions, so not on the kernel's layout), and every math function of f32, f16 and bf16
+/// uses kiln's own formulas on the GPU, as the CPU always does (and randn's log and cos, on
+/// both). Not covered yet: the math functions of f64. Costs speed: large matmuls run at a
 /// fraction of BLAS's. Off by default (env KILN_REPRODUCIBLE=1). docs/semantics.md,
 /// "Reproducible mode".
 void set_reproducible(bool on);

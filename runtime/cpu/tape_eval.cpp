@@ -366,10 +366,16 @@ template <class T> void unary(OpCode op, const T* a, T* o, int n) {
       for (int i = 0; i < n; ++i) o[i] = T(1) / std::sqrt(a[i]);
       return;
     case OpCode::sin:
-      for (int i = 0; i < n; ++i) o[i] = std::sin(a[i]);
+      if constexpr (F32)
+        for (int i = 0; i < n; ++i) o[i] = sin_f32(a[i]);
+      else
+        for (int i = 0; i < n; ++i) o[i] = std::sin(a[i]);
       return;
     case OpCode::cos:
-      for (int i = 0; i < n; ++i) o[i] = std::cos(a[i]);
+      if constexpr (F32)
+        for (int i = 0; i < n; ++i) o[i] = cos_f32(a[i]);
+      else
+        for (int i = 0; i < n; ++i) o[i] = std::cos(a[i]);
       return;
     case OpCode::tanh:
       if constexpr (F32)

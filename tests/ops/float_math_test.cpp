@@ -133,6 +133,40 @@ TEST(FloatMath, ErfAndGelu) {
   EXPECT_EQ(kiln::detail::gelu_f32(0.0f), 0.0f);
 }
 
+// sin and cos, reduced exactly (Payne-Hanek past 2^20) and evaluated in double: rounded
+// correctly against long double over the range where the x87's reduction is exact (below 2^63),
+// and at a few huge arguments against values computed to 200 digits.
+TEST(FloatMath, SinAndCos) {
+  double worst = 0;
+  float at = 0;
+  for (uint64_t b = 0; b < (uint64_t(1) << 32); b += 4099) {
+    float x;
+    const uint32_t u = static_cast<uint32_t>(b);
+    std::memcpy(&x, &u, sizeof x);
+    if (!std::isfinite(x) || std::fabs(x) > 0x1p62f) continue;
+    const long double lx = x;
+    for (double e : {ulps(kiln::detail::sin_f32(x), double(sinl(lx))),
+                     ulps(kiln::detail::cos_f32(x), double(cosl(lx)))})
+      if (e > worst) worst = e, at = x;
+  }
+  EXPECT_LE(worst, 0.5001) << "at " << at;
+  struct Case {
+    float x, sin, cos;
+  };
+  for (Case c : {Case{0x1.93e594p+99f, -0x1.95136p-1f, -0x1.392444p-1f},
+                 Case{0x1.fffffep+127f, -0x1.0b3366p-1f, 0x1.b4bf2cp-1f},
+                 Case{0x1.5af1d8p+66f, 0x1.502ad2p-1f, 0x1.822e46p-1f},
+                 Case{0x1.fffffep+22f, 0x1.9f919ap-1f, -0x1.2b1386p-1f}}) {
+    EXPECT_EQ(kiln::detail::sin_f32(c.x), c.sin) << c.x;
+    EXPECT_EQ(kiln::detail::cos_f32(c.x), c.cos) << c.x;
+    EXPECT_EQ(kiln::detail::sin_f32(-c.x), -c.sin) << -c.x;
+  }
+  EXPECT_TRUE(std::signbit(kiln::detail::sin_f32(-0.0f)));
+  EXPECT_EQ(kiln::detail::cos_f32(0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(kiln::detail::sin_f32(std::numeric_limits<float>::infinity())));
+  EXPECT_TRUE(std::isnan(kiln::detail::cos_f32(std::nanf(""))));
+}
+
 TEST(FloatMath, SpecialValues) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   EXPECT_EQ(exp_f32(0.0f), 1.0f);
