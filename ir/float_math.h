@@ -217,13 +217,12 @@ KILN_MATH_FN double reduce_medium(double x, int& k) {
 KILN_MATH_FN unsigned long long two_over_pi_bits(int pos) {
   const unsigned w[8] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
                          0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u};
-  unsigned long long r = 0;
-  for (int i = 0; i < 64; ++i) {
-    const int p = pos + i - 1;
-    const unsigned long long bit = p >= 0 && p < 256 ? (w[p / 32] >> (31 - p % 32)) & 1u : 0u;
-    r = r << 1 | bit;
-  }
-  return r;
+  const int p = pos - 1; // 0-based
+  if (p < 0) return p <= -64 ? 0 : (static_cast<unsigned long long>(w[0]) << 32 | w[1]) >> -p;
+  const int i = p / 32, s = p % 32;
+  auto word = [&](int k) -> unsigned long long { return k < 8 ? w[k] : 0u; };
+  const unsigned long long head = word(i) << 32 | word(i + 1);
+  return s == 0 ? head : head << s | word(i + 2) >> (32 - s);
 }
 
 // A positive float x >= 2^20 less k pi/2 (Payne and Hanek): with x = M 2^E, x 2/pi mod 4 is
