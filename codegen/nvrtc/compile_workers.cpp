@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -32,6 +33,10 @@ std::string manifest_line(const CudaKernelSource& src, const CudaTarget& t) {
       cache_files::json_quote(src.key), cache_files::json_quote(src.source));
 }
 
+// How long a worker may take to answer before it is given up (a compile takes milliseconds to
+// seconds; a worker that hangs must not hang the program).
+constexpr int kAnswerTimeoutMs = 300000;
+
 struct CompileWorkers::Worker {
   pid_t pid = -1;
   int fd = -1;     // the socket: requests out, answers in
@@ -39,9 +44,19 @@ struct CompileWorkers::Worker {
   int job = -1;    // the source it is compiling
   bool alive = true;
 
-  ~Worker() {
-    if (fd >= 0) ::close(fd); // end of input: the worker exits
-    if (pid > 0) ::waitpid(pid, nullptr, WNOHANG);
+  ~Worker() { stop(); }
+
+  // Ends the worker (it may be in the middle of a compile) and reaps it.
+  void stop() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+    alive = false;
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    pid = -1;
   }
 
   static std::unique_ptr<Worker> start(const std::string& path, const std::string& dir) {
@@ -52,12 +67,21 @@ struct CompileWorkers::Worker {
     posix_spawn_file_actions_adddup2(&fa, sv[1], 0); // dup2 clears close-on-exec
     posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3); // the caller's other files stay its own
+#endif
+    // A process group of its own: a terminal's Ctrl-C that the program handles spares them.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     std::string cmd = "serve-compiles", dir_flag = "--dir", dir_arg = dir;
     char* argv[] = {const_cast<char*>(path.c_str()), dir_flag.data(), dir_arg.data(), cmd.data(),
                     nullptr};
     auto w = std::make_unique<Worker>();
-    const int rc = ::posix_spawn(&w->pid, path.c_str(), &fa, nullptr, argv, environ);
+    const int rc = ::posix_spawn(&w->pid, path.c_str(), &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     ::close(sv[1]);
     w->fd = sv[0];
     if (rc != 0) {
@@ -109,15 +133,22 @@ struct CompileWorkers::Worker {
 CompileWorkers* CompileWorkers::shared(int n, const std::string& dir) {
   static std::mutex mu;
   static std::unique_ptr<CompileWorkers> pool;
-  static std::string pool_dir;
+  static std::string pool_key; // directory, program and size: another asks for other workers
   std::lock_guard<std::mutex> lock(mu);
-  if (pool && pool_dir == dir) return pool.get();
-  pool.reset(); // another cache directory: its workers go
   const std::string path = compile_worker_path();
+  const std::string key = dir + '\n' + path + '\n' + std::to_string(n);
+  if (pool && pool_key == key && pool->alive() > 0) return pool.get();
+  pool.reset(); // another directory, program or size, or every worker gone: start afresh
   if (path.empty() || n < 2) return nullptr;
   pool = start(path, n, dir);
-  pool_dir = dir;
+  pool_key = key;
   return pool.get();
+}
+
+int CompileWorkers::alive() const {
+  int n = 0;
+  for (const auto& w : workers_) n += w->alive;
+  return n;
 }
 
 std::unique_ptr<CompileWorkers> CompileWorkers::start(const std::string& path, int n,
@@ -145,6 +176,7 @@ std::vector<CompileWorkers::Result>
 CompileWorkers::compile_lines(llvm::ArrayRef<std::string> lines) {
   std::vector<Result> out(lines.size());
   for (Result& r : out) r.error = "no compile worker was left to take it";
+  for (auto& w : workers_) w->job = -1, w->buf.clear(); // nothing left from an earlier call
   std::deque<size_t> queue;
   for (size_t i = 0; i < lines.size(); ++i) queue.push_back(i);
   auto hand_out = [&] {
@@ -163,13 +195,23 @@ CompileWorkers::compile_lines(llvm::ArrayRef<std::string> lines) {
     for (auto& w : workers_)
       if (w->alive && w->job >= 0) fds.push_back({w->fd, POLLIN, 0}), busy.push_back(w.get());
     if (busy.empty()) break;
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+    const int ready = ::poll(fds.data(), fds.size(), kAnswerTimeoutMs);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) { // no answer for minutes, or poll failed: stop waiting for these
+      for (Worker* w : busy) {
+        out[w->job].error = "the compile worker did not answer";
+        w->stop();
+        w->job = -1;
+      }
+      continue;
+    }
     for (size_t k = 0; k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
       Worker& w = *busy[k];
       Result r;
       if (!w.receive()) {
         out[w.job].error = "the compile worker exited";
+        w.stop(); // reaped
         w.job = -1;
       } else if (w.next_answer(r)) {
         out[w.job] = r;

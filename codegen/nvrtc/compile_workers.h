@@ -27,9 +27,9 @@ public:
     std::string error;     // why not ok
   };
 
-  /// The process's workers for cache directory `dir`, up to `n` of them, started on first use;
-  /// null when none can be started (the tool is missing: KILN_COMPILE_WORKER, else kiln-cache
-  /// beside libkiln). Later calls with another n or dir get the same pool.
+  /// The process's n workers for cache directory `dir`, started on first use and kept; null
+  /// when none can be started (the tool is missing: KILN_COMPILE_WORKER, else kiln-cache beside
+  /// libkiln). Another directory, program or n, or a pool whose workers all died, replaces them.
   static CompileWorkers* shared(int n, const std::string& dir);
   /// n workers running `path` (a kiln-cache) for cache directory `dir`; null if none starts.
   static std::unique_ptr<CompileWorkers> start(const std::string& path, int n,
@@ -41,6 +41,7 @@ public:
   std::vector<Result> compile_lines(llvm::ArrayRef<std::string> lines);
 
   int size() const { return static_cast<int>(workers_.size()); }
+  int alive() const; // the workers still running
   ~CompileWorkers();
 
   struct Worker; // a process and the socket it reads and answers on

@@ -132,8 +132,7 @@ void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<
     stats_.disk_hits++;
   }
   if (missing.size() < 2) return;
-  CompileWorkers* workers = CompileWorkers::shared(
-      std::min<int>(processes, static_cast<int>(missing.size())), disk_.dir());
+  CompileWorkers* workers = CompileWorkers::shared(processes, disk_.dir());
   if (!workers) return;
   std::vector<CudaKernelSource> todo;
   for (size_t i : missing) todo.push_back(srcs[i]);

@@ -83,6 +83,11 @@ TEST(FloatMath, PowAgainstDoubleAndCsSpecialCases) {
     }
   }
   EXPECT_LE(worst, 1.0);
+  // x^2 at a tie (x * x exactly halfway between two floats): the float product's rounding.
+  const float tie = 1.379150390625f;
+  EXPECT_EQ(pow_f32(tie, 2.0f), tie * tie);
+  EXPECT_EQ(pow_f32(-tie, 2.0f), tie * tie);
+  EXPECT_EQ(pow_f32(tie, 1.0f), tie);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   // Every case against the C library's powf (C99 Annex F).
   const float vals[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f,   -0.5f,  3.0f,       -3.0f,

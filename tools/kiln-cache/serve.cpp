@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -47,6 +48,9 @@ std::string compile_one(kd::DiskCache& cache, const std::string& line) {
   try {
     const kd::CudaBinary bin = kd::compile_cuda(src, target);
     cache.store(src, target, bin);
+    // "ok" promises the caller an entry to load: a store that failed (a full disk, an entry
+    // over the size limit) is an error, so that the caller compiles it and says why.
+    if (!cache.load(src, target)) return "error the compiled kernel could not be stored";
     return fmt::format("ok {}", bin.compile_ms);
   } catch (const std::exception& e) {
     return "error " + one_line(e.what());
@@ -60,6 +64,7 @@ int serve_compiles(const Args& a) {
     std::fprintf(stderr, "kiln-cache serve-compiles: %s\n", why.c_str());
     return 1;
   }
+  ::unsetenv("KILN_CACHE_MISS_LOG"); // the program that asked logs its own misses
   kd::DiskCache cache(a.dir);
   for (std::string line; std::getline(std::cin, line);) {
     const std::string answer = compile_one(cache, line);

@@ -67,7 +67,8 @@ std::vector<Job> jobs_of(const std::string& manifest, const Directory& d, int nv
 }
 
 // Compiles the jobs in n workers running this program (serve-compiles); false if none starts.
-bool compile_in_workers(const std::vector<Job>& jobs, int n, const std::string& dir,
+// n becomes the number that started.
+bool compile_in_workers(const std::vector<Job>& jobs, int& n, const std::string& dir,
                         std::vector<std::string>& failed) {
   char self[4096];
   const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -75,6 +76,7 @@ bool compile_in_workers(const std::vector<Job>& jobs, int n, const std::string& 
   std::unique_ptr<kd::CompileWorkers> workers =
       kd::CompileWorkers::start(std::string(self, static_cast<size_t>(len)), n, dir);
   if (!workers) return false;
+  n = workers->size();
   std::vector<std::string> lines;
   for (const Job& j : jobs) lines.push_back(kd::manifest_line(j.src, j.target));
   const std::vector<kd::CompileWorkers::Result> results = workers->compile_lines(lines);
@@ -118,9 +120,8 @@ int warm(const Directory& d, const Args& a) {
     std::fprintf(stderr, "kiln-cache warm: cannot read the manifest %s\n", a.file.c_str());
     return 1;
   }
-  const int n =
-      std::max(1, std::min<int>(a.jobs > 0 ? a.jobs : int(std::thread::hardware_concurrency()),
-                                int(jobs.size())));
+  int n = std::max(1, std::min<int>(a.jobs > 0 ? a.jobs : int(std::thread::hardware_concurrency()),
+                                    int(jobs.size())));
   std::vector<std::string> failed;
   const auto t0 = std::chrono::steady_clock::now();
   const bool processes = compile_in_workers(jobs, n, a.dir, failed);
