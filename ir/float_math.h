@@ -1,17 +1,17 @@
 #pragma once
 // f32 math that gives the same bits on every device: plain IEEE adds, multiplies, divisions and
 // compares in one fixed order, no library call and no fused multiply-add (the host build has
-// -ffp-contract=off, NVRTC gets --fmad=false). The CPU interpreter always uses them (exp, tanh,
-// sigmoid, log and log1p are branch-free, so its loops vectorize; glibc's are scalar calls);
-// generated CUDA kernels use them in reproducible mode (kiln::set_reproducible), where CUDA's
-// own functions would round differently. Accuracy against double (tests/ops/float_math_test.cpp):
-// exp within 2 ulp, tanh and sigmoid within 3 (sigmoid is 0 below -88.7, where the exact value
-// is subnormal), log within 1, log1p within 1.5; pow, gelu, sin and cos, computed in double,
-// within 1 (sin and cos reduced exactly: Payne-Hanek past 2^20). The double helpers (exp_d,
-// log_d, erf_d, erfc_d, the sin/cos polynomials) serve those and Box-Muller normals
-// (ir/philox.h); they are not yet f64's own functions.
-// Pasted verbatim into NVRTC sources (CMake embeds this file as kFloatMathSource). The
-// constants are hex literals so that no compiler's constant folding can differ.
+// -ffp-contract=off, NVRTC gets --fmad=false). The CPU interpreter always uses exp, tanh,
+// sigmoid, log and log1p (branch-free, so its loops vectorize; glibc's are scalar calls), and the
+// others in reproducible kernels (kiln::set_reproducible), as generated CUDA kernels use them
+// all there, where CUDA's own functions would round differently. Accuracy against double
+// (tests/ops/float_math_test.cpp): exp within 2 ulp, tanh and sigmoid within 3 (sigmoid is 0 below
+// -88.7, where the exact value is subnormal), log within 1, log1p within 1.5; pow, gelu, sin and
+// cos, computed in double, within 1 (sin and cos reduced exactly: Payne-Hanek past 2^20). The
+// double helpers (exp_d, log_d, erf_d, erfc_d, the sin/cos polynomials) serve those and Box-Muller
+// normals (ir/philox.h); they are not yet f64's own functions. Pasted verbatim into NVRTC sources
+// (CMake embeds this file as kFloatMathSource). The constants are hex literals so that no
+// compiler's constant folding can differ.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define KILN_MATH_FN __host__ __device__ __forceinline__
 #define KILN_FLOAT_BITS(u) __uint_as_float(u)
@@ -279,19 +279,30 @@ KILN_MATH_FN double cos_2pi_d(double x) {
 }
 
 // erf and erfc in double. Below 2.5: erf's Taylor series, 2/sqrt(pi) sum (-1)^n x^(2n+1) /
-// (n! (2n+1)), until the terms fall below 2^-60 (its terms reach about 200, so the sum keeps
-// about 1e-13 of absolute accuracy). From 2.5: erfc's continued fraction (Laplace's),
-// erfc(x) = exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))), evaluated
-// from a fixed depth of 60, with no cancellation.
+// (n! (2n+1)) (its terms reach about 200, so the sum keeps about 1e-13 of absolute accuracy).
+// From 2.5: erfc's continued fraction (Laplace's), erfc(x) = exp(-x^2) / sqrt(pi) / (x + (1/2) / (x
+// + 1 / (x + (3/2) / (x + ...)))), evaluated from a fixed depth of 60, with no cancellation.
 KILN_MATH_FN double erf_series(double x) {
-  const double z = -x * x;
-  double t = x, sum = x;
-  for (int n = 1; n < 120; ++n) {
-    t = t * z / n;
-    sum += t / (2 * n + 1);
-    if ((t < 0 ? -t : t) < 0x1p-60) break;
-  }
-  return sum * 0x1.20dd750429b6dp+0; // 2 / sqrt(pi)
+  // The series' coefficients with 2/sqrt(pi) folded in, (-1)^n 2 / (sqrt(pi) n! (2n+1)), to
+  // n = 40 (below 2.5 the next term is under 3e-19), summed by Horner's rule in x^2.
+  const double c[41] = {0x1.20dd750429b6dp+0,    -0x1.812746b0379e7p-2,   0x1.ce2f21a042be2p-4,
+                        -0x1.b82ce31288b51p-6,   0x1.565bcd0e6a53fp-8,    -0x1.c02db40040b86p-11,
+                        0x1.f9a326f9b89b7p-14,   -0x1.f4d25c3e0c2ebp-17,  0x1.b9e6c9dc651a3p-20,
+                        -0x1.5f742ec43e71ap-23,  0x1.fcc5720624c1cp-27,   -0x1.51d7181c5d36dp-30,
+                        0x1.9e6ad5e55a730p-34,   -0x1.d8453cb0c46eap-38,  0x1.f683ae4a97007p-42,
+                        -0x1.f56f071a885cfp-46,  0x1.d70b3537f4765p-50,   -0x1.a2007af3447f6p-54,
+                        0x1.5f7919bc67b8cp-58,   -0x1.18cc8a061c479p-62,  0x1.ab5cc31489f29p-67,
+                        -0x1.3676fc48c133cp-71,  0x1.af83c2fb19fa6p-76,   -0x1.1f690c2b2753ap-80,
+                        0x1.6f928977a0028p-85,   -0x1.c40abff27ce65p-90,  0x1.0baeaddb047b0p-94,
+                        -0x1.31b7776e54127p-99,  0x1.512193be51298p-104,  -0x1.67657a57148a3p-109,
+                        0x1.72c97f9dd3b8dp-114,  -0x1.7298e545013acp-119, 0x1.6731bac4d9ceap-124,
+                        -0x1.51e98b3b1916bp-129, 0x1.34d111e701528p-134,  -0x1.1264ac150f151p-139,
+                        0x1.da7210371d95dp-145,  -0x1.8f639dd720316p-150, 0x1.479786e3e5e92p-155,
+                        -0x1.05fd0bbdfc959p-160, 0x1.98d4d5028c0d7p-166};
+  const double z = x * x;
+  double p = c[40];
+  for (int n = 39; n >= 0; --n) p = p * z + c[n];
+  return x * p;
 }
 
 KILN_MATH_FN double erfc_fraction(double x) { // x >= 2.5

@@ -314,7 +314,11 @@ template <class T> T int_pow(T base, T e) {
   return r;
 }
 
-template <class T> void unary(OpCode op, const T* a, T* o, int n) {
+// f32 (and f16/bf16, computed in float) math: ir/float_math.h's exp, tanh, sigmoid, log and
+// log1p always (branch-free, so these loops vectorize, unlike glibc's calls); its sin, cos and
+// gelu, computed in double and slower than glibc's, only in a reproducible kernel (`portable`),
+// where the GPU computes the same.
+template <class T> void unary(OpCode op, const T* a, T* o, int n, bool portable) {
   constexpr bool F = std::is_floating_point_v<T>;
   constexpr bool F32 = std::is_same_v<T, float>;
   switch (op) {
@@ -367,15 +371,19 @@ template <class T> void unary(OpCode op, const T* a, T* o, int n) {
       return;
     case OpCode::sin:
       if constexpr (F32)
-        for (int i = 0; i < n; ++i) o[i] = sin_f32(a[i]);
-      else
-        for (int i = 0; i < n; ++i) o[i] = std::sin(a[i]);
+        if (portable) {
+          for (int i = 0; i < n; ++i) o[i] = sin_f32(a[i]);
+          return;
+        }
+      for (int i = 0; i < n; ++i) o[i] = std::sin(a[i]);
       return;
     case OpCode::cos:
       if constexpr (F32)
-        for (int i = 0; i < n; ++i) o[i] = cos_f32(a[i]);
-      else
-        for (int i = 0; i < n; ++i) o[i] = std::cos(a[i]);
+        if (portable) {
+          for (int i = 0; i < n; ++i) o[i] = cos_f32(a[i]);
+          return;
+        }
+      for (int i = 0; i < n; ++i) o[i] = std::cos(a[i]);
       return;
     case OpCode::tanh:
       if constexpr (F32)
@@ -390,10 +398,11 @@ template <class T> void unary(OpCode op, const T* a, T* o, int n) {
         for (int i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-a[i]));
       return;
     case OpCode::gelu:
-      if constexpr (F32) {
-        for (int i = 0; i < n; ++i) o[i] = gelu_f32(a[i]);
-        return;
-      }
+      if constexpr (F32)
+        if (portable) {
+          for (int i = 0; i < n; ++i) o[i] = gelu_f32(a[i]);
+          return;
+        }
       for (int i = 0; i < n; ++i)
         o[i] = T(0.5) * a[i] * (T(1) + std::erf(a[i] * T(0.70710678118654752440)));
       return;
@@ -403,7 +412,8 @@ template <class T> void unary(OpCode op, const T* a, T* o, int n) {
   }
 }
 
-template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n) {
+// pow of f32: ir/float_math.h's (in double) in a reproducible kernel (`portable`), else glibc's.
+template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n, bool portable) {
   constexpr bool F = std::is_floating_point_v<T>;
   switch (op) {
   case OpCode::add:
@@ -430,8 +440,11 @@ template <class T> void binary(OpCode op, const T* a, const T* b, T* o, int n) {
     return;
   case OpCode::pow:
     if constexpr (std::is_same_v<T, float>)
-      for (int i = 0; i < n; ++i) o[i] = pow_f32(a[i], b[i]);
-    else if constexpr (F)
+      if (portable) {
+        for (int i = 0; i < n; ++i) o[i] = pow_f32(a[i], b[i]);
+        return;
+      }
+    if constexpr (F)
       for (int i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
     else
       for (int i = 0; i < n; ++i) o[i] = int_pow(a[i], b[i]);
@@ -559,13 +572,14 @@ void eval_block(const FusedKernel& k, const Shape& shape, llvm::ArrayRef<BoundIn
     case OpKind::UnaryFloat:
       with_ct(compute_type(in.dtype), [&](auto t) {
         using T = decltype(t);
-        unary<T>(in.op, slabs[in.a].as<T>(), out.as<T>(), len);
+        unary<T>(in.op, slabs[in.a].as<T>(), out.as<T>(), len, k.reproducible);
       });
       break;
     case OpKind::Binary:
       with_ct(compute_type(in.dtype), [&](auto t) {
         using T = decltype(t);
-        binary<T>(in.op, slabs[in.a].as<T>(), slabs[in.b].as<T>(), out.as<T>(), len);
+        binary<T>(in.op, slabs[in.a].as<T>(), slabs[in.b].as<T>(), out.as<T>(), len,
+                  k.reproducible);
       });
       break;
     case OpKind::Compare:

@@ -96,8 +96,11 @@ TEST_F(ReproducibleGpu, ExpTanhSigmoidAndLogAreTheCpusToTheBit) {
               0)
         << "division " << dtype_name(t);
   }
-  set_reproducible(false); // CUDA's expf and tanhf round differently somewhere in the sweep
-  for (const auto& [name, f] : ops) EXPECT_GT(bit_differences(f, {x}), 0) << name;
+  // The check can fail: by default the GPU uses CUDA's functions, which round differently from
+  // kiln's exp, tanh, sigmoid, log and log1p (the CPU's in every mode) somewhere in the sweep.
+  // (The CPU's default sin, cos, pow and gelu are glibc's: no claim about those.)
+  set_reproducible(false);
+  for (size_t i = 0; i < 5; ++i) EXPECT_GT(bit_differences(ops[i].second, {x}), 0) << ops[i].first;
 }
 
 TEST_F(ReproducibleGpu, NormalRandomNumbersAreTheCpusToTheBit) {
