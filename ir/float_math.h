@@ -7,11 +7,11 @@
 // all there, where CUDA's own functions would round differently. Accuracy against double
 // (tests/ops/float_math_test.cpp): exp within 2 ulp, tanh and sigmoid within 3 (sigmoid is 0 below
 // -88.7, where the exact value is subnormal), log within 1, log1p within 1.5; pow, gelu, sin and
-// cos, computed in double, within 1 (sin and cos reduced exactly: Payne-Hanek past 2^20). The
-// double helpers (exp_d, log_d, erf_d, erfc_d, the sin/cos polynomials) serve those and Box-Muller
-// normals (ir/philox.h); they are not yet f64's own functions. Pasted verbatim into NVRTC sources
-// (CMake embeds this file as kFloatMathSource). The constants are hex literals so that no
-// compiler's constant folding can differ.
+// cos, computed in double, within 1 (sin and cos reduced to within 2^-66: Payne-Hanek past 2^20).
+// The double helpers (exp_d, log_d, erf_d, erfc_d, the sin/cos polynomials) serve those and
+// Box-Muller normals (ir/philox.h); they are not yet f64's own functions. Pasted verbatim into
+// NVRTC sources (CMake embeds this file as kFloatMathSource). The constants are hex literals so
+// that no compiler's constant folding can differ.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define KILN_MATH_FN __host__ __device__ __forceinline__
 #define KILN_FLOAT_BITS(u) __uint_as_float(u)
