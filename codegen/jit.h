@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,8 @@ public:
   JitStats stats() const;
 
 private:
+  /// The kernel from the disk cache (counted as a disk hit), if it is there.
+  std::optional<JitKernel> from_disk(const CudaKernelSource& src);
   void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<JitKernel>& out,
                           std::vector<bool>& done);
 

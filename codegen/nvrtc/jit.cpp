@@ -47,16 +47,19 @@ JitKernel Jit::build(const FusedKernel& k, const CudaVariant& v) {
   return build(render_cuda(k, v, target_));
 }
 
+std::optional<JitKernel> Jit::from_disk(const CudaKernelSource& src) {
+  std::optional<DiskCacheEntry> entry = disk_.load(src, target_);
+  if (!entry) return std::nullopt;
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.disk_hits++;
+  return JitKernel{src.name, std::move(entry->binary), true};
+}
+
 JitKernel Jit::build(const CudaKernelSource& src, bool fresh) {
   JitKernel out{src.name, {}};
   add_to_manifest(src, target_);
-  if (auto entry = fresh ? std::nullopt : disk_.load(src, target_)) {
-    out.binary = std::move(entry->binary);
-    out.from_disk = true;
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.disk_hits++;
-    return out;
-  }
+  if (!fresh)
+    if (std::optional<JitKernel> k = from_disk(src)) return std::move(*k);
   // KILN_COMPILE=0: a deployment that must be warm (its cache shipped with kiln-cache export)
   // fails loudly rather than stalling on NVRTC.
   if (!setting_flag(Setting::compile).value_or(true))
@@ -121,15 +124,10 @@ void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<
   std::vector<size_t> missing;
   for (size_t i = 0; i < srcs.size(); ++i) {
     add_to_manifest(srcs[i], target_);
-    std::optional<DiskCacheEntry> entry = disk_.load(srcs[i], target_);
-    if (!entry) {
+    if (std::optional<JitKernel> k = from_disk(srcs[i]))
+      out[i] = std::move(*k), done[i] = true;
+    else
       missing.push_back(i);
-      continue;
-    }
-    out[i] = JitKernel{srcs[i].name, std::move(entry->binary), true};
-    done[i] = true;
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.disk_hits++;
   }
   if (missing.size() < 2) return;
   CompileWorkers* workers = CompileWorkers::shared(processes, disk_.dir());
