@@ -66,6 +66,8 @@ struct Run {
         Buffer& v = moved.emplace_back(); // no owner: releases nothing
         v.data = static_cast<char*>(leaf->buffer->data) + delta * itemsize(leaf->dtype);
         v.bytes = leaf->buffer->bytes;
+        v.pinned_host = leaf->buffer->pinned_host; // its copies may still read it directly
+        v.external_ctx = leaf->buffer->external_ctx;
         moved_slot.push_back(static_cast<int>(i));
       }
     }
@@ -99,25 +101,24 @@ struct FlushGuard {
   ~FlushGuard() { flag = false; }
 };
 
+// A transfer's output buffer is made by the copy: an upload allocates it where the copy can
+// fill it without waiting for the kernels already queued on the destination (CudaBackend).
 // Device-to-device copies go through the host when neither side is the CPU.
-void run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs) {
+BufferRef run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs, Backend& to) {
   const TransferStep& t = *st.transfer();
-  if (t.bytes == 0) return;
-  Buffer& src = *bufs[t.src_slot];
-  Buffer& dst = *bufs[t.dst_slot];
+  const Buffer& src = *bufs[t.src_slot];
+  if (t.from.is_cpu())
+    return to.upload(static_cast<const char*>(src.data) + t.src_offset, t.bytes,
+                     src.pinned_host ? &src : nullptr, "to");
   Backend& from = backend_for(t.from, "to");
-  Backend& to = backend_for(st.device, "to");
-  if (t.from.is_cpu() && src.pinned_host) {
-    to.copy_from_pinned(dst, src, t.src_offset, t.bytes);
-  } else if (t.from.is_cpu()) {
-    to.copy_from_host(dst, 0, static_cast<const char*>(src.data) + t.src_offset, t.bytes);
-  } else if (st.device.is_cpu()) {
-    from.copy_to_host(dst.data, src, t.src_offset, t.bytes);
-  } else {
-    std::vector<char> host(t.bytes);
-    from.copy_to_host(host.data(), src, t.src_offset, t.bytes);
-    to.copy_from_host(dst, 0, host.data(), t.bytes);
+  if (st.device.is_cpu()) {
+    BufferRef dst = to.allocate(t.bytes);
+    if (t.bytes) from.copy_to_host(dst->data, src, t.src_offset, t.bytes);
+    return dst;
   }
+  std::vector<char> host(t.bytes);
+  if (t.bytes) from.copy_to_host(host.data(), src, t.src_offset, t.bytes);
+  return to.upload(host.data(), t.bytes, nullptr, "to");
 }
 
 // The buffer an output slot is written into: an input's, when the planner found that the
@@ -166,12 +167,15 @@ void finish_step(Run& r, const Step& st, Stats& stats) {
 
 void run_step(Run& r, const Step& st, Stats& stats) {
   Backend& be = backend_for(st.device, "eval");
+  if (const TransferStep* t = st.transfer()) {
+    r.produce(t->dst_slot, run_transfer(st, r.raw, be));
+    stats.buffers_materialized++;
+    return finish_step(r, st, stats);
+  }
   allocate_outputs(r, st, be, stats);
   llvm::ArrayRef<Buffer*> bufs = r.raw;
   if (const GemmStep* g = st.gemm()) {
     be.run_gemm(*g, bufs);
-  } else if (st.transfer()) {
-    run_transfer(st, bufs);
   } else if (const IndexStep* ix = st.index()) {
     be.run_index(*ix, bufs);
   } else {

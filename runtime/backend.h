@@ -84,19 +84,19 @@ public:
   /// do not move needs no update); ignored where it does not help.
   virtual BufferRef allocate(size_t bytes, const void* hint = nullptr) = 0;
   virtual void release(Buffer& b) = 0;
-  /// Host <-> device copies of raw bytes.
-  virtual void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) = 0;
+  /// A new buffer of this device holding `bytes` copied from host memory at `src`. Returns once
+  /// `src` has been read, except when `pinned` (the page-locked Buffer that holds `src`, see
+  /// Buffer::pinned_host) is given: a GPU may read it later, in the order of its work. A GPU's
+  /// copy overlaps the kernels queued before it (CudaBackend). `op` names the user's operation
+  /// in errors.
+  virtual BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const char* op) = 0;
+  /// `bytes` of `src` from `offset` into host memory at `dst`; returns when `dst` holds them.
   virtual void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) = 0;
   /// Page-locked host memory of `bytes` from this device's pool (an external, pinned_host
   /// Buffer), or null where the device has none (the CPU).
   virtual BufferRef allocate_pinned_host(size_t bytes) {
     (void)bytes;
     return nullptr;
-  }
-  /// dst <- `bytes` of the pinned host buffer `src` from `src_offset`, in the order of this
-  /// device's work. May return before the copy has read `src` (see Buffer::pinned_host).
-  virtual void copy_from_pinned(Buffer& dst, const Buffer& src, size_t src_offset, size_t bytes) {
-    copy_from_host(dst, 0, static_cast<const char*>(src.data) + src_offset, bytes);
   }
   /// Run a fused kernel; buffers[i] is the storage of kernel slot i.
   virtual void run_kernel(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) = 0;

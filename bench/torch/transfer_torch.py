@@ -57,6 +57,70 @@ def main():
     dev.copy_(pinned)
     out_pageable.copy_(dev)
     assert torch.equal(out_pageable, torch.from_numpy(host)), "wrong values"
+    overlap(host, pinned, a.reps)
+
+
+def timed_ms(reps, once):
+    once()
+    ms = []
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        once()
+        ms.append((time.perf_counter_ns() - t0) / 1e6)
+    return ms
+
+
+def overlap(host, pinned, reps):
+    """The same pairs as transfer_gpu's overlap(): an f32 matmul (TF32 off) of about the copy's
+    duration, then the copy, then one sync; the copy on the current stream (what a user writes
+    first) and on a side stream joined with wait_stream (what overlaps)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    d = 8192
+    a = torch.randn(d, d, device="cuda") / 90
+    side = torch.cuda.Stream()
+    out = {}
+
+    def kernel():
+        out["m"] = a @ a
+        torch.cuda.synchronize()
+
+    def copy():
+        out["t"] = pinned.to("cuda", non_blocking=True)
+        torch.cuda.synchronize()
+
+    def pair_same_stream():
+        out["m"] = a @ a
+        out["t"] = pinned.to("cuda", non_blocking=True)
+        torch.cuda.synchronize()
+
+    def pair_side_stream():
+        out["m"] = a @ a
+        with torch.cuda.stream(side):
+            t = pinned.to("cuda", non_blocking=True)
+        torch.cuda.current_stream().wait_stream(side)
+        t.record_stream(torch.cuda.current_stream())
+        out["t"] = t
+        torch.cuda.synchronize()
+
+    def pageable_pair_side_stream():
+        out["m"] = a @ a
+        with torch.cuda.stream(side):
+            t = torch.from_numpy(host).to("cuda", non_blocking=True)
+        torch.cuda.current_stream().wait_stream(side)
+        t.record_stream(torch.cuda.current_stream())
+        out["t"] = t
+        torch.cuda.synchronize()
+
+    print(f"\n- overlap: an f32 matmul ({d}^2, TF32 off) and the copy, then one sync; ms, median "
+          f"(min-max) of {reps} after a warm-up\n\n| work | ms |\n|---|---:|")
+    rows = [("matmul alone", kernel), ("pinned .to(cuda, non_blocking) alone", copy),
+            ("matmul, then pinned copy, one stream", pair_same_stream),
+            ("matmul, then pinned copy on a side stream", pair_side_stream),
+            ("matmul, then pageable copy on a side stream", pageable_pair_side_stream)]
+    for what, f in rows:
+        ms = timed_ms(reps, f)
+        print(f"| {what} | {statistics.median(ms):.2f} ({min(ms):.2f}-{max(ms):.2f}) |")
+    assert torch.equal(out["t"].cpu(), torch.from_numpy(host)), "wrong values"
 
 
 if __name__ == "__main__":

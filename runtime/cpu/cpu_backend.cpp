@@ -54,8 +54,11 @@ public:
     b.data = nullptr;
   }
 
-  void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
-    std::memcpy(static_cast<char*>(dst.data) + offset, src, bytes);
+  BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const char* op) override {
+    (void)pinned, (void)op;
+    BufferRef b = allocate(bytes, nullptr);
+    if (bytes) std::memcpy(b->data, src, bytes);
+    return b;
   }
 
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {

@@ -3,11 +3,12 @@
 // Memory comes from the device's default stream-ordered pool (cudaMallocAsync) with its
 // release threshold raised, so a buffer freed by its last handle is reused by later work in
 // stream order without a device sync. Host copies go through a ring of pinned chunks
-// (host_copies.h).
+// (host_copies.h); large uploads run on a copy stream beside the compute stream (copy_stream.h).
 #include "runtime/cuda/cuda_backend.h"
 #include "codegen/nvrtc/nvrtc_api.h"
 #include "runtime/cuda/cublas_api.h"
 
+#include "runtime/cuda/copy_stream.h"
 #include "runtime/cuda/cuda_batch.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_gemm.h"
@@ -54,32 +55,14 @@ public:
   Device device() const override { return Device::cuda(index_); }
 
   BufferRef allocate(size_t bytes, const void* hint) override {
-    void* p = nullptr;
-    size_t n = std::max<size_t>(bytes, 1);
+    const size_t n = std::max<size_t>(bytes, 1);
     if (void* q = recycled_.take(n, hint)) {
       if (poison_allocations()) // after queued replays that still use the block
         cudaMemsetAsync(q, 0xff, n, stream_->after_queued_quietly());
       return adopt(q, bytes);
     }
-    cudaError_t e = cudaMallocAsync(&p, n, stream_->for_new_allocation());
-    if (e == cudaErrorMemoryAllocation) { // give cached blocks back, then try once more
-      (void)cudaGetLastError();
-      const cudaStream_t s = stream_->after_queued_quietly(); // queued replays may use them
-      recycled_.release_all([s](void* q, size_t) { cudaFreeAsync(q, s); });
-      cudaStreamSynchronize(s);
-      cudaMemPoolTrimTo(pool_, 0);
-      e = cudaMallocAsync(&p, n, stream_->for_new_allocation());
-    }
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      size_t free_b = 0, total_b = 0;
-      cudaMemGetInfo(&free_b, &total_b);
-      fail("alloc", "out of device memory on cuda:{}: requested {} bytes, {} bytes free of {} ({})",
-           index_, bytes, free_b, total_b, cudaGetErrorString(e));
-    }
-    if (poison_allocations()) // NaN / -1 in every dtype; a fresh block: no queued replay uses it
-      cudaMemsetAsync(p, 0xff, n, stream_->for_new_allocation());
-    return adopt(p, bytes);
+    // a fresh block: no queued replay uses it
+    return adopt(fresh_block(bytes, stream_->for_new_allocation()), bytes);
   }
 
   void release(Buffer& b) override {
@@ -93,10 +76,28 @@ public:
     b.data = nullptr;
   }
 
-  void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
-    // dst may be a recycled block that queued replays still read
-    copies_.to_device(static_cast<char*>(dst.data) + offset, src, bytes, stream_->after_queued(),
-                      "to");
+  // Large uploads run on the copy stream, into a block allocated there (copy_stream.h); small
+  // ones on the compute stream, into a block that queued replays may still read.
+  BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const char* op) override {
+    // Straight from the page-locked block, without staging, and without waiting: the block's
+    // release is fenced after this copy (PinnedPool), and kiln never writes into it. A block of
+    // another GPU's pool is fenced on that GPU's stream, not this one: it is staged.
+    const bool direct = pinned && pinned->external_ctx == this;
+    if (bytes < CopyStream::kMinBytes) {
+      BufferRef b = allocate(bytes, nullptr);
+      copy_in(b->data, src, bytes, direct, stream_->after_queued(), op);
+      return b;
+    }
+    const cudaStream_t copies = copy_stream_.stream();
+    BufferRef b = adopt(fresh_block(bytes, copies), bytes);
+    try {
+      copy_in(b->data, src, bytes, direct, copies, op);
+    } catch (...) { // the block's release and any later work must still come after the copy
+      copy_stream_.join(stream_->after_queued_quietly(), op);
+      throw;
+    }
+    copy_stream_.join(stream_->after_queued(), op);
+    return b;
   }
 
   BufferRef allocate_pinned_host(size_t bytes) override {
@@ -110,17 +111,6 @@ public:
     };
     b->external_ctx = this;
     return b;
-  }
-
-  // Straight from the page-locked block, without staging, and without waiting: the block's
-  // release is fenced after this copy (PinnedPool), and kiln never writes into it. A block of
-  // another GPU's pool is fenced on that GPU's stream, not this one: it takes the staged path.
-  void copy_from_pinned(Buffer& dst, const Buffer& src, size_t src_offset, size_t bytes) override {
-    if (src.external_ctx != this)
-      return copy_from_host(dst, 0, static_cast<const char*>(src.data) + src_offset, bytes);
-    cuda_check(cudaMemcpyAsync(dst.data, static_cast<const char*>(src.data) + src_offset, bytes,
-                               cudaMemcpyHostToDevice, stream_->after_queued()),
-               "to", "cudaMemcpyAsync (pinned host to device)");
   }
 
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
@@ -178,11 +168,44 @@ public:
   bool idle() override { return stream_->idle(); }
 
 private:
+  // A block from the pool in `stream`'s order, poisoned when asked; throws kiln::Error when the
+  // device is out of memory even after the cached blocks were given back.
+  void* fresh_block(size_t bytes, cudaStream_t stream) {
+    const size_t n = std::max<size_t>(bytes, 1);
+    void* p = nullptr;
+    cudaError_t e = cudaMallocAsync(&p, n, stream);
+    if (e == cudaErrorMemoryAllocation) { // give cached blocks back, then try once more
+      (void)cudaGetLastError();
+      const cudaStream_t s = stream_->after_queued_quietly(); // queued replays may use them
+      recycled_.release_all([s](void* q, size_t) { cudaFreeAsync(q, s); });
+      cudaStreamSynchronize(s);
+      cudaMemPoolTrimTo(pool_, 0);
+      e = cudaMallocAsync(&p, n, stream);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      fail("alloc", "out of device memory on cuda:{}: requested {} bytes, {} bytes free of {} ({})",
+           index_, bytes, free_b, total_b, cudaGetErrorString(e));
+    }
+    if (poison_allocations()) cudaMemsetAsync(p, 0xff, n, stream); // NaN / -1 in every dtype
+    return p;
+  }
+
+  void copy_in(void* dst, const void* src, size_t bytes, bool direct, cudaStream_t stream,
+               const char* op) {
+    if (!direct) return copies_.to_device(dst, src, bytes, stream, op);
+    cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), op,
+               "cudaMemcpyAsync (pinned host to device)");
+  }
+
   int index_;
   RecycledBlocks recycled_{kRecycledBlock, kRecycledBytes};
   std::unique_ptr<OrderedStream> stream_;
   cudaMemPool_t pool_ = nullptr;
   HostCopies copies_{index_};
+  CopyStream copy_stream_{index_};
   PinnedPool pinned_{index_};
   std::unique_ptr<CudaKernelCache> kernels_;
   std::unique_ptr<CudaGemm> gemm_;
