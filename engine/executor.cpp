@@ -48,8 +48,9 @@ struct Run {
   llvm::SmallVector<BufferRef, 16> buffers;
   llvm::SmallVector<Buffer, 4> moved; // unowned views of realized inputs at other offsets
   llvm::SmallVector<int, 4> moved_slot;
-  llvm::SmallVector<Buffer*, 16> raw;      // what the backends read: buffers, moved ones replaced
-  llvm::SmallVector<int, 32> slot_of_node; // walk index -> the slot it realizes, or -1
+  llvm::SmallVector<Buffer*, 16> raw;        // what the backends read: buffers, moved ones replaced
+  llvm::SmallVector<int, 32> slot_of_node;   // walk index -> the slot it realizes, or -1
+  llvm::SmallVector<Buffer*, 2> downloading; // written by this run's downloads still in flight
 
   Run(const Schedule& sched, llvm::ArrayRef<Node*> n, std::vector<const void*>& h)
       : s(sched), nodes(n), hints(h), buffers(sched.slots.size()), raw(sched.slots.size()),
@@ -60,6 +61,7 @@ struct Run {
       if (slot.producer >= 0) slot_of_node[slot.producer] = static_cast<int>(i);
       if (slot.leaf < 0) continue;
       const Node* leaf = nodes[slot.leaf];
+      if (leaf->buffer) wait_written(*leaf->buffer); // a download still in flight
       buffers[i] = leaf->buffer;
       raw[i] = leaf->buffer.get();
       if (int64_t delta = leaf->layout.offset - slot.leaf_offset) {
@@ -102,15 +104,22 @@ struct FlushGuard {
 };
 
 // A transfer's output buffer is made by the copy: an upload allocates it where the copy can
-// fill it without waiting for the kernels already queued on the destination (CudaBackend).
-// Device-to-device copies go through the host when neither side is the CPU.
-BufferRef run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs, Backend& to) {
+// fill it without waiting for the kernels already queued on the destination, and a download
+// into pinned memory returns before the data is there (CudaBackend). Device-to-device copies go
+// through the host when neither side is the CPU.
+BufferRef run_transfer(Run& r, const Step& st, Backend& to) {
   const TransferStep& t = *st.transfer();
-  const Buffer& src = *bufs[t.src_slot];
+  const Buffer& src = *r.raw[t.src_slot];
   if (t.from.is_cpu())
     return to.upload(static_cast<const char*>(src.data) + t.src_offset, t.bytes,
                      src.pinned_host ? &src : nullptr, "to");
   Backend& from = backend_for(t.from, "to");
+  if (st.device.is_cpu() && t.bytes) {
+    if (BufferRef b = from.download(src, t.src_offset, t.bytes, "to")) {
+      r.downloading.push_back(b.get());
+      return b;
+    }
+  }
   if (st.device.is_cpu()) {
     BufferRef dst = to.allocate(t.bytes);
     if (t.bytes) from.copy_to_host(dst->data, src, t.src_offset, t.bytes);
@@ -119,6 +128,12 @@ BufferRef run_transfer(const Step& st, llvm::ArrayRef<Buffer*> bufs, Backend& to
   std::vector<char> host(t.bytes);
   if (t.bytes) from.copy_to_host(host.data(), src, t.src_offset, t.bytes);
   return to.upload(host.data(), t.bytes, nullptr, "to");
+}
+
+// Host-side work of a run (a CPU step, a copy from the host) reads what its downloads wrote.
+void wait_for_downloads(Run& r) {
+  for (Buffer* b : r.downloading) wait_written(*b);
+  r.downloading.clear();
 }
 
 // The buffer an output slot is written into: an input's, when the planner found that the
@@ -167,8 +182,10 @@ void finish_step(Run& r, const Step& st, Stats& stats) {
 
 void run_step(Run& r, const Step& st, Stats& stats) {
   Backend& be = backend_for(st.device, "eval");
+  const bool reads_host = st.transfer() ? st.transfer()->from.is_cpu() : st.device.is_cpu();
+  if (reads_host && !r.downloading.empty()) wait_for_downloads(r);
   if (const TransferStep* t = st.transfer()) {
-    r.produce(t->dst_slot, run_transfer(st, r.raw, be));
+    r.produce(t->dst_slot, run_transfer(r, st, be));
     stats.buffers_materialized++;
     return finish_step(r, st, stats);
   }

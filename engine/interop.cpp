@@ -96,6 +96,7 @@ const void* Tensor::data_ptr() const {
   if (!n->realized()) realize({n});
   backend_for(n->device, "data_ptr").synchronize();
   if (!n->buffer) return nullptr; // an empty value
+  wait_written(*n->buffer);       // a download still in flight
   return static_cast<const char*>(n->buffer->data) + n->layout.offset * itemsize(n->dtype);
 }
 

@@ -131,6 +131,7 @@ void Tensor::copy_to_host(void* dst, DType as, size_t count, const char* op) con
   detail::Backend& be = detail::backend_for(s->device, "to_vector");
   size_t bytes = count * itemsize(s->dtype);
   size_t offset = static_cast<size_t>(s->layout.offset) * itemsize(s->dtype);
+  detail::wait_written(*s->buffer); // a download still in flight
   if (s->dtype == as) {
     be.copy_to_host(dst, *s->buffer, offset, bytes);
     return;

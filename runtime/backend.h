@@ -8,6 +8,7 @@
 #include <llvm/ADT/IntrusiveRefCntPtr.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -44,6 +45,11 @@ struct Buffer {
   /// storage that the GPU's copies read directly and asynchronously. External (never written
   /// by kiln); its release is ordered after the copies queued before it.
   bool pinned_host = false;
+  /// Set while a copy that writes this host memory may still be in flight (a GPU's download into
+  /// a pinned block, which returns before the data is there): readers on the host call
+  /// wait_written first.
+  Backend* writer = nullptr;
+  uint64_t write_ticket = 0; // the writer's ticket for that copy
   ~Buffer();
   bool external() const { return owner == nullptr; }
   void Retain() const { ++refs_; }
@@ -92,6 +98,15 @@ public:
   virtual BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const char* op) = 0;
   /// `bytes` of `src` from `offset` into host memory at `dst`; returns when `dst` holds them.
   virtual void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) = 0;
+  /// A new host buffer receiving `bytes` of `src` from `offset`, in the order of this device's
+  /// work, without waiting for them: the buffer's `writer` is set until wait_written; or null
+  /// where the device has no such copy (the CPU).
+  virtual BufferRef download(const Buffer& src, size_t offset, size_t bytes, const char* op) {
+    (void)src, (void)offset, (void)bytes, (void)op;
+    return nullptr;
+  }
+  /// Waits for the copy with `ticket` from download(); throws kiln::Error if it failed.
+  virtual void wait_copy(uint64_t ticket) { (void)ticket; }
   /// Page-locked host memory of `bytes` from this device's pool (an external, pinned_host
   /// Buffer), or null where the device has none (the CPU).
   virtual BufferRef allocate_pinned_host(size_t bytes) {
@@ -129,6 +144,8 @@ protected:
   BufferRef adopt(void* data, size_t bytes);
 };
 
+/// Waits until the copy writing `b` (Buffer::writer), if any, is done.
+void wait_written(Buffer& b);
 /// The backend for a device; throws kiln::Error naming `op` if the device is unavailable.
 Backend& backend_for(Device d, const char* op);
 /// The device KILN_DEVICE names (cpu, cuda, cuda:N), or without it CUDA when available, else

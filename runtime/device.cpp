@@ -105,6 +105,12 @@ void set_default_device(Device d) {
 
 namespace detail {
 
+void wait_written(Buffer& b) {
+  if (!b.writer) return;
+  b.writer->wait_copy(b.write_ticket);
+  b.writer = nullptr;
+}
+
 Buffer::~Buffer() {
   if (owner) {
     owner->release(*this);

@@ -111,16 +111,39 @@ def overlap(host, pinned, reps):
         out["t"] = t
         torch.cuda.synchronize()
 
+    dev = torch.from_numpy(host).cuda()
+    down = torch.empty(dev.shape, dtype=dev.dtype).pin_memory()
+
+    def download():
+        down.copy_(dev, non_blocking=True)
+        torch.cuda.synchronize()
+
+    def download_side_then_matmul():
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            down.copy_(dev, non_blocking=True)
+        out["m"] = a @ a
+        torch.cuda.synchronize()
+
+    def download_then_matmul_one_stream():
+        down.copy_(dev, non_blocking=True)
+        out["m"] = a @ a
+        torch.cuda.synchronize()
+
     print(f"\n- overlap: an f32 matmul ({d}^2, TF32 off) and the copy, then one sync; ms, median "
           f"(min-max) of {reps} after a warm-up\n\n| work | ms |\n|---|---:|")
     rows = [("matmul alone", kernel), ("pinned .to(cuda, non_blocking) alone", copy),
             ("matmul, then pinned copy, one stream", pair_same_stream),
             ("matmul, then pinned copy on a side stream", pair_side_stream),
-            ("matmul, then pageable copy on a side stream", pageable_pair_side_stream)]
+            ("matmul, then pageable copy on a side stream", pageable_pair_side_stream),
+            ("GPU -> pinned copy_(non_blocking) alone", download),
+            ("download, then matmul, one stream", download_then_matmul_one_stream),
+            ("download on a side stream, then matmul", download_side_then_matmul)]
     for what, f in rows:
         ms = timed_ms(reps, f)
         print(f"| {what} | {statistics.median(ms):.2f} ({min(ms):.2f}-{max(ms):.2f}) |")
     assert torch.equal(out["t"].cpu(), torch.from_numpy(host)), "wrong values"
+    assert torch.equal(down, torch.from_numpy(host)), "wrong values (download)"
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 // Memory comes from the device's default stream-ordered pool (cudaMallocAsync) with its
 // release threshold raised, so a buffer freed by its last handle is reused by later work in
 // stream order without a device sync. Host copies go through a ring of pinned chunks
-// (host_copies.h); large uploads run on a copy stream beside the compute stream (copy_stream.h).
+// (host_copies.h). Large uploads and downloads into pinned blocks run on copy streams beside the
+// compute stream (copy_stream.h).
 #include "runtime/cuda/cuda_backend.h"
 #include "codegen/nvrtc/nvrtc_api.h"
 #include "runtime/cuda/cublas_api.h"
@@ -83,34 +84,43 @@ public:
     // release is fenced after this copy (PinnedPool), and kiln never writes into it. A block of
     // another GPU's pool is fenced on that GPU's stream, not this one: it is staged.
     const bool direct = pinned && pinned->external_ctx == this;
-    if (bytes < CopyStream::kMinBytes) {
+    if (bytes < CopyStream::kMinUploadBytes) {
       BufferRef b = allocate(bytes, nullptr);
       copy_in(b->data, src, bytes, direct, stream_->after_queued(), op);
       return b;
     }
-    const cudaStream_t copies = copy_stream_.stream();
+    const cudaStream_t copies = uploads_.stream();
     BufferRef b = adopt(fresh_block(bytes, copies), bytes);
     try {
       copy_in(b->data, src, bytes, direct, copies, op);
     } catch (...) { // the block's release and any later work must still come after the copy
-      copy_stream_.join(stream_->after_queued_quietly(), op);
+      uploads_.join(stream_->after_queued_quietly(), op);
       throw;
     }
-    copy_stream_.join(stream_->after_queued(), op);
+    uploads_.join(stream_->after_queued(), op);
     return b;
   }
 
   BufferRef allocate_pinned_host(size_t bytes) override {
-    BufferRef b(new Buffer);
-    b->data = pinned_.allocate(bytes, "pin_memory");
-    b->bytes = bytes;
-    b->pinned_host = true;
-    b->release_external = [](void* data, void* backend) {
-      auto* self = static_cast<CudaBackend*>(backend);
-      self->pinned_.release(data, self->stream_->after_queued_quietly());
-    };
-    b->external_ctx = this;
+    return pinned_block(bytes, "pin_memory");
+  }
+
+  // Into a pinned block, on the download stream after the work queued so far (which produced
+  // `src`); returns at once. Host readers wait for the block's ticket (wait_written).
+  BufferRef download(const Buffer& src, size_t offset, size_t bytes, const char* op) override {
+    BufferRef b = pinned_block(bytes, op);
+    downloads_.follow(stream_->after_queued(), op);
+    cuda_check(cudaMemcpyAsync(b->data, static_cast<const char*>(src.data) + offset, bytes,
+                               cudaMemcpyDeviceToHost, downloads_.stream()),
+               op, "cudaMemcpyAsync (device to pinned host)");
+    b->write_ticket = downloads_.mark(op);
+    b->writer = this;
     return b;
+  }
+
+  void wait_copy(uint64_t ticket) override {
+    downloads_.wait(ticket, "to");
+    index_error_.check(index_); // the download came after the work that produced its source
   }
 
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
@@ -139,8 +149,10 @@ public:
     return std::make_unique<CudaBatch>(*kernels_, *gemm_, *stream_, index_error_, items);
   }
 
+  // Uploads are joined into the compute stream; downloads are not.
   void synchronize() override {
     cuda_check(cudaStreamSynchronize(stream_->after_queued()), "sync", "cudaStreamSynchronize");
+    downloads_.synchronize("sync");
     index_error_.check(index_);
   }
 
@@ -165,7 +177,7 @@ public:
 
   // An error of earlier work also ends the wait: it reads as idle, and the next operation that
   // checks errors reports it.
-  bool idle() override { return stream_->idle(); }
+  bool idle() override { return stream_->idle() && downloads_.idle(); }
 
 private:
   // A block from the pool in `stream`'s order, poisoned when asked; throws kiln::Error when the
@@ -193,6 +205,22 @@ private:
     return p;
   }
 
+  // A page-locked block from the pool, as a CPU tensor's storage; its release is fenced on
+  // every stream that may copy from or into it.
+  BufferRef pinned_block(size_t bytes, const char* op) {
+    BufferRef b(new Buffer);
+    b->data = pinned_.allocate(bytes, op);
+    b->bytes = bytes;
+    b->pinned_host = true;
+    b->release_external = [](void* data, void* backend) {
+      auto* self = static_cast<CudaBackend*>(backend);
+      self->pinned_.release(data, {self->stream_->after_queued_quietly(), self->uploads_.stream(),
+                                   self->downloads_.stream()});
+    };
+    b->external_ctx = this;
+    return b;
+  }
+
   void copy_in(void* dst, const void* src, size_t bytes, bool direct, cudaStream_t stream,
                const char* op) {
     if (!direct) return copies_.to_device(dst, src, bytes, stream, op);
@@ -205,7 +233,8 @@ private:
   std::unique_ptr<OrderedStream> stream_;
   cudaMemPool_t pool_ = nullptr;
   HostCopies copies_{index_};
-  CopyStream copy_stream_{index_};
+  CopyStream uploads_{index_};
+  CopyStream downloads_{index_};
   PinnedPool pinned_{index_};
   std::unique_ptr<CudaKernelCache> kernels_;
   std::unique_ptr<CudaGemm> gemm_;

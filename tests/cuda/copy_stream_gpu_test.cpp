@@ -1,8 +1,10 @@
-// Uploads on the copy stream (runtime/cuda/copy_stream.h): a large copy runs beside the kernels
-// queued before it, so everything that reads, frees or waits for its buffer must still come
-// after it. Each test reads an upload at the earliest moment it can (a kernel issued right after
-// the copy, a sync, a reuse of the memory) and checks every value; run with poisoned allocations
-// (scripts/gpu-check), a reader that overtook the copy sees NaN or -1. Skipped without a CUDA
+// Copies on the copy streams (runtime/cuda/copy_stream.h). A large upload runs beside the
+// kernels queued before it, so everything that reads, frees or waits for its buffer must still
+// come after it; a download into pinned memory returns before the data is there, so every host
+// reader must wait for it, and its block must not be reused while it is written. Each test reads
+// a copy's result at the earliest moment it can (a kernel or a host read right after the copy,
+// a sync, a reuse of the memory) and checks every value; run with poisoned allocations
+// (scripts/gpu-check), a reader that overtook an upload sees NaN or -1. Skipped without a CUDA
 // device.
 #include "runtime/cuda/copy_stream.h"
 
@@ -11,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -34,6 +37,14 @@ std::vector<float> values(int64_t n, float salt) {
   return v;
 }
 
+// Compiles the kernel that expect_times_three_plus_one runs for n elements, so that a later
+// run launches it right after the copy (a first compile would give the copy time to finish).
+void warm_times_three_plus_one(int64_t n) {
+  Tensor w = full({n}, 0.0, DType::f32, Device::cuda(0));
+  eval(w);
+  ASSERT_EQ((w * 3.0f + 1.0f).to_vector<float>().back(), 1.0f);
+}
+
 // x * 3 + 1 read back and compared with the host's arithmetic, element for element.
 void expect_times_three_plus_one(const Tensor& gpu_input, const std::vector<float>& host) {
   Tensor y = gpu_input * 3.0f + 1.0f; // issued right after the copy
@@ -46,21 +57,24 @@ void expect_times_three_plus_one(const Tensor& gpu_input, const std::vector<floa
 TEST_F(CopyStreamGpu, AKernelRightAfterAPinnedUploadReadsAllOfIt) {
   const std::vector<float> host = values(kLarge, 1);
   Tensor p = from_vector(host, {kLarge}, Device::cpu()).pin_memory();
+  warm_times_three_plus_one(kLarge);
   expect_times_three_plus_one(p.to(Device::cuda(0)), host);
 }
 
 TEST_F(CopyStreamGpu, AKernelRightAfterAStagedUploadReadsAllOfIt) {
   const std::vector<float> host = values(kLarge, 2);
+  warm_times_three_plus_one(kLarge);
   expect_times_three_plus_one(from_vector(host, {kLarge}, Device::cuda(0)), host);
   Tensor cpu = from_vector(host, {kLarge}, Device::cpu());
   expect_times_three_plus_one(cpu.to(Device::cuda(0)), host); // a transfer step of a plan
 }
 
 TEST_F(CopyStreamGpu, UploadsJustAboveAndBelowTheThresholdAreRight) {
-  const int64_t at = static_cast<int64_t>(CopyStream::kMinBytes / sizeof(float));
+  const int64_t at = static_cast<int64_t>(CopyStream::kMinUploadBytes / sizeof(float));
   for (int64_t n : {at - 1, at, at + 1}) {
     SCOPED_TRACE(n);
     const std::vector<float> host = values(n, float(n % 7));
+    warm_times_three_plus_one(n);
     expect_times_three_plus_one(from_vector(host, {n}, Device::cuda(0)), host);
     expect_times_three_plus_one(
         from_vector(host, {n}, Device::cpu()).pin_memory().to(Device::cuda(0)), host);
@@ -76,6 +90,7 @@ TEST_F(CopyStreamGpu, AnUploadBesideARunningMatmulLeavesBothRight) {
   eval(a);
   const std::vector<float> host = values(kLarge, 3);
   Tensor p = from_vector(host, {kLarge}, Device::cpu()).pin_memory();
+  warm_times_three_plus_one(kLarge);
   Tensor m = matmul(a, a);
   eval(m); // queued, not waited for
   Tensor up = p.to(Device::cuda(0));
@@ -121,13 +136,88 @@ TEST_F(CopyStreamGpu, AnUploadIntoMemoryAQueuedKernelStillReadsWaitsForIt) {
 // sync() and a raw read through data_ptr() on another stream come after the copy.
 TEST_F(CopyStreamGpu, SyncWaitsForTheCopyStream) {
   const std::vector<float> host = values(kLarge, 6);
+  std::vector<float> raw(host.size(), -1); // allocated before: the read follows the copy at once
   Tensor up = from_vector(host, {kLarge}, Device::cpu()).pin_memory().to(Device::cuda(0));
   eval(up);
   const void* device = up.data_ptr(); // synchronizes
-  std::vector<float> raw(host.size(), -1);
   ASSERT_EQ(cudaMemcpy(raw.data(), device, raw.size() * sizeof(float), cudaMemcpyDeviceToHost),
             cudaSuccess);
   EXPECT_EQ(raw, host);
+}
+
+// A matmul slow enough (milliseconds) that a copy queued after it is still waiting when the
+// host reads; its values are d x d small integers / 64, exactly representable.
+Tensor slow_product(int64_t d, float salt) {
+  std::vector<float> v(static_cast<size_t>(d * d));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = (float(i % 7) + salt) * 0.125f;
+  Tensor a = from_vector(v, {d, d}, Device::cuda(0));
+  return matmul(a, a);
+}
+
+TEST_F(CopyStreamGpu, AHostReadRightAfterADownloadWaitsForIt) {
+  const int64_t d = 4096; // 64 MiB
+  for (int k = 0; k < 2; ++k) {
+    Tensor m = slow_product(d, float(k));
+    const std::vector<float> want = m.to_vector<float>();
+    Tensor again = slow_product(d, float(k));
+    Tensor down = again.to(Device::cpu());
+    eval(down); // returns before the matmul (and so the download) is done
+    EXPECT_TRUE(down.is_pinned());
+    ASSERT_EQ(down.to_vector<float>(), want) << k;
+    Tensor next = slow_product(d, float(k)).to(Device::cpu());
+    eval(next);
+    const auto* raw = static_cast<const float*>(next.data_ptr()); // waits too
+    ASSERT_TRUE(std::equal(want.begin(), want.end(), raw)) << k;
+  }
+}
+
+// Host work in the same plan as the download: a CPU op on its result, and a copy back.
+TEST_F(CopyStreamGpu, HostWorkInTheDownloadsPlanWaitsForIt) {
+  const int64_t d = 2048;
+  const std::vector<float> m = slow_product(d, 1).to_vector<float>();
+  Tensor on_cpu = slow_product(d, 1).to(Device::cpu()) * 2.0f + 1.0f; // one flush
+  const std::vector<float> got = on_cpu.to_vector<float>();
+  ASSERT_EQ(got.size(), m.size());
+  for (size_t i = 0; i < m.size(); ++i) ASSERT_EQ(got[i], m[i] * 2.0f + 1.0f) << i;
+  Tensor back = slow_product(d, 1).to(Device::cpu()).to(Device::cuda(0));
+  EXPECT_EQ(back.to_vector<float>(), m);
+}
+
+// A dropped download's block goes back to the pool while the copy may still write it: the next
+// pinned tensor of that size must not get it until the copy is done. The compute stream is idle
+// (its fence has passed): only the download stream's fence holds the block back.
+TEST_F(CopyStreamGpu, ADroppedDownloadsBlockIsNotReusedWhileItIsWritten) {
+  const int64_t n = int64_t(64) << 20; // 256 MiB of f32: several milliseconds on the link
+  Tensor g = full({n}, -3.0, DType::f32, Device::cuda(0));
+  eval(g);
+  kiln::sync();
+  for (int k = 0; k < 4; ++k) {
+    Tensor src = full({n}, double(k + 1), DType::f32, Device::cpu());
+    eval(src);
+    Tensor down = g.to(Device::cpu());
+    eval(down); // the download is in flight
+    down = Tensor();
+    Tensor p = src.pin_memory(); // at once: a block of the same size
+    kiln::sync();
+    const std::vector<float> v = p.to_vector<float>();
+    for (size_t i = 0; i < v.size(); i += 4099) ASSERT_EQ(v[i], float(k + 1)) << k << " " << i;
+    ASSERT_EQ(v.back(), float(k + 1)) << k;
+  }
+}
+
+// A value downloaded every step and read after the loop: each read waits for its own copy.
+TEST_F(CopyStreamGpu, DownloadsInALoopAreEachReadBack) {
+  Tensor x = full({1 << 16}, 1.0, DType::f32, Device::cuda(0));
+  std::vector<Tensor> sums;
+  for (int step = 0; step < 50; ++step) {
+    x = x * 0.5f + 1.0f;
+    sums.push_back(sum(x, {0}).to(Device::cpu()));
+  }
+  float want = 1;
+  for (int step = 0; step < 50; ++step) {
+    want = want * 0.5f + 1.0f;
+    EXPECT_EQ(sums[size_t(step)].item<float>(), want * float(1 << 16)) << step;
+  }
 }
 
 } // namespace
