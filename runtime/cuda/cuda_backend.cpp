@@ -77,14 +77,17 @@ public:
     b.data = nullptr;
   }
 
-  // Large uploads run on the copy stream, into a block allocated there (copy_stream.h); small
-  // ones on the compute stream, into a block that queued replays may still read.
+  // Large uploads while kernels run go to the upload stream, into a block allocated there
+  // (copy_stream.h); the others to the compute stream, into a block that queued replays may
+  // still read.
   BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const char* op) override {
     // Straight from the page-locked block, without staging, and without waiting: the block's
     // release is fenced after this copy (PinnedPool), and kiln never writes into it. A block of
     // another GPU's pool is fenced on that GPU's stream, not this one: it is staged.
     const bool direct = pinned && pinned->external_ctx == this;
-    if (bytes < CopyStream::kMinUploadBytes) {
+    // Nothing runs that the copy could overlap when the compute stream is idle: the copy goes
+    // there, into a block the pool reuses in that stream's own order.
+    if (bytes < CopyStream::kMinUploadBytes || stream_->idle()) {
       BufferRef b = allocate(bytes, nullptr);
       copy_in(b->data, src, bytes, direct, stream_->after_queued(), op);
       return b;

@@ -37,6 +37,22 @@ std::vector<float> values(int64_t n, float salt) {
   return v;
 }
 
+// Queues a matmul of a few tenths of a millisecond and returns its (pending) result: the next
+// large upload then finds the compute stream busy and takes the upload stream (an idle compute
+// stream gets the copy itself), and a reader queued after both runs before a 64 MiB copy ends
+// unless it waits for it.
+Tensor keep_compute_stream_busy() {
+  static Tensor a = [] {
+    Tensor t = from_vector(values(2048 * 2048, 0), {2048, 2048}, Device::cuda(0)) * (1.0f / 4096);
+    eval(t);
+    kiln::sync();
+    return t;
+  }();
+  Tensor m = matmul(a, a);
+  eval(m);
+  return m;
+}
+
 // Compiles the kernel that expect_times_three_plus_one runs for n elements, so that a later
 // run launches it right after the copy (a first compile would give the copy time to finish).
 void warm_times_three_plus_one(int64_t n) {
@@ -58,15 +74,19 @@ TEST_F(CopyStreamGpu, AKernelRightAfterAPinnedUploadReadsAllOfIt) {
   const std::vector<float> host = values(kLarge, 1);
   Tensor p = from_vector(host, {kLarge}, Device::cpu()).pin_memory();
   warm_times_three_plus_one(kLarge);
+  Tensor busy = keep_compute_stream_busy();
   expect_times_three_plus_one(p.to(Device::cuda(0)), host);
 }
 
 TEST_F(CopyStreamGpu, AKernelRightAfterAStagedUploadReadsAllOfIt) {
   const std::vector<float> host = values(kLarge, 2);
   warm_times_three_plus_one(kLarge);
+  Tensor busy = keep_compute_stream_busy();
   expect_times_three_plus_one(from_vector(host, {kLarge}, Device::cuda(0)), host);
   Tensor cpu = from_vector(host, {kLarge}, Device::cpu());
+  busy = keep_compute_stream_busy();
   expect_times_three_plus_one(cpu.to(Device::cuda(0)), host); // a transfer step of a plan
+  expect_times_three_plus_one(cpu.to(Device::cuda(0)), host); // the compute stream idle
 }
 
 TEST_F(CopyStreamGpu, UploadsJustAboveAndBelowTheThresholdAreRight) {
@@ -75,7 +95,9 @@ TEST_F(CopyStreamGpu, UploadsJustAboveAndBelowTheThresholdAreRight) {
     SCOPED_TRACE(n);
     const std::vector<float> host = values(n, float(n % 7));
     warm_times_three_plus_one(n);
+    Tensor busy = keep_compute_stream_busy();
     expect_times_three_plus_one(from_vector(host, {n}, Device::cuda(0)), host);
+    busy = keep_compute_stream_busy();
     expect_times_three_plus_one(
         from_vector(host, {n}, Device::cpu()).pin_memory().to(Device::cuda(0)), host);
   }
@@ -137,6 +159,7 @@ TEST_F(CopyStreamGpu, AnUploadIntoMemoryAQueuedKernelStillReadsWaitsForIt) {
 TEST_F(CopyStreamGpu, SyncWaitsForTheCopyStream) {
   const std::vector<float> host = values(kLarge, 6);
   std::vector<float> raw(host.size(), -1); // allocated before: the read follows the copy at once
+  Tensor busy = keep_compute_stream_busy();
   Tensor up = from_vector(host, {kLarge}, Device::cpu()).pin_memory().to(Device::cuda(0));
   eval(up);
   const void* device = up.data_ptr(); // synchronizes
@@ -203,6 +226,29 @@ TEST_F(CopyStreamGpu, ADroppedDownloadsBlockIsNotReusedWhileItIsWritten) {
     for (size_t i = 0; i < v.size(); i += 4099) ASSERT_EQ(v[i], float(k + 1)) << k << " " << i;
     ASSERT_EQ(v.back(), float(k + 1)) << k;
   }
+}
+
+// Each upload beside running kernels gets a fresh block on the upload stream; the blocks that
+// earlier uploads freed on the compute stream must be reused, not added to the pool each time.
+TEST_F(CopyStreamGpu, UploadsBesideKernelsReuseTheMemoryOfEarlierOnes) {
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+  auto reserved = [pool] {
+    uint64_t bytes = 0;
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &bytes);
+    return bytes;
+  };
+  const std::vector<float> host = values(kLarge, 7);
+  uint64_t after_warm_up = 0;
+  for (int k = 0; k < 12; ++k) {
+    Tensor busy = keep_compute_stream_busy();
+    Tensor up = from_vector(host, {kLarge}, Device::cuda(0));
+    ASSERT_EQ(sum(up, {0}).item<float>(),
+              sum(from_vector(host, {kLarge}, Device::cpu()), {0}).item<float>());
+    if (k == 3) after_warm_up = reserved();
+  }
+  EXPECT_LE(reserved(), after_warm_up + 2 * uint64_t(kLarge) * sizeof(float))
+      << "reserved " << reserved() << " bytes, " << after_warm_up << " after 4 uploads";
 }
 
 // A value downloaded every step and read after the loop: each read waits for its own copy.
