@@ -130,6 +130,7 @@ Stats stats() {
   s.bytes_allocated = m.allocated;
   s.bytes_in_use = m.in_use;
   s.peak_bytes_in_use = m.peak;
+  s.copies_overlapped = m.copies_overlapped;
   return s;
 }
 
@@ -138,13 +139,14 @@ void reset_stats() {
   detail::MemoryStats& m = detail::memory_stats();
   m.allocated = 0;
   m.peak = m.in_use;
+  m.copies_overlapped = 0;
 }
 
 std::ostream& operator<<(std::ostream& os, const Stats& s) {
   return os << fmt::format(
              "ops recorded {} ({} merged with identical ones), dropped unseen {}, fused in "
              "registers {}, buffers written {} ({} in place), kernels {} ({:.1f} ops/kernel, max "
-             "{}), gemms {}, copies {}, flushes {} ({} at the limits, {} early while the device "
+             "{}), gemms {}, copies {} ({} beside kernels), flushes {} ({} at the limits, {} early while the device "
              "was idle, {} at a loop body's end; {} checks found it busy), plans reused {} "
              "(planned {}, "
              "evicted {}, regrouped {}), graphs built {}, replayed {} ({} patched, {} queued to "
@@ -152,7 +154,7 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              "thread), GPU batches launched directly {}, bytes allocated {}, in use {}, peak {}",
              s.ops_recorded, s.ops_merged, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
              s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
-             s.gemms_run, s.copies_run, s.flushes, s.auto_flushes, s.idle_flushes, s.loop_flushes,
+             s.gemms_run, s.copies_run, s.copies_overlapped, s.flushes, s.auto_flushes, s.idle_flushes, s.loop_flushes,
              s.busy_checks, s.plan_hits, s.plan_misses, s.plan_evictions, s.plan_retries,
              s.graph_instantiations, s.graph_replays, s.graph_updates, s.launches_queued,
              s.graph_misses, s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);

@@ -101,6 +101,7 @@ public:
       throw;
     }
     uploads_.join(stream_->after_queued(), op);
+    memory_stats().copies_overlapped++;
     return b;
   }
 
@@ -118,6 +119,7 @@ public:
                op, "cudaMemcpyAsync (device to pinned host)");
     b->write_ticket = downloads_.mark(op);
     b->writer = this;
+    memory_stats().copies_overlapped++;
     return b;
   }
 

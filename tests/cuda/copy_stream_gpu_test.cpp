@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 using namespace kiln;
@@ -29,7 +30,7 @@ struct CopyStreamGpu : ::testing::Test {
   }
 };
 
-constexpr int64_t kLarge = int64_t(16) << 20; // 64 MiB of f32: milliseconds on the link
+constexpr int64_t kLarge = int64_t(64) << 20; // 256 MiB of f32: ~5 ms on the link
 
 std::vector<float> values(int64_t n, float salt) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -37,13 +38,13 @@ std::vector<float> values(int64_t n, float salt) {
   return v;
 }
 
-// Queues a matmul of a few tenths of a millisecond and returns its (pending) result: the next
-// large upload then finds the compute stream busy and takes the upload stream (an idle compute
-// stream gets the copy itself), and a reader queued after both runs before a 64 MiB copy ends
-// unless it waits for it.
+// Queues a matmul of about 3 ms and returns its (pending) result: the next large upload then
+// finds the compute stream busy (the host plans it in well under that) and takes the upload
+// stream (an idle compute stream gets the copy itself), and a reader queued after both runs
+// before a 256 MiB copy ends unless it waits for it.
 Tensor keep_compute_stream_busy() {
   static Tensor a = [] {
-    Tensor t = from_vector(values(2048 * 2048, 0), {2048, 2048}, Device::cuda(0)) * (1.0f / 4096);
+    Tensor t = from_vector(values(4096 * 4096, 0), {4096, 4096}, Device::cuda(0)) * (1.0f / 8192);
     eval(t);
     kiln::sync();
     return t;
@@ -70,23 +71,32 @@ void expect_times_three_plus_one(const Tensor& gpu_input, const std::vector<floa
     ASSERT_EQ(got[i], host[i] * 3.0f + 1.0f) << "element " << i;
 }
 
+// x * 3 + 1 of what `upload` returns, issued while a matmul runs; `beside`: whether the copy
+// must have run on the upload stream (else the test would not test it).
+void check_upload_during_matmul(const std::function<Tensor()>& upload,
+                                const std::vector<float>& host, bool beside = true) {
+  warm_times_three_plus_one(static_cast<int64_t>(host.size()));
+  Tensor busy = keep_compute_stream_busy();
+  const int64_t before = stats().copies_overlapped;
+  expect_times_three_plus_one(upload(), host);
+  EXPECT_EQ(stats().copies_overlapped - before, beside ? 1 : 0)
+      << (beside ? "the upload did not run beside the matmul" : "the upload ran beside it");
+}
+
 TEST_F(CopyStreamGpu, AKernelRightAfterAPinnedUploadReadsAllOfIt) {
   const std::vector<float> host = values(kLarge, 1);
   Tensor p = from_vector(host, {kLarge}, Device::cpu()).pin_memory();
-  warm_times_three_plus_one(kLarge);
-  Tensor busy = keep_compute_stream_busy();
-  expect_times_three_plus_one(p.to(Device::cuda(0)), host);
+  check_upload_during_matmul([&] { return p.to(Device::cuda(0)); }, host);
 }
 
 TEST_F(CopyStreamGpu, AKernelRightAfterAStagedUploadReadsAllOfIt) {
   const std::vector<float> host = values(kLarge, 2);
-  warm_times_three_plus_one(kLarge);
-  Tensor busy = keep_compute_stream_busy();
-  expect_times_three_plus_one(from_vector(host, {kLarge}, Device::cuda(0)), host);
+  check_upload_during_matmul([&] { return from_vector(host, {kLarge}, Device::cuda(0)); }, host);
   Tensor cpu = from_vector(host, {kLarge}, Device::cpu());
-  busy = keep_compute_stream_busy();
-  expect_times_three_plus_one(cpu.to(Device::cuda(0)), host); // a transfer step of a plan
-  expect_times_three_plus_one(cpu.to(Device::cuda(0)), host); // the compute stream idle
+  check_upload_during_matmul([&] { return cpu.to(Device::cuda(0)); }, host); // a plan's step
+  const int64_t before = stats().copies_overlapped;
+  expect_times_three_plus_one(cpu.to(Device::cuda(0)), host);
+  EXPECT_EQ(stats().copies_overlapped, before) << "an idle GPU gets the copy on its own stream";
 }
 
 TEST_F(CopyStreamGpu, UploadsJustAboveAndBelowTheThresholdAreRight) {
@@ -94,12 +104,10 @@ TEST_F(CopyStreamGpu, UploadsJustAboveAndBelowTheThresholdAreRight) {
   for (int64_t n : {at - 1, at, at + 1}) {
     SCOPED_TRACE(n);
     const std::vector<float> host = values(n, float(n % 7));
-    warm_times_three_plus_one(n);
-    Tensor busy = keep_compute_stream_busy();
-    expect_times_three_plus_one(from_vector(host, {n}, Device::cuda(0)), host);
-    busy = keep_compute_stream_busy();
-    expect_times_three_plus_one(
-        from_vector(host, {n}, Device::cpu()).pin_memory().to(Device::cuda(0)), host);
+    check_upload_during_matmul([&] { return from_vector(host, {n}, Device::cuda(0)); }, host,
+                               n >= at);
+    Tensor p = from_vector(host, {n}, Device::cpu()).pin_memory();
+    check_upload_during_matmul([&] { return p.to(Device::cuda(0)); }, host, n >= at);
   }
 }
 
@@ -115,8 +123,10 @@ TEST_F(CopyStreamGpu, AnUploadBesideARunningMatmulLeavesBothRight) {
   warm_times_three_plus_one(kLarge);
   Tensor m = matmul(a, a);
   eval(m); // queued, not waited for
+  const int64_t before = stats().copies_overlapped;
   Tensor up = p.to(Device::cuda(0));
   eval(up);
+  EXPECT_EQ(stats().copies_overlapped, before + 1) << "the upload did not run beside the matmul";
   expect_times_three_plus_one(up, host);
   const std::vector<float> a_vals = a.to_vector<float>();
   const std::vector<float> m_vals = m.to_vector<float>();
@@ -159,9 +169,12 @@ TEST_F(CopyStreamGpu, AnUploadIntoMemoryAQueuedKernelStillReadsWaitsForIt) {
 TEST_F(CopyStreamGpu, SyncWaitsForTheCopyStream) {
   const std::vector<float> host = values(kLarge, 6);
   std::vector<float> raw(host.size(), -1); // allocated before: the read follows the copy at once
+  Tensor p = from_vector(host, {kLarge}, Device::cpu()).pin_memory();
   Tensor busy = keep_compute_stream_busy();
-  Tensor up = from_vector(host, {kLarge}, Device::cpu()).pin_memory().to(Device::cuda(0));
+  const int64_t before = stats().copies_overlapped;
+  Tensor up = p.to(Device::cuda(0));
   eval(up);
+  EXPECT_EQ(stats().copies_overlapped, before + 1) << "the upload did not run beside the matmul";
   const void* device = up.data_ptr(); // synchronizes
   ASSERT_EQ(cudaMemcpy(raw.data(), device, raw.size() * sizeof(float), cudaMemcpyDeviceToHost),
             cudaSuccess);
@@ -240,13 +253,18 @@ TEST_F(CopyStreamGpu, UploadsBesideKernelsReuseTheMemoryOfEarlierOnes) {
   };
   const std::vector<float> host = values(kLarge, 7);
   uint64_t after_warm_up = 0;
+  float first_sum = 0; // the same kernel over the same values: the same bits every time
+  const int64_t before = stats().copies_overlapped;
   for (int k = 0; k < 12; ++k) {
     Tensor busy = keep_compute_stream_busy();
     Tensor up = from_vector(host, {kLarge}, Device::cuda(0));
-    ASSERT_EQ(sum(up, {0}).item<float>(),
-              sum(from_vector(host, {kLarge}, Device::cpu()), {0}).item<float>());
+    const float total = sum(up, {0}).item<float>();
+    if (k == 0) first_sum = total;
+    ASSERT_EQ(total, first_sum) << k;
     if (k == 3) after_warm_up = reserved();
+    if (k == 11) EXPECT_EQ(up.to_vector<float>(), host);
   }
+  EXPECT_EQ(stats().copies_overlapped - before, 12) << "uploads that did not run beside kernels";
   EXPECT_LE(reserved(), after_warm_up + 2 * uint64_t(kLarge) * sizeof(float))
       << "reserved " << reserved() << " bytes, " << after_warm_up << " after 4 uploads";
 }
