@@ -90,8 +90,15 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
 
   std::vector<Slot>& slots = sched.slots;
   std::vector<int> last_read(slots.size(), -1);
-  for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i)
-    for_each_read(sched.steps[i], [&](int slot) { last_read[slot] = i; });
+  // A transfer to the host may still read its source after later kernels have run (a GPU's
+  // download does not hold them back): its source is never written in place.
+  std::vector<bool> downloaded(slots.size(), false);
+  for (int i = 0; i < static_cast<int>(sched.steps.size()); ++i) {
+    const Step& st = sched.steps[i];
+    for_each_read(st, [&](int slot) { last_read[slot] = i; });
+    if (const TransferStep* t = st.transfer(); t && st.device.is_cpu())
+      downloaded[static_cast<size_t>(t->src_slot)] = true;
+  }
 
   // Realized nodes have slots of their own (kernel_builder.cpp): a buffer read through two
   // slots is read where the other slot's reads cannot see its overwrite.
@@ -117,7 +124,8 @@ void reuse_buffers(const PlanGraph& pg, Schedule& sched) {
         int s = k.inputs[ii].slot;
         Buffer* b = slots[s].leaf < 0 ? nullptr : pg.node(slots[s].leaf)->buffer.get();
         // Adopted memory (from_blob, from_dlpack) is the user's: never written by kiln.
-        if (!b || b->external() || donated[s] || last_read[s] != i || b->bytes != out.bytes)
+        if (!b || b->external() || donated[s] || downloaded[static_cast<size_t>(s)] ||
+            last_read[s] != i || b->bytes != out.bytes)
           continue;
         auto h = holders.find(b);
         if (h == holders.end() || h->second.survives || h->second.device != st.device ||

@@ -110,24 +110,26 @@ struct FlushGuard {
 BufferRef run_transfer(Run& r, const Step& st, Backend& to) {
   const TransferStep& t = *st.transfer();
   const Buffer& src = *r.raw[t.src_slot];
+  const char* data = static_cast<const char*>(src.data) + t.src_offset;
+  const void* hint = r.hints[t.dst_slot];
   if (t.from.is_cpu())
-    return to.upload(static_cast<const char*>(src.data) + t.src_offset, t.bytes,
-                     src.pinned_host ? &src : nullptr, "to");
+    return to.upload(data, t.bytes, src.pinned_host ? &src : nullptr, hint, "to");
   Backend& from = backend_for(t.from, "to");
   if (st.device.is_cpu() && t.bytes) {
-    if (BufferRef b = from.download(src, t.src_offset, t.bytes, "to")) {
+    // the owning buffer (raw may be an unowned view of it at another offset)
+    if (BufferRef b = from.download(r.buffers[t.src_slot], data, t.bytes, "to")) {
       r.downloading.push_back(b.get());
       return b;
     }
   }
   if (st.device.is_cpu()) {
-    BufferRef dst = to.allocate(t.bytes);
+    BufferRef dst = to.allocate(t.bytes, hint);
     if (t.bytes) from.copy_to_host(dst->data, src, t.src_offset, t.bytes);
     return dst;
   }
   std::vector<char> host(t.bytes);
   if (t.bytes) from.copy_to_host(host.data(), src, t.src_offset, t.bytes);
-  return to.upload(host.data(), t.bytes, nullptr, "to");
+  return to.upload(host.data(), t.bytes, nullptr, hint, "to");
 }
 
 // Host-side work of a run (a CPU step, a copy from the host) reads what its downloads wrote.
@@ -186,6 +188,7 @@ void run_step(Run& r, const Step& st, Stats& stats) {
   if (reads_host && !r.downloading.empty()) wait_for_downloads(r);
   if (const TransferStep* t = st.transfer()) {
     r.produce(t->dst_slot, run_transfer(r, st, be));
+    r.hints[t->dst_slot] = r.raw[t->dst_slot]->data;
     stats.buffers_materialized++;
     return finish_step(r, st, stats);
   }

@@ -89,7 +89,7 @@ Tensor from_data(const void* data, DType dtype, const Shape& shape, std::optiona
   Device dev = resolve_device(device, "from_data");
   Backend& be = backend_for(dev, "from_data");
   size_t bytes = static_cast<size_t>(shape.numel()) * itemsize(dtype);
-  BufferRef buf = be.upload(data, bytes, nullptr, "from_data");
+  BufferRef buf = be.upload(data, bytes, nullptr, nullptr, "from_data");
   return publish(new_realized(dtype, dev, std::move(buf), contiguous_layout(shape)));
 }
 

@@ -93,16 +93,18 @@ public:
   /// A new buffer of this device holding `bytes` copied from host memory at `src`. Returns once
   /// `src` has been read, except when `pinned` (the page-locked Buffer that holds `src`, see
   /// Buffer::pinned_host) is given: a GPU may read it later, in the order of its work. A GPU's
-  /// copy overlaps the kernels queued before it (CudaBackend). `op` names the user's operation
-  /// in errors.
-  virtual BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const char* op) = 0;
+  /// copy overlaps the kernels queued before it (CudaBackend). `hint` as for allocate; `op`
+  /// names the user's operation in errors.
+  virtual BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const void* hint,
+                           const char* op) = 0;
   /// `bytes` of `src` from `offset` into host memory at `dst`; returns when `dst` holds them.
   virtual void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) = 0;
-  /// A new host buffer receiving `bytes` of `src` from `offset`, in the order of this device's
-  /// work, without waiting for them: the buffer's `writer` is set until wait_written; or null
-  /// where the device has no such copy (the CPU).
-  virtual BufferRef download(const Buffer& src, size_t offset, size_t bytes, const char* op) {
-    (void)src, (void)offset, (void)bytes, (void)op;
+  /// A new host buffer receiving `bytes` at `data` (inside the buffer `src`), in the order of
+  /// this device's work, without waiting for them: the buffer's `writer` is set until
+  /// wait_written, and `src` is held until the copy has read it. Null where the device has no
+  /// such copy (the CPU) or cannot make one now: the caller copies with copy_to_host.
+  virtual BufferRef download(BufferRef src, const void* data, size_t bytes, const char* op) {
+    (void)src, (void)data, (void)bytes, (void)op;
     return nullptr;
   }
   /// Waits for the copy with `ticket` from download(); throws kiln::Error if it failed.

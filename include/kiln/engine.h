@@ -137,7 +137,8 @@ struct Stats {
   int64_t kernels_run = 0;          // kernels run: fused (elementwise, reduction), gather/scatter
   int64_t gemms_run = 0;
   int64_t copies_run = 0;           // device transfers and concat pieces
-  int64_t copies_overlapped = 0;    // host <-> GPU copies run beside kernels, on a copy stream
+  int64_t copies_overlapped = 0;    // host <-> GPU copies on a copy stream, beside kernels:
+                                    // uploads issued while kernels ran, and every download
   int64_t fused_ops = 0;            // compute ops inside fused kernels (sum over kernels)
   int64_t max_fused_ops = 0;        // most compute ops in one kernel
   int64_t flushes = 0;              // evaluations of the pending graph

@@ -54,9 +54,10 @@ public:
     b.data = nullptr;
   }
 
-  BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const char* op) override {
+  BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const void* hint,
+                   const char* op) override {
     (void)pinned, (void)op;
-    BufferRef b = allocate(bytes, nullptr);
+    BufferRef b = allocate(bytes, hint);
     if (bytes) std::memcpy(b->data, src, bytes);
     return b;
   }

@@ -13,9 +13,13 @@ CopyStream::CopyStream(int device) : device_(device) {
              "cudaEventCreate (copies)");
 }
 
-void CopyStream::join(cudaStream_t compute, const char* op) {
-  cuda_check(cudaEventRecord(joined_, stream_), op, "cudaEventRecord (copy stream)");
-  cuda_check(cudaStreamWaitEvent(compute, joined_, 0), op, "cudaStreamWaitEvent (copy stream)");
+void CopyStream::join(cudaStream_t compute) noexcept {
+  if (cudaEventRecord(joined_, stream_) == cudaSuccess &&
+      cudaStreamWaitEvent(compute, joined_, 0) == cudaSuccess)
+    return;
+  (void)cudaGetLastError(); // ordered on the host instead; a sticky error is reported later
+  (void)cudaStreamSynchronize(stream_);
+  (void)cudaGetLastError();
 }
 
 void CopyStream::follow(cudaStream_t compute, const char* op) {
@@ -35,33 +39,39 @@ cudaEvent_t CopyStream::spare_event(const char* op) {
   return e;
 }
 
+void CopyStream::retire_front(std::vector<BufferRef>& released) {
+  Mark& m = marks_.front();
+  passed_ = m.ticket;
+  spare_.push_back(m.done);
+  released.push_back(std::move(m.reads));
+  marks_.pop_front();
+}
+
 void CopyStream::retire_passed() {
-  while (!marks_.empty() && cudaEventQuery(marks_.front().done) == cudaSuccess) {
-    passed_ = marks_.front().ticket;
-    spare_.push_back(marks_.front().done);
-    marks_.pop_front();
-  }
+  std::vector<BufferRef> released;
+  while (!marks_.empty() && cudaEventQuery(marks_.front().done) == cudaSuccess)
+    retire_front(released);
   (void)cudaGetLastError(); // cudaErrorNotReady is not sticky; a real error is reported by wait
 }
 
-uint64_t CopyStream::mark(const char* op) {
+uint64_t CopyStream::mark(BufferRef reads, const char* op) {
   retire_passed();
   cudaEvent_t e = spare_event(op);
   if (cudaError_t err = cudaEventRecord(e, stream_); err != cudaSuccess) {
     spare_.push_back(e);
+    (void)cudaStreamSynchronize(stream_); // `reads` is released on return: the copy must be done
+    (void)cudaGetLastError();
     cuda_check(err, op, "cudaEventRecord (copy stream)");
   }
-  marks_.push_back({++issued_, e});
+  marks_.push_back({++issued_, e, std::move(reads)});
   return issued_;
 }
 
 void CopyStream::wait(uint64_t ticket, const char* op) {
+  std::vector<BufferRef> released;
   while (passed_ < ticket && !marks_.empty()) {
-    const Mark m = marks_.front();
-    cuda_check(cudaEventSynchronize(m.done), op, "cudaEventSynchronize (copy stream)");
-    passed_ = m.ticket;
-    spare_.push_back(m.done);
-    marks_.pop_front();
+    cuda_check(cudaEventSynchronize(marks_.front().done), op, "cudaEventSynchronize (copy stream)");
+    retire_front(released);
   }
 }
 

@@ -9,6 +9,11 @@
 //   - A download first waits for the work queued on the compute stream so far (follow), which
 //     produced its source; its destination is a pinned host block whose readers on the host wait
 //     for the download's ticket (mark, wait), and whose release is fenced on this stream too.
+//     Its source buffer is held by the ticket until the copy has read it: later work on the
+//     compute stream, which does not wait for the download, can neither free and reuse it nor
+//     write into it in place (a held buffer is not donated: engine/buffer_reuse.cpp).
+#include "runtime/backend.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -24,12 +29,15 @@ public:
   CopyStream& operator=(const CopyStream&) = delete;
 
   cudaStream_t stream() const { return stream_; }
-  /// Makes the work issued to `compute` from now on wait for the copies issued here so far.
-  void join(cudaStream_t compute, const char* op);
+  /// Makes the work issued to `compute` from now on wait for the copies issued here so far; if
+  /// that cannot be arranged, waits for them on the host instead. Never throws: a caller about
+  /// to release a copy's buffer on `compute` relies on the order.
+  void join(cudaStream_t compute) noexcept;
   /// Makes the copies issued here from now on wait for the work issued to `compute` so far.
   void follow(cudaStream_t compute, const char* op);
   /// A ticket for the copies issued here so far; wait(ticket) returns once they are done.
-  uint64_t mark(const char* op);
+  /// `reads`: a buffer those copies read, kept alive until then.
+  uint64_t mark(BufferRef reads, const char* op);
   /// Throws kiln::Error naming `op` if a copy up to `ticket` failed.
   void wait(uint64_t ticket, const char* op);
   /// Waits for everything issued here.
@@ -45,9 +53,13 @@ private:
   struct Mark {
     uint64_t ticket;
     cudaEvent_t done;
+    BufferRef reads;
   };
   cudaEvent_t spare_event(const char* op);
-  void retire_passed(); // recycles the events of marks that have passed, oldest first
+  // Retires the oldest mark: recycles its event and moves its buffer to `released` (dropped by
+  // the caller once done with marks_: a release may synchronize, which retires marks too).
+  void retire_front(std::vector<BufferRef>& released);
+  void retire_passed(); // retires the marks that have passed, oldest first
 
   int device_;
   cudaStream_t stream_ = nullptr; // never destroyed, like the backend that owns it

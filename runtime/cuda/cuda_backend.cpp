@@ -35,8 +35,9 @@ namespace kiln::detail {
 namespace {
 
 // Small blocks (at most 1 MiB, 64 MiB in all) are recycled: safe for the same reason as the
-// pool's own reuse, since all of a backend's work is on one stream, so work using a reused block
-// is ordered after the work that used it before.
+// pool's own reuse, since every block is released on the compute stream after all the work that
+// used it (uploads are joined into it first; a download holds its source until it has read it),
+// so work using a reused block is ordered after the work that used it before.
 constexpr size_t kRecycledBlock = size_t(1) << 20;
 constexpr size_t kRecycledBytes = size_t(64) << 20;
 
@@ -80,7 +81,8 @@ public:
   // Large uploads while kernels run go to the upload stream, into a block allocated there
   // (copy_stream.h); the others to the compute stream, into a block that queued replays may
   // still read.
-  BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const char* op) override {
+  BufferRef upload(const void* src, size_t bytes, const Buffer* pinned, const void* hint,
+                   const char* op) override {
     // Straight from the page-locked block, without staging, and without waiting: the block's
     // release is fenced after this copy (PinnedPool), and kiln never writes into it. A block of
     // another GPU's pool is fenced on that GPU's stream, not this one: it is staged.
@@ -88,19 +90,19 @@ public:
     // Nothing runs that the copy could overlap when the compute stream is idle: the copy goes
     // there, into a block the pool reuses in that stream's own order.
     if (bytes < CopyStream::kMinUploadBytes || stream_->idle()) {
-      BufferRef b = allocate(bytes, nullptr);
-      copy_in(b->data, src, bytes, direct, stream_->after_queued(), op);
+      BufferRef b = allocate(bytes, hint);
+      copy_in(b->data, src, bytes, direct, copies_, stream_->after_queued(), op);
       return b;
     }
     const cudaStream_t copies = uploads_.stream();
     BufferRef b = adopt(fresh_block(bytes, copies), bytes);
     try {
-      copy_in(b->data, src, bytes, direct, copies, op);
+      copy_in(b->data, src, bytes, direct, upload_copies_, copies, op);
     } catch (...) { // the block's release and any later work must still come after the copy
-      uploads_.join(stream_->after_queued_quietly(), op);
+      uploads_.join(stream_->after_queued_quietly());
       throw;
     }
-    uploads_.join(stream_->after_queued(), op);
+    uploads_.join(stream_->after_queued_quietly()); // a failed queued launch: reported later
     memory_stats().copies_overlapped++;
     return b;
   }
@@ -110,23 +112,28 @@ public:
   }
 
   // Into a pinned block, on the download stream after the work queued so far (which produced
-  // `src`); returns at once. Host readers wait for the block's ticket (wait_written).
-  BufferRef download(const Buffer& src, size_t offset, size_t bytes, const char* op) override {
-    BufferRef b = pinned_block(bytes, op);
+  // `src`); returns at once. Host readers wait for the block's ticket (wait_written); `src` is
+  // held until the copy has read it. Null (the caller copies synchronously) when no more host
+  // memory can be pinned.
+  BufferRef download(BufferRef src, const void* data, size_t bytes, const char* op) override {
+    BufferRef b;
+    try {
+      b = pinned_block(bytes, op);
+    } catch (const Error&) {
+      return nullptr;
+    }
     downloads_.follow(stream_->after_queued(), op);
-    cuda_check(cudaMemcpyAsync(b->data, static_cast<const char*>(src.data) + offset, bytes,
-                               cudaMemcpyDeviceToHost, downloads_.stream()),
+    cuda_check(cudaMemcpyAsync(b->data, data, bytes, cudaMemcpyDeviceToHost, downloads_.stream()),
                op, "cudaMemcpyAsync (device to pinned host)");
-    b->write_ticket = downloads_.mark(op);
+    b->write_ticket = downloads_.mark(std::move(src), op);
     b->writer = this;
     memory_stats().copies_overlapped++;
     return b;
   }
 
-  void wait_copy(uint64_t ticket) override {
-    downloads_.wait(ticket, "to");
-    index_error_.check(index_); // the download came after the work that produced its source
-  }
+  // Out-of-range indices of the work before the download are reported at the next sync or
+  // read of GPU memory, not here: the flag may already hold those of later work.
+  void wait_copy(uint64_t ticket) override { downloads_.wait(ticket, "to"); }
 
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
     copies_.to_host(dst, static_cast<const char*>(src.data) + offset, bytes,
@@ -182,7 +189,8 @@ public:
 
   // An error of earlier work also ends the wait: it reads as idle, and the next operation that
   // checks errors reports it.
-  bool idle() override { return stream_->idle() && downloads_.idle(); }
+  // The compute stream only: an early flush feeds it, whatever the copy streams do.
+  bool idle() override { return stream_->idle(); }
 
 private:
   // A block from the pool in `stream`'s order, poisoned when asked; throws kiln::Error when the
@@ -226,9 +234,11 @@ private:
     return b;
   }
 
-  void copy_in(void* dst, const void* src, size_t bytes, bool direct, cudaStream_t stream,
-               const char* op) {
-    if (!direct) return copies_.to_device(dst, src, bytes, stream, op);
+  // `ring`: the staging chunks of `stream` (a chunk's reuse waits for the stream's last copy
+  // from it, so a ring shared with the compute stream would wait for its kernels).
+  void copy_in(void* dst, const void* src, size_t bytes, bool direct, HostCopies& ring,
+               cudaStream_t stream, const char* op) {
+    if (!direct) return ring.to_device(dst, src, bytes, stream, op);
     cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), op,
                "cudaMemcpyAsync (pinned host to device)");
   }
@@ -237,7 +247,8 @@ private:
   RecycledBlocks recycled_{kRecycledBlock, kRecycledBytes};
   std::unique_ptr<OrderedStream> stream_;
   cudaMemPool_t pool_ = nullptr;
-  HostCopies copies_{index_};
+  HostCopies copies_{index_};        // staging for the compute stream
+  HostCopies upload_copies_{index_}; // staging for the upload stream
   CopyStream uploads_{index_};
   CopyStream downloads_{index_};
   PinnedPool pinned_{index_};

@@ -144,17 +144,19 @@ TEST_F(CopyStreamGpu, AnUploadBesideARunningMatmulLeavesBothRight) {
 // stream's order; an upload on the copy stream that gets the same memory must wait for that
 // kernel, or the kernel reads the upload's values.
 TEST_F(CopyStreamGpu, AnUploadIntoMemoryAQueuedKernelStillReadsWaitsForIt) {
-  const int64_t d = 2048; // 16 MiB: above the recycled blocks, so it goes back to the pool
+  const int64_t d = 4096; // 64 MiB: above the recycled blocks, so it goes back to the pool
   const std::vector<float> x_host = values(d * d, 4);
-  Tensor x = from_vector(x_host, {d, d}, Device::cuda(0)) * (1.0f / 4096);
+  Tensor x = from_vector(x_host, {d, d}, Device::cuda(0)) * (1.0f / 8192);
   eval(x);
   const std::vector<float> x_vals = x.to_vector<float>();
-  Tensor s = sum(matmul(x, x), {0, 1}); // slow enough to be running when x is released
+  const std::vector<float> other = values(d * d, 5);
+  Tensor s = sum(matmul(x, x), {0, 1}); // ~3 ms: running when x is released
   eval(s);
   x = Tensor();
+  const int64_t before = stats().copies_overlapped;
   std::vector<Tensor> uploads;
-  const std::vector<float> other = values(d * d, 5);
   for (int k = 0; k < 4; ++k) uploads.push_back(from_vector(other, {d, d}, Device::cuda(0)));
+  EXPECT_GE(stats().copies_overlapped - before, 1) << "no upload ran beside the matmul";
   double want = 0; // sum over i, j of (x x)_ij = sum over k of (column sums) * (row sums)
   for (int64_t k = 0; k < d; ++k) {
     double col = 0, row = 0;
@@ -205,7 +207,50 @@ TEST_F(CopyStreamGpu, AHostReadRightAfterADownloadWaitsForIt) {
     eval(next);
     const auto* raw = static_cast<const float*>(next.data_ptr()); // waits too
     ASSERT_TRUE(std::equal(want.begin(), want.end(), raw)) << k;
+    Tensor later = slow_product(d, float(k)).to(Device::cpu());
+    eval(later);
+    Tensor twice = later * 2.0f; // a CPU op in a plan of its own: its input is still arriving
+    eval(twice);
+    const std::vector<float> got = twice.to_vector<float>();
+    for (size_t i = 0; i < want.size(); i += 997)
+      ASSERT_EQ(got[i], want[i] * 2.0f) << k << " " << i;
   }
+}
+
+// Work queued after a download does not wait for it, so the download's source must stay
+// untouched until the copy has read it: not freed and handed to a later kernel's output, and
+// not written in place by a later update (in a later plan or in the download's own).
+TEST_F(CopyStreamGpu, ADownloadsSourceIsNeitherReusedNorOverwrittenBeforeItIsRead) {
+  const int64_t d = 4096;
+  const std::vector<float> want = slow_product(d, 2).to_vector<float>();
+  for (int k = 0; k < 3; ++k) {
+    Tensor h = slow_product(d, 2).to(Device::cpu()); // the product has no handle: freed at once
+    eval(h);
+    Tensor z = full({d, d}, 7.0, DType::f32, Device::cuda(0)) + float(k); // may get its memory
+    eval(z);
+    ASSERT_EQ(h.to_vector<float>(), want) << k;
+    ASSERT_EQ(z.to_vector<float>().back(), 7.0f + float(k));
+  }
+  std::vector<float> updated = want;
+  for (float& x : updated) x = x * 0.5f + 1.0f;
+  Tensor w = slow_product(d, 2);
+  eval(w);
+  Tensor busy = keep_compute_stream_busy(); // the download and the update both wait for it
+  Tensor snap = w.to(Device::cpu());
+  eval(snap);
+  w = w * 0.5f + 1.0f; // w's only handle goes: a donor candidate
+  eval(w);
+  ASSERT_EQ(snap.to_vector<float>(), want) << "a later plan wrote into the download's source";
+  EXPECT_EQ(w.to_vector<float>(), updated);
+  Tensor v = slow_product(d, 2);
+  eval(v);
+  busy = keep_compute_stream_busy();
+  Tensor snap2 = v.to(Device::cpu());
+  Tensor v2 = v * 0.5f + 1.0f;
+  v = Tensor();
+  eval(snap2, v2); // one plan: the download, then the update
+  ASSERT_EQ(snap2.to_vector<float>(), want) << "the update wrote into the download's source";
+  EXPECT_EQ(v2.to_vector<float>(), updated);
 }
 
 // Host work in the same plan as the download: a CPU op on its result, and a copy back.
