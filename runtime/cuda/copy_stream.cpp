@@ -40,14 +40,14 @@ cudaEvent_t CopyStream::spare_event(const char* op) {
 }
 
 void CopyStream::retire_front(std::vector<BufferRef>& released) {
-  Mark& m = marks_.front();
-  passed_ = m.ticket;
-  spare_.push_back(m.done);
-  released.push_back(std::move(m.reads));
+  Mark m = std::move(marks_.front());
   marks_.pop_front();
+  passed_ = m.ticket;
+  released.push_back(std::move(m.reads)); // may throw: the event is not yet in two places
+  spare_.push_back(m.done);
 }
 
-void CopyStream::retire_passed() {
+void CopyStream::release_passed() {
   std::vector<BufferRef> released;
   while (!marks_.empty() && cudaEventQuery(marks_.front().done) == cudaSuccess)
     retire_front(released);
@@ -55,7 +55,7 @@ void CopyStream::retire_passed() {
 }
 
 uint64_t CopyStream::mark(BufferRef reads, const char* op) {
-  retire_passed();
+  release_passed();
   cudaEvent_t e = spare_event(op);
   if (cudaError_t err = cudaEventRecord(e, stream_); err != cudaSuccess) {
     spare_.push_back(e);
@@ -77,7 +77,7 @@ void CopyStream::wait(uint64_t ticket, const char* op) {
 
 void CopyStream::synchronize(const char* op) {
   cuda_check(cudaStreamSynchronize(stream_), op, "cudaStreamSynchronize (copy stream)");
-  retire_passed();
+  release_passed();
 }
 
 } // namespace kiln::detail

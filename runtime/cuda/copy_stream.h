@@ -42,6 +42,9 @@ public:
   void wait(uint64_t ticket, const char* op);
   /// Waits for everything issued here.
   void synchronize(const char* op);
+  /// Drops the buffers held by copies that have passed (done at every mark, wait and sync;
+  /// also before memory is given back under pressure).
+  void release_passed();
   /// Whether everything issued here is done (or failed). Never waits.
   bool idle() const { return cudaStreamQuery(stream_) != cudaErrorNotReady; }
 
@@ -59,7 +62,6 @@ private:
   // Retires the oldest mark: recycles its event and moves its buffer to `released` (dropped by
   // the caller once done with marks_: a release may synchronize, which retires marks too).
   void retire_front(std::vector<BufferRef>& released);
-  void retire_passed(); // retires the marks that have passed, oldest first
 
   int device_;
   cudaStream_t stream_ = nullptr; // never destroyed, like the backend that owns it

@@ -136,6 +136,7 @@ public:
   void wait_copy(uint64_t ticket) override { downloads_.wait(ticket, "to"); }
 
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
+    downloads_.release_passed(); // a read is a natural point to let go of finished sources
     copies_.to_host(dst, static_cast<const char*>(src.data) + offset, bytes,
                     stream_->after_queued(), "to_vector");
     index_error_.check(index_);
@@ -201,6 +202,10 @@ private:
     cudaError_t e = cudaMallocAsync(&p, n, stream);
     if (e == cudaErrorMemoryAllocation) { // give cached blocks back, then try once more
       (void)cudaGetLastError();
+      // First the sources that finished downloads still hold: released, they join the cache.
+      (void)cudaStreamSynchronize(downloads_.stream());
+      (void)cudaGetLastError();
+      downloads_.release_passed();
       const cudaStream_t s = stream_->after_queued_quietly(); // queued replays may use them
       recycled_.release_all([s](void* q, size_t) { cudaFreeAsync(q, s); });
       cudaStreamSynchronize(s);

@@ -150,7 +150,8 @@ TEST_F(CopyStreamGpu, AnUploadIntoMemoryAQueuedKernelStillReadsWaitsForIt) {
   eval(x);
   const std::vector<float> x_vals = x.to_vector<float>();
   const std::vector<float> other = values(d * d, 5);
-  Tensor s = sum(matmul(x, x), {0, 1}); // ~3 ms: running when x is released
+  (void)sum(matmul(x, x), {0, 1}).item<float>(); // compiles the sum: nothing waits below
+  Tensor s = sum(matmul(x, x), {0, 1});          // ~3 ms: running when x is released
   eval(s);
   x = Tensor();
   const int64_t before = stats().copies_overlapped;
@@ -222,24 +223,36 @@ TEST_F(CopyStreamGpu, AHostReadRightAfterADownloadWaitsForIt) {
 // not written in place by a later update (in a later plan or in the download's own).
 TEST_F(CopyStreamGpu, ADownloadsSourceIsNeitherReusedNorOverwrittenBeforeItIsRead) {
   const int64_t d = 4096;
+  const size_t bytes = size_t(d * d) * sizeof(float);
   const std::vector<float> want = slow_product(d, 2).to_vector<float>();
+  std::vector<float> updated = want;
+  for (float& x : updated) x = x * 0.5f + 1.0f;
+  { // compiles the kernels below, so that they run while the downloads are in flight
+    Tensor w = slow_product(d, 2);
+    EXPECT_EQ((w * 0.5f + 1.0f).to_vector<float>(), updated);
+    EXPECT_EQ((full({d, d}, 7.0, DType::f32, Device::cuda(0)) + 1.0f).to_vector<float>().back(),
+              8.0f);
+  }
   for (int k = 0; k < 3; ++k) {
-    Tensor h = slow_product(d, 2).to(Device::cpu()); // the product has no handle: freed at once
+    kiln::sync(); // also drops what earlier downloads held
+    const int64_t before = stats().bytes_in_use;
+    Tensor h = slow_product(d, 2).to(Device::cpu()); // the product has no handle
     eval(h);
+    EXPECT_GE(stats().bytes_in_use - before, int64_t(bytes)) << "the source was let go";
     Tensor z = full({d, d}, 7.0, DType::f32, Device::cuda(0)) + float(k); // may get its memory
     eval(z);
     ASSERT_EQ(h.to_vector<float>(), want) << k;
     ASSERT_EQ(z.to_vector<float>().back(), 7.0f + float(k));
   }
-  std::vector<float> updated = want;
-  for (float& x : updated) x = x * 0.5f + 1.0f;
   Tensor w = slow_product(d, 2);
   eval(w);
   Tensor busy = keep_compute_stream_busy(); // the download and the update both wait for it
   Tensor snap = w.to(Device::cpu());
   eval(snap);
-  w = w * 0.5f + 1.0f; // w's only handle goes: a donor candidate
+  int64_t reused = stats().buffers_reused;
+  w = w * 0.5f + 1.0f; // w's only handle goes: a donor, were the download not holding it
   eval(w);
+  EXPECT_EQ(stats().buffers_reused, reused) << "the update was written into the source";
   ASSERT_EQ(snap.to_vector<float>(), want) << "a later plan wrote into the download's source";
   EXPECT_EQ(w.to_vector<float>(), updated);
   Tensor v = slow_product(d, 2);
@@ -248,7 +261,9 @@ TEST_F(CopyStreamGpu, ADownloadsSourceIsNeitherReusedNorOverwrittenBeforeItIsRea
   Tensor snap2 = v.to(Device::cpu());
   Tensor v2 = v * 0.5f + 1.0f;
   v = Tensor();
+  reused = stats().buffers_reused;
   eval(snap2, v2); // one plan: the download, then the update
+  EXPECT_EQ(stats().buffers_reused, reused) << "the update was written into the source";
   ASSERT_EQ(snap2.to_vector<float>(), want) << "the update wrote into the download's source";
   EXPECT_EQ(v2.to_vector<float>(), updated);
 }
