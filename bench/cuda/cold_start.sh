@@ -2,6 +2,7 @@
 # A first run on an empty kernel cache, as a new user has it: each command runs in a fresh
 # process with a fresh KILN_CACHE_DIR, once per setting (VAR=VALUE, or `default`), alternating,
 # and its wall time is printed with the compiles it did (from the cache directory's entry count).
+# Then the seeds' loop's first steps (bench/cuda/first_steps.cpp) beside PyTorch eager.
 #   bench/cuda/cold_start.sh BUILD_DIR [settings...]
 #   (default settings: KILN_COMPILE_PROCESSES=0, compiling in the process, and the default)
 set -uo pipefail
@@ -29,3 +30,29 @@ for round in 1 2; do
     done
   done
 done
+
+# The seeds' loop's first steps after the device is initialised (issue 19's cold-start figures),
+# kiln on an empty cache and PyTorch eager, each in a fresh process, alternating.
+if [[ -x $build/bench/first_steps ]]; then
+  kiln_rows=() torch_rows=() kiln_head='' torch_head=''
+  have_torch=0
+  python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && have_torch=1
+  for round in 1 2 3; do
+    dir=$(mktemp -d /tmp/kiln-cold-XXXXXX)
+    out=$(KILN_CACHE_DIR="$dir" "$build/bench/first_steps")
+    rm -rf "$dir"
+    kiln_head=$(grep -E '^\| (d|---)' <<<"$out")
+    kiln_rows+=("$(grep -E '^\| [0-9]' <<<"$out")")
+    if [[ $have_torch == 1 ]]; then
+      out=$(python3 "$(dirname "$0")/../torch/first_steps_torch.py")
+      torch_head=$(grep -E '^\| (d|---)' <<<"$out")
+      torch_rows+=("$(grep -E '^\| [0-9]' <<<"$out")")
+    fi
+  done
+  printf '\nkiln, empty cache, 3 fresh processes:\n\n%s\n' "$kiln_head"
+  printf '%s\n' "${kiln_rows[@]}"
+  if [[ $have_torch == 1 ]]; then
+    printf '\nPyTorch eager, 3 fresh processes:\n\n%s\n' "$torch_head"
+    printf '%s\n' "${torch_rows[@]}"
+  fi
+fi
