@@ -42,8 +42,9 @@ struct Buffer {
   /// memory is given back, since queued kernels may still read it.
   Backend* external_device = nullptr;
   /// Page-locked host memory from a GPU backend's pool (Tensor::pin_memory): a CPU tensor's
-  /// storage that the GPU's copies read directly and asynchronously. External (never written
-  /// by kiln); its release is ordered after the copies queued before it.
+  /// storage that the GPU's copies read directly and asynchronously. External: no kernel
+  /// writes it (a download fills it once, see `writer`); its release is ordered after the copies
+  /// queued before it.
   bool pinned_host = false;
   /// Set while a copy that writes this host memory may still be in flight (a GPU's download into
   /// a pinned block, which returns before the data is there): readers on the host call

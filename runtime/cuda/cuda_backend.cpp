@@ -188,9 +188,9 @@ public:
     return {};
   }
 
-  // An error of earlier work also ends the wait: it reads as idle, and the next operation that
-  // checks errors reports it.
-  // The compute stream only: an early flush feeds it, whatever the copy streams do.
+  // The compute stream only: an early flush feeds it, whatever the copy streams do. An error of
+  // earlier work also ends the wait: it reads as idle, and the next operation that checks errors
+  // reports it.
   bool idle() override { return stream_->idle(); }
 
 private:
