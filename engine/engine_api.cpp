@@ -155,10 +155,11 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              "thread), GPU batches launched directly {}, bytes allocated {}, in use {}, peak {}",
              s.ops_recorded, s.ops_merged, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
              s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
-             s.gemms_run, s.copies_run, s.copies_overlapped, s.flushes, s.auto_flushes, s.idle_flushes, s.loop_flushes,
-             s.busy_checks, s.plan_hits, s.plan_misses, s.plan_evictions, s.plan_retries,
-             s.graph_instantiations, s.graph_replays, s.graph_updates, s.launches_queued,
-             s.graph_misses, s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);
+             s.gemms_run, s.copies_run, s.copies_overlapped, s.flushes, s.auto_flushes,
+             s.idle_flushes, s.loop_flushes, s.busy_checks, s.plan_hits, s.plan_misses,
+             s.plan_evictions, s.plan_retries, s.graph_instantiations, s.graph_replays,
+             s.graph_updates, s.launches_queued, s.graph_misses, s.bytes_allocated, s.bytes_in_use,
+             s.peak_bytes_in_use);
 }
 
 std::string last_plan() {
