@@ -53,7 +53,7 @@ private:
   /// The kernel from the disk cache (counted as a disk hit), if it is there.
   std::optional<JitKernel> from_disk(const CudaKernelSource& src);
   void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<JitKernel>& out,
-                          std::vector<bool>& done);
+                          std::vector<bool>& done, std::vector<bool>& missed);
 
   CudaTarget target_;
   DiskCache disk_;

@@ -21,6 +21,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -44,16 +45,28 @@ struct CompileWorkers::Worker {
   int job = -1;    // the source it is compiling
   bool alive = true;
 
+  pid_t owner = ::getpid(); // the process that started it (a fork's child inherits the pool)
+
   ~Worker() { stop(); }
 
-  // Ends the worker (it may be in the middle of a compile) and reaps it.
+  // Ends the worker (it may be in the middle of a compile) and reaps it. Closing the socket
+  // ends an idle worker; one still compiling gets a moment, then SIGKILL (its stores are a
+  // temporary file and a rename, so a kill leaves nothing half written). A child of a fork()
+  // only closes its copy of the socket: the workers are its parent's.
   void stop() {
     if (fd >= 0) ::close(fd);
     fd = -1;
     alive = false;
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    if (pid > 0 && owner == ::getpid()) {
+      bool reaped = false;
+      for (int i = 0; i < 20 && !reaped; ++i) { // up to ~20 ms for a worker that saw EOF
+        reaped = ::waitpid(pid, nullptr, WNOHANG) == pid;
+        if (!reaped) ::usleep(1000);
+      }
+      if (!reaped) {
+        ::kill(pid, SIGKILL);
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
       }
     }
     pid = -1;
@@ -71,10 +84,19 @@ struct CompileWorkers::Worker {
     posix_spawn_file_actions_addclosefrom_np(&fa, 3); // the caller's other files stay its own
 #endif
     // A process group of its own: a terminal's Ctrl-C that the program handles spares them.
+    // No signal blocked or ignored because the program's are: a worker must die of SIGPIPE
+    // when the program is gone.
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT}) sigaddset(&defaults, sig);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF);
     std::string cmd = "serve-compiles", dir_flag = "--dir", dir_arg = dir;
     char* argv[] = {const_cast<char*>(path.c_str()), dir_flag.data(), dir_arg.data(), cmd.data(),
                     nullptr};
@@ -137,6 +159,9 @@ CompileWorkers* CompileWorkers::shared(int n, const std::string& dir) {
   std::lock_guard<std::mutex> lock(mu);
   const std::string path = compile_worker_path();
   const std::string key = dir + '\n' + path + '\n' + std::to_string(n);
+  if (pool && pool->owner_ != ::getpid()) { // inherited through fork(): the parent's workers
+    pool.reset(); // closes this process's copies of their sockets only (Worker::stop)
+  }
   if (pool && pool_key == key && pool->alive() > 0) return pool.get();
   pool.reset(); // another directory, program or size, or every worker gone: start afresh
   if (path.empty() || n < 2) return nullptr;
@@ -163,7 +188,11 @@ std::unique_ptr<CompileWorkers> CompileWorkers::start(const std::string& path, i
   return p;
 }
 
-CompileWorkers::~CompileWorkers() = default;
+// All sockets first, so that every idle worker sees EOF and exits while the others are reaped.
+CompileWorkers::~CompileWorkers() {
+  for (auto& w : workers_)
+    if (w->fd >= 0) ::close(std::exchange(w->fd, -1));
+}
 
 std::vector<CompileWorkers::Result> CompileWorkers::compile(llvm::ArrayRef<CudaKernelSource> srcs,
                                                             const CudaTarget& t) {
@@ -183,7 +212,10 @@ CompileWorkers::compile_lines(llvm::ArrayRef<std::string> lines) {
     for (auto& w : workers_)
       while (w->alive && w->job < 0 && !queue.empty()) {
         const size_t i = queue.front();
-        if (!w->send(lines[i])) break; // gone: the job stays queued
+        if (!w->send(lines[i])) { // gone: the job stays queued
+          w->stop();              // reaped
+          break;
+        }
         queue.pop_front();
         w->job = static_cast<int>(i);
       }

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace kiln::detail {
 
 /// The line KILN_CACHE_MANIFEST records for a kernel; also a worker's request.
@@ -48,6 +50,7 @@ public:
 
 private:
   std::vector<std::unique_ptr<Worker>> workers_;
+  int owner_ = static_cast<int>(::getpid()); // the process that started them
 };
 
 /// How many compile workers a plan's new kernels may use: KILN_COMPILE_PROCESSES, else the

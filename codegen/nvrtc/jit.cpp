@@ -84,15 +84,15 @@ JitStats Jit::stats() const {
 
 std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
   std::vector<JitKernel> out(srcs.size());
-  std::vector<bool> done(srcs.size(), false);
-  compile_in_workers(srcs, out, done);
+  std::vector<bool> done(srcs.size(), false), missed(srcs.size(), false);
+  compile_in_workers(srcs, out, done, missed);
   std::vector<std::exception_ptr> errors(srcs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < srcs.size();) {
       if (done[i]) continue;
       try {
-        out[i] = build(srcs[i]);
+        out[i] = build(srcs[i], /*fresh=*/missed[i]); // a miss looked up (and logged) once
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -112,11 +112,11 @@ std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
 }
 
 // With compile workers, the disk cache's kernels are loaded first (out[i], done[i]); the ones it
-// lacks, when there are several, go to the workers, and each one they compiled is loaded from
-// the cache. What they could not do is left to build(), which compiles it here or reports its
-// error.
+// lacks (missed[i]), when there are several, go to the workers, and each one they compiled is
+// loaded from the cache. What they could not do is left to build(), which compiles it here or
+// reports its error.
 void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<JitKernel>& out,
-                             std::vector<bool>& done) {
+                             std::vector<bool>& done, std::vector<bool>& missed) {
   const int processes = compile_processes();
   if (srcs.size() < 2 || processes < 2 || !disk_.enabled() ||
       !setting_flag(Setting::compile).value_or(true))
@@ -127,7 +127,7 @@ void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<
     if (std::optional<JitKernel> k = from_disk(srcs[i]))
       out[i] = std::move(*k), done[i] = true;
     else
-      missing.push_back(i);
+      missing.push_back(i), missed[i] = true;
   }
   if (missing.size() < 2) return;
   CompileWorkers* workers = CompileWorkers::shared(processes, disk_.dir());
@@ -140,9 +140,16 @@ void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<
     const size_t i = missing[m];
     std::optional<DiskCacheEntry> entry = disk_.load(srcs[i], target_);
     if (!entry) continue;
-    out[i] = JitKernel{srcs[i].name, std::move(entry->binary)};
+    // "ok 0": the worker found it cached (another process compiled it): a disk hit, which is
+    // rebuilt if the driver rejects it
+    const bool cached = results[m].compile_ms == 0;
+    out[i] = JitKernel{srcs[i].name, std::move(entry->binary), cached};
     done[i] = true;
     std::lock_guard<std::mutex> lock(stats_mu_);
+    if (cached) {
+      stats_.disk_hits++;
+      continue;
+    }
     stats_.compiles++;
     stats_.worker_compiles++;
     stats_.compile_ms += results[m].compile_ms;

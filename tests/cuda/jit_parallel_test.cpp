@@ -7,6 +7,8 @@
 #include "codegen_fixture.h"
 
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -50,6 +52,7 @@ struct JitParallel : Codegen {
 TEST_F(JitParallel, CompilesEveryKernelOnceAndAsOneAtATimeWould) {
   const std::vector<CudaKernelSource> srcs = sources();
   ScopedEnv threads("KILN_COMPILE_THREADS", "3");
+  ScopedEnv no_workers("KILN_COMPILE_PROCESSES", "0"); // the threads, not the workers
   const std::string dir = new_dir();
   Jit parallel(target(), dir);
   const std::vector<JitKernel> built = parallel.build_all(srcs);
@@ -76,6 +79,7 @@ TEST_F(JitParallel, AFailingKernelIsReportedAfterTheOthersAreBuilt) {
                                                  "extern \"C\" __global__ void kiln_broken() { "
                                                  "undeclared_name = 1; }"});
   ScopedEnv threads("KILN_COMPILE_THREADS", "4");
+  ScopedEnv no_workers("KILN_COMPILE_PROCESSES", "0");
   const std::string dir = new_dir();
   Jit jit(target(), dir);
   try {
@@ -122,16 +126,30 @@ TEST_F(JitParallel, WithoutAWorkerTheProcessCompiles) {
   ScopedEnv processes("KILN_COMPILE_PROCESSES", "4");
   ScopedEnv worker("KILN_COMPILE_WORKER", "/nonexistent/kiln-cache");
   EXPECT_EQ(compile_worker_path(), "");
+  const std::string log = new_dir() + "/misses.jsonl";
+  ScopedEnv miss_log("KILN_CACHE_MISS_LOG", log.c_str());
   Jit jit(target(), new_dir());
   jit.build_all(srcs);
   EXPECT_EQ(jit.stats().worker_compiles, 0);
   EXPECT_EQ(jit.stats().compiles, 6);
+  std::ifstream in(log);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  EXPECT_EQ(lines, 6) << "one miss logged per kernel, not one per lookup";
 }
 
 TEST_F(JitParallel, AWorkerThatDiesLeavesItsKernelsToTheProcess) {
   const std::vector<CudaKernelSource> srcs = sources();
   ScopedEnv processes("KILN_COMPILE_PROCESSES", "2");
   ScopedEnv worker("KILN_COMPILE_WORKER", "/bin/true"); // exits at once, answering nothing
+  { // the workers do start, and their jobs come back as errors
+    std::unique_ptr<CompileWorkers> w = CompileWorkers::start("/bin/true", 2, new_dir());
+    ASSERT_NE(w, nullptr);
+    for (const CompileWorkers::Result& r : w->compile(srcs, target())) {
+      EXPECT_FALSE(r.ok);
+      EXPECT_FALSE(r.error.empty());
+    }
+  }
   Jit jit(target(), new_dir());
   const std::vector<JitKernel> built = jit.build_all(srcs);
   EXPECT_EQ(jit.stats().worker_compiles, 0);
