@@ -13,6 +13,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace kt_codegen;
 namespace fs = std::filesystem;
 
@@ -119,6 +122,29 @@ TEST_F(JitParallel, CompileWorkersBuildWhatTheProcessWould) {
   jit.build_all(more);
   EXPECT_EQ(jit.stats().worker_compiles, 8);
   EXPECT_EQ(jit.stats().disk_hits, 2);
+}
+
+// A fork()'s child inherits the pool; when it lets go of it (here: asks for another pool, as
+// its exit's static destructors would), the parent's workers must live on.
+TEST_F(JitParallel, AForkedChildLeavesTheParentsWorkersAlone) {
+  const std::vector<CudaKernelSource> srcs = sources();
+  ScopedEnv processes("KILN_COMPILE_PROCESSES", "2");
+  ScopedEnv worker("KILN_COMPILE_WORKER", KILN_CACHE_TOOL);
+  const std::string dir = new_dir();
+  Jit jit(target(), dir);
+  jit.build_all({srcs[0], srcs[1]});
+  ASSERT_EQ(jit.stats().worker_compiles, 2);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    (void)CompileWorkers::shared(1, dir); // drops the inherited pool
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  jit.build_all({srcs[2], srcs[3], srcs[4]});
+  EXPECT_EQ(jit.stats().worker_compiles, 5) << "the parent's workers were ended by the child";
 }
 
 TEST_F(JitParallel, WithoutAWorkerTheProcessCompiles) {
