@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -159,15 +160,29 @@ CompileWorkers* CompileWorkers::shared(int n, const std::string& dir) {
   std::lock_guard<std::mutex> lock(mu);
   const std::string path = compile_worker_path();
   const std::string key = dir + '\n' + path + '\n' + std::to_string(n);
+  static std::set<std::string> given_up;    // keys whose workers all died without answering
   if (pool && pool->owner_ != ::getpid()) { // inherited through fork(): the parent's workers
     pool.reset(); // closes this process's copies of their sockets only (Worker::stop)
   }
+  if (pool) pool->reap_exited();
   if (pool && pool_key == key && pool->alive() > 0) return pool.get();
+  // A tool that dies before answering anything (not a kiln-cache, a broken install) would be
+  // started again for every batch: the process compiles alone from then on.
+  if (pool && pool->alive() == 0 && !pool->answered_) given_up.insert(pool_key);
   pool.reset(); // another directory, program or size, or every worker gone: start afresh
-  if (path.empty() || n < 2) return nullptr;
+  if (path.empty() || n < 2 || given_up.count(key)) return nullptr;
   pool = start(path, n, dir);
   pool_key = key;
   return pool.get();
+}
+
+void CompileWorkers::reap_exited() {
+  for (auto& w : workers_)
+    if (w->alive && w->pid > 0 && w->owner == ::getpid() &&
+        ::waitpid(w->pid, nullptr, WNOHANG) == w->pid) {
+      w->pid = -1; // reaped
+      w->stop();
+    }
 }
 
 int CompileWorkers::alive() const {
@@ -248,6 +263,7 @@ CompileWorkers::compile_lines(llvm::ArrayRef<std::string> lines) {
       } else if (w.next_answer(r)) {
         out[w.job] = r;
         w.job = -1;
+        answered_ = true;
       }
     }
     hand_out();

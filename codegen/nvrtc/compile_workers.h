@@ -31,7 +31,8 @@ public:
 
   /// The process's n workers for cache directory `dir`, started on first use and kept; null
   /// when none can be started (the tool is missing: KILN_COMPILE_WORKER, else kiln-cache beside
-  /// libkiln). Another directory, program or n, or a pool whose workers all died, replaces them.
+  /// libkiln). Another directory, program or n, or a pool whose workers all died, replaces them;
+  /// a program whose workers all died before answering anything is not started again.
   static CompileWorkers* shared(int n, const std::string& dir);
   /// n workers running `path` (a kiln-cache) for cache directory `dir`; null if none starts.
   static std::unique_ptr<CompileWorkers> start(const std::string& path, int n,
@@ -43,7 +44,8 @@ public:
   std::vector<Result> compile_lines(llvm::ArrayRef<std::string> lines);
 
   int size() const { return static_cast<int>(workers_.size()); }
-  int alive() const; // the workers still running
+  int alive() const;  // the workers not known to have exited
+  void reap_exited(); // notices (and reaps) workers that exited since they were last used
   ~CompileWorkers();
 
   struct Worker; // a process and the socket it reads and answers on
@@ -51,6 +53,7 @@ public:
 private:
   std::vector<std::unique_ptr<Worker>> workers_;
   int owner_ = static_cast<int>(::getpid()); // the process that started them
+  bool answered_ = false;                    // whether any worker ever answered a job
 };
 
 /// How many compile workers a plan's new kernels may use: KILN_COMPILE_PROCESSES, else the

@@ -176,11 +176,14 @@ TEST_F(JitParallel, AWorkerThatDiesLeavesItsKernelsToTheProcess) {
       EXPECT_FALSE(r.error.empty());
     }
   }
-  Jit jit(target(), new_dir());
+  const std::string dir = new_dir();
+  Jit jit(target(), dir);
   const std::vector<JitKernel> built = jit.build_all(srcs);
   EXPECT_EQ(jit.stats().worker_compiles, 0);
   EXPECT_EQ(jit.stats().compiles, 6);
   for (const JitKernel& k : built) EXPECT_FALSE(k.binary.image.empty()) << k.name;
+  EXPECT_EQ(CompileWorkers::shared(2, dir), nullptr)
+      << "a tool whose workers all died unheard is not started again for every batch";
 }
 
 TEST_F(JitParallel, ProcessCountFollowsTheSetting) {
