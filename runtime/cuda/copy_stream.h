@@ -42,8 +42,8 @@ public:
   void wait(uint64_t ticket, const char* op);
   /// Waits for everything issued here.
   void synchronize(const char* op);
-  /// Drops the buffers held by copies that have passed (done at every mark, wait and sync;
-  /// also before memory is given back under pressure).
+  /// Drops the buffers held by copies that have passed (done at every mark, wait, sync and read
+  /// of GPU memory, and before memory is given back under pressure).
   void release_passed();
   /// Whether everything issued here is done (or failed). Never waits.
   bool idle() const { return cudaStreamQuery(stream_) != cudaErrorNotReady; }
