@@ -2,6 +2,7 @@
 // command's output and exit status, its JSON, damage found and healed, prune and clear, and
 // export/import round trips. Runs the built tool as a user would.
 #include "codegen/jit.h"
+#include "codegen/nvrtc/compile_workers.h"
 #include "codegen_fixture.h"
 
 #include <nlohmann/json.hpp>
@@ -253,6 +254,29 @@ TEST_F(KilnCacheTool, WarmCompilesARunsManifest) {
   ::unsetenv("KILN_COMPILE");
   EXPECT_EQ(deployed.stats().compiles, 0);
   EXPECT_EQ(deployed.stats().disk_hits, 3);
+}
+
+// A kernel that does not compile: the workers report it, the tool tries it again itself and
+// reports the compiler's log; the others are compiled all the same.
+TEST_F(KilnCacheTool, WarmReportsAKernelThatDoesNotCompile) {
+  const std::string manifest = other + "/broken.jsonl", fresh = other + "/fresh-broken";
+  Tensor x = randn({64});
+  eval(x);
+  const CudaKernelSource good =
+      render_cuda(kernel_of([&] { return tanh(x) * 5; }), {true, false}, target());
+  const CudaKernelSource broken{
+      "kiln_broken", "broken-key",
+      "extern \"C\" __global__ void kiln_broken() { undeclared_name = 1; }"};
+  {
+    std::ofstream out(manifest);
+    out << detail::manifest_line(good, target()) << detail::manifest_line(broken, target());
+  }
+  ToolRun w = in(fresh, "warm --json -j 2 " + manifest);
+  EXPECT_EQ(w.status, 1) << w.out;
+  const json j = json::parse(w.out);
+  EXPECT_EQ(j["compiled"], 1) << w.out;
+  ASSERT_EQ(j["failed"].size(), 1u) << w.out;
+  EXPECT_NE(j["failed"][0].get<std::string>().find("undeclared_name"), std::string::npos) << w.out;
 }
 
 } // namespace

@@ -12,11 +12,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -66,23 +68,25 @@ std::vector<Job> jobs_of(const std::string& manifest, const Directory& d, int nv
   return jobs;
 }
 
-// Compiles the jobs in n workers running this program (serve-compiles); false if none starts.
-// n becomes the number that started.
-bool compile_in_workers(const std::vector<Job>& jobs, int& n, const std::string& dir,
-                        std::vector<std::string>& failed) {
+// Compiles the jobs in n workers running this program (serve-compiles); n becomes the number
+// that started. Returns the jobs they did not do (a worker that died, a compile error: the
+// threads retry them and report the compiler's log), or nothing when no worker starts.
+std::optional<std::vector<Job>> compile_in_workers(const std::vector<Job>& jobs, int& n,
+                                                   const std::string& dir) {
   char self[4096];
   const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0 || jobs.empty()) return false;
+  if (len <= 0 || jobs.empty()) return std::nullopt;
   std::unique_ptr<kd::CompileWorkers> workers =
       kd::CompileWorkers::start(std::string(self, static_cast<size_t>(len)), n, dir);
-  if (!workers) return false;
+  if (!workers) return std::nullopt;
   n = workers->size();
   std::vector<std::string> lines;
   for (const Job& j : jobs) lines.push_back(kd::manifest_line(j.src, j.target));
   const std::vector<kd::CompileWorkers::Result> results = workers->compile_lines(lines);
+  std::vector<Job> left;
   for (size_t i = 0; i < jobs.size(); ++i)
-    if (!results[i].ok) failed.push_back(fmt::format("{}: {}", jobs[i].src.name, results[i].error));
-  return true;
+    if (!results[i].ok) left.push_back(jobs[i]);
+  return left;
 }
 
 void compile_on_threads(const std::vector<Job>& jobs, int n, const std::string& dir,
@@ -101,7 +105,8 @@ void compile_on_threads(const std::vector<Job>& jobs, int n, const std::string& 
     }
   };
   std::vector<std::thread> threads;
-  for (int t = 0; t < n; ++t) threads.emplace_back(work);
+  for (int t = 0; t < std::min<int>(n, static_cast<int>(jobs.size())); ++t)
+    threads.emplace_back(work);
   for (std::thread& t : threads) t.join();
 }
 
@@ -124,8 +129,9 @@ int warm(const Directory& d, const Args& a) {
                                     int(jobs.size())));
   std::vector<std::string> failed;
   const auto t0 = std::chrono::steady_clock::now();
-  const bool processes = compile_in_workers(jobs, n, a.dir, failed);
-  if (!processes) compile_on_threads(jobs, n, a.dir, failed);
+  const std::optional<std::vector<Job>> left = compile_in_workers(jobs, n, a.dir);
+  const bool processes = left.has_value();
+  compile_on_threads(processes ? *left : jobs, n, a.dir, failed);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::string text;
