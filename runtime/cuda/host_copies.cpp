@@ -10,8 +10,10 @@
 namespace kiln::detail {
 
 void parallel_memcpy(void* dst, const void* src, size_t bytes) {
-  // Pieces of at least 1 MiB: below that a thread's wake-up costs more than its share saves.
-  constexpr int64_t kGrain = int64_t(1) << 20;
+  // Pieces of 256 KiB: a staging chunk (8 MiB) splits into 32, enough for every thread of a
+  // 16-core host (one thread copies about 10 GB/s). Pieces of 1 MiB kept half the threads idle
+  // and halved the pipeline's speed (bench/results/2026-11-26-h100-session20.md).
+  constexpr int64_t kGrain = int64_t(256) << 10;
   cpu::parallel_for(static_cast<int64_t>(bytes), kGrain, [&](int64_t begin, int64_t end) {
     std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
                 static_cast<size_t>(end - begin));
