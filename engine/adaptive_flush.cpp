@@ -144,7 +144,8 @@ void maybe_flush_loop(EngineState& e, Node* n) {
 
 void maybe_flush_early(Node* n) {
   EngineState& e = engine();
-  if (e.idle_flush_nodes <= 0) return;
+  // A function being traced (kiln::compile) is evaluated whole, as one plan.
+  if (e.idle_flush_nodes <= 0 || e.tracing > 0) return;
   // While a gradient history is recorded, or between grad() and the optimizer's update, the
   // step is not cut (see below).
   if (e.loop_flush && e.loop.in_loop() && live_grad_records() == 0 && !e.step_open)

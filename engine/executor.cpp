@@ -3,6 +3,7 @@
 // consecutive small GPU steps go to the backend as one batch (prepared once per cached plan:
 // see plan_cache.h), which may replay them as a CUDA graph. A failure leaves every node either
 // realized (its step ran) or pending as before, so the engine stays usable.
+#include "engine/executor.h"
 #include "engine/adaptive_flush.h"
 #include "engine/graph.h"
 #include "engine/kernel_observer.h"
@@ -276,6 +277,40 @@ bool last_schedule_reused() {
   return last().reused;
 }
 
+void run_plan(CachedPlan& p, llvm::ArrayRef<Node*> nodes, llvm::function_ref<void()> done) {
+  EngineState& e = engine();
+  write_constants(*p.schedule, nodes);
+  const Schedule& s = *p.schedule;
+  e.stats.flushes++;
+  last() = {p.schedule, p.runs++ > 0};
+  if (e.dump_plan) { // a loop prints its plan once, then one line per repetition
+    if (last().reused)
+      std::fprintf(stderr, "plan: reused from the plan cache (run %lld)\n",
+                   static_cast<long long>(p.runs));
+    else
+      std::fprintf(stderr, "%s\n", dump_schedule(s).c_str());
+  }
+  Pins pins(s, nodes);
+  FlushGuard guard(e.flushing);
+  if (!p.batches_known) find_batches(p);
+  Run r(s, nodes, p.last_data);
+  size_t next = 0;
+  for (int i = 0; i < static_cast<int>(s.steps.size());) {
+    if (next < p.batches.size() && p.batches[next].begin == i) {
+      run_batch(r, p.batches[next], e.stats);
+      i = p.batches[next++].end;
+    } else {
+      run_step(r, s.steps[i++], e.stats);
+    }
+  }
+  for (int i : s.aliases) {
+    Node* v = nodes[i];
+    Node* root = view_root(v);
+    if (!v->realized() && root->realized()) mark_realized(v, root->buffer);
+  }
+  if (done) done();
+}
+
 void realize(llvm::ArrayRef<Node*> targets) {
   check_owner_thread("eval");
   EngineState& e = engine();
@@ -298,38 +333,7 @@ void realize(llvm::ArrayRef<Node*> targets) {
     walk_pending(pending, w);
   }
   std::shared_ptr<CachedPlan> p = plan_for(w);
-  write_constants(*p->schedule, w.nodes);
-  const Schedule& s = *p->schedule;
-  e.stats.flushes++;
-  last() = {p->schedule, p->runs++ > 0};
-  if (e.dump_plan) { // a loop prints its plan once, then one line per repetition
-    if (last().reused)
-      std::fprintf(stderr, "plan: reused from the plan cache (run %lld)\n",
-                   static_cast<long long>(p->runs));
-    else
-      std::fprintf(stderr, "%s\n", dump_schedule(s).c_str());
-  }
-
-  {
-    Pins pins(s, w.nodes);
-    FlushGuard guard(e.flushing);
-    if (!p->batches_known) find_batches(*p);
-    Run r(s, w.nodes, p->last_data);
-    size_t next = 0;
-    for (int i = 0; i < static_cast<int>(s.steps.size());) {
-      if (next < p->batches.size() && p->batches[next].begin == i) {
-        run_batch(r, p->batches[next], e.stats);
-        i = p->batches[next++].end;
-      } else {
-        run_step(r, s.steps[i++], e.stats);
-      }
-    }
-    for (int i : s.aliases) {
-      Node* v = w.nodes[i];
-      Node* root = view_root(v);
-      if (!v->realized() && root->realized()) mark_realized(v, root->buffer);
-    }
-  }
+  run_plan(*p, w.nodes);
   // Targets that are views of roots realized now (or earlier) become aliases too.
   for (Node* t : pending) {
     Node* root = view_root(t);

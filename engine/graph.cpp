@@ -124,6 +124,15 @@ Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l) {
   return n;
 }
 
+Node* new_placeholder(OpCode op, DType dtype, Device device, const Shape& shape) {
+  EngineState& e = engine();
+  Node* n = new_node(op, dtype, device, shape);
+  n->id = e.next_id++;
+  n->internal = true; // nobody's value until it is realized: not counted as pending bytes
+  link_pending(e, n);
+  return n;
+}
+
 void add_input(Node* n, Node* input) {
   n->inputs.push_back(input);
   bool was = counted(input);
@@ -171,7 +180,7 @@ Tensor merge_into(Node* same, Node* n, bool internal) {
 // A training step is never flushed early (adaptive_flush.cpp): its ops need no loop detection,
 // which would only add to the host's cost of recording them.
 void note_loop_op(EngineState& e, Node* n) {
-  if (e.loop_flush && !e.step_open && live_grad_records() == 0) e.loop.note(n);
+  if (e.loop_flush && !e.step_open && e.tracing == 0 && live_grad_records() == 0) e.loop.note(n);
 }
 
 } // namespace

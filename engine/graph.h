@@ -57,6 +57,7 @@ struct EngineState {
   // kiln::grad recorded backward ops not evaluated yet: the rest of the step (the optimizer's
   // update) is being recorded, and an early flush would cut it in two. Cleared by evaluations.
   bool step_open = false;
+  int tracing = 0; // kiln::compile is recording a function: no early flush, no loop detection
   uint64_t next_id = 1;
   uint64_t seed = 0;
   uint64_t rng_counter = 0;
@@ -69,6 +70,9 @@ EngineState& engine();
 Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape);
 /// A realized node holding `buf` with layout `l`.
 Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l);
+/// A pending node without inputs that a plan's run will realize (a replay of a traced
+/// evaluation, engine/trace.h); internal until then.
+Node* new_placeholder(OpCode op, DType dtype, Device device, const Shape& shape);
 void add_input(Node* n, Node* input);
 /// Publish a recorded node: count it, link it into the pending graph, flush when the graph is
 /// over its limits or in eager mode, and return its first handle. `internal` nodes (operand

@@ -72,7 +72,53 @@ private:
   llvm::DenseMap<const Buffer*, uint32_t> index_;
 };
 
+// A node's kind, its readers in the walk (`here`) and whether it has others, and its shape.
+void put_node(std::vector<uint64_t>& k, const Node* n, uint32_t here, bool others) {
+  k.push_back(
+      static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
+      static_cast<uint64_t>(n->device.kind) << 16 |
+      static_cast<uint64_t>(static_cast<uint8_t>(n->device.index)) << 24 |
+      static_cast<uint64_t>(n->realized()) << 32 | static_cast<uint64_t>(n->internal) << 33 |
+      static_cast<uint64_t>(n->handles > 0) << 34 | static_cast<uint64_t>(n->shape().size()) << 40 |
+      static_cast<uint64_t>(n->inputs.size()) << 48);
+  k.push_back(here | static_cast<uint64_t>(others) << 32);
+  put_shape(k, n->shape());
+}
+
+// A realized node's storage. Its offset is not part of the key, so that a slice at a new
+// offset each step (x[t] of a sequence) reuses the plan: each realized node has a slot of its
+// own, whose base the executor moves by the change (Slot::leaf_offset). Keyed instead: which
+// nodes share a buffer (`first`: the first holder's position; in-place reuse must see them
+// all), and what in-place reuse reads of a buffer with at most kMaxDonorRefs references
+// (buffer_reuse.cpp): the count, and whether the offset is 0 (it needs a whole buffer read from
+// its start). A sequence read by many row views has more, and keys alike wherever its rows are.
+void put_storage(std::vector<uint64_t>& k, const Node* n, uint32_t first) {
+  const Buffer* b = n->buffer.get();
+  k.push_back(first);
+  const bool donor = b->use_count() <= kMaxDonorRefs;
+  k.push_back(donor ? b->use_count() : kMaxDonorRefs + 1);
+  k.push_back(donor && n->layout.offset == 0);
+  k.push_back(b->bytes);
+  k.push_back(b->external()); // adopted memory is never written in place (buffer_reuse.cpp)
+  put_shape(k, n->layout.strides);
+}
+
 } // namespace
+
+void leaf_key(llvm::ArrayRef<Node*> leaves, llvm::ArrayRef<bool> others, std::vector<uint64_t>& k) {
+  FirstHolders buffers;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Node* n = leaves[i];
+    put_node(k, n, 0, others[i]);
+    put_storage(k, n, buffers.find_or_add(n->buffer.get(), static_cast<uint32_t>(i)).first);
+  }
+}
+
+uint64_t planning_flags() {
+  const EngineState& e = engine();
+  return static_cast<uint64_t>(e.small_matmul) | uint64_t(e.group_launches) << 8 |
+         uint64_t(e.defer_held) << 9 | uint64_t(e.reproducible) << 10;
+}
 
 uint64_t next_walk_stamp() {
   static uint64_t stamp = 0; // 0 is "never walked"
@@ -105,39 +151,13 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
     for (Node* in : n->inputs) w.uses[in->walk_index]++;
 
   std::vector<uint64_t>& k = w.key;
-  // These change how the same graph is planned.
-  k.push_back(static_cast<uint64_t>(engine().small_matmul) |
-              uint64_t(engine().group_launches) << 8 | uint64_t(engine().defer_held) << 9 |
-              uint64_t(engine().reproducible) << 10);
+  k.push_back(planning_flags());
   FirstHolders buffers;
   for (Node* n : w.nodes) {
-    const bool realized = n->realized();
-    k.push_back(static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
-                static_cast<uint64_t>(n->device.kind) << 16 |
-                static_cast<uint64_t>(static_cast<uint8_t>(n->device.index)) << 24 |
-                static_cast<uint64_t>(realized) << 32 | static_cast<uint64_t>(n->internal) << 33 |
-                static_cast<uint64_t>(n->handles > 0) << 34 |
-                static_cast<uint64_t>(n->shape().size()) << 40 |
-                static_cast<uint64_t>(n->inputs.size()) << 48);
     const uint32_t here = w.uses[n->walk_index];
-    k.push_back(here | static_cast<uint64_t>(n->uses != here) << 32);
-    put_shape(k, n->shape());
-    if (realized) {
-      // A realized input's offset is not part of the key, so that a slice at a new offset each
-      // step (x[t] of a sequence) reuses the plan: each realized node has a slot of its own,
-      // whose base the executor moves by the change (Slot::leaf_offset). Keyed instead: which
-      // nodes share a buffer (in-place reuse must see them all), and what in-place reuse reads
-      // of a buffer with at most kMaxDonorRefs references (buffer_reuse.cpp): the count, and
-      // whether the offset is 0 (it needs a whole buffer read from its start). A sequence read
-      // by many row views has more, and keys alike wherever its rows are.
-      const Buffer* b = n->buffer.get();
-      k.push_back(buffers.find_or_add(b, n->walk_index).first);
-      const bool donor = b->use_count() <= kMaxDonorRefs;
-      k.push_back(donor ? b->use_count() : kMaxDonorRefs + 1);
-      k.push_back(donor && n->layout.offset == 0);
-      k.push_back(b->bytes);
-      k.push_back(b->external()); // adopted memory is never written in place (buffer_reuse.cpp)
-      put_shape(k, n->layout.strides);
+    put_node(k, n, here, n->uses != here);
+    if (n->realized()) {
+      put_storage(k, n, buffers.find_or_add(n->buffer.get(), n->walk_index).first);
       continue;
     }
     n->visit_attrs(

@@ -31,6 +31,15 @@ constexpr long kMaxDonorRefs = 4;
 /// key's walk, kiln::grad's walk of the history), so no set of seen nodes is needed.
 uint64_t next_walk_stamp();
 
+/// The settings that change how the same graph is planned, as one word of the key.
+uint64_t planning_flags();
+
+/// The words walk_pending keys for a walk's realized nodes (its leaves), in their order: for
+/// checking that other realized nodes can stand in for them in the same plan (a replay of a
+/// traced evaluation, engine/trace.h). `others`: per leaf, whether pending nodes outside the
+/// walk read it.
+void leaf_key(llvm::ArrayRef<Node*> leaves, llvm::ArrayRef<bool> others, std::vector<uint64_t>& k);
+
 /// Walk the pending graph of `targets` (pending nodes) and compute its key into `w` (its
 /// vectors are reused: a loop step then allocates nothing here).
 void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w);

@@ -2,6 +2,7 @@
 // kiln: a lazy tensor engine. Tensors look eager; ops record a graph that is fused and run
 // when a value is needed.
 #include <kiln/autograd.h>
+#include <kiln/compile.h>
 #include <kiln/device.h>
 #include <kiln/dlpack.h>
 #include <kiln/dtype.h>

@@ -1,0 +1,16 @@
+#pragma once
+// Running a cached plan for one evaluation (engine/executor.cpp): realize() and the replay of
+// a traced evaluation (engine/trace.h) share it.
+#include "engine/plan_cache.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
+
+namespace kiln::detail {
+
+/// Runs plan `p` for the evaluation whose nodes, by walk index, are `nodes`: writes their
+/// constants into the plan, runs its steps and realizes the nodes they compute. `done` runs
+/// after the last step, while those nodes are still pinned (a replay takes its outputs then).
+void run_plan(CachedPlan& p, llvm::ArrayRef<Node*> nodes, llvm::function_ref<void()> done = {});
+
+} // namespace kiln::detail

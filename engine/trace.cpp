@@ -1,0 +1,270 @@
+#include "engine/trace.h"
+
+#include "engine/adaptive_flush.h"
+#include "engine/executor.h"
+#include "engine/graph.h"
+#include "engine/owner_thread.h"
+#include "ir/errors.h"
+
+#include <stdexcept>
+
+namespace kiln::detail {
+
+namespace {
+
+// Why the evaluation of `pending` (walked in `w`) could not be replayed, known before planning;
+// empty if it can.
+std::string unreplayable(const Walk& w, llvm::ArrayRef<Node*> pending) {
+  for (const Node* n : w.nodes)
+    if (n->op == OpCode::rand_uniform || n->op == OpCode::rand_normal)
+      return "it draws random numbers (every replay would draw the same ones)";
+  for (const Node* t : pending)
+    if (t->grad_record || t->requires_grad) return "a result carries gradient history";
+  return "";
+}
+
+int index_of(llvm::ArrayRef<Node*> nodes, const Node* n) {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i] == n) return static_cast<int>(i);
+  return -1;
+}
+
+// Uses a replay holds on the nodes it makes, released however the replay ends: a node the plan
+// did not realize (a step failed) then dies unseen.
+struct HeldUses {
+  llvm::SmallVector<Node*, 16> nodes;
+  HeldUses() = default;
+  HeldUses(const HeldUses&) = delete;
+  HeldUses& operator=(const HeldUses&) = delete;
+  ~HeldUses() {
+    for (Node* n : nodes) release_use(n);
+  }
+};
+
+// Stands for the walk's nodes a replay has no node for: values computed in registers (the run
+// marks them fused) and pending views realized as aliases (the run finds nothing to alias).
+// Held and internal, so that the run's uses neither free nor count it.
+Node* scratch() {
+  static Node* n = [] {
+    Node* s = new Node;
+    s->handles = 1;
+    s->internal = true;
+    return s;
+  }();
+  return n;
+}
+
+} // namespace
+
+TracedEval::~TracedEval() {
+  for (Node* n : captured_) release_handle(n);
+}
+
+TracedEval::Source TracedEval::source_of(Node* n, llvm::ArrayRef<Node*> known) {
+  if (int j = index_of(known, n); j >= 0) return {Source::known, j};
+  // A view of a realized input is realized when made, sharing its buffer (a detach(), a
+  // transpose): a replay makes it again from the call's input, never keeps the traced one.
+  for (size_t j = 0; j < known.size(); ++j) {
+    if (!known[j] || known[j]->buffer != n->buffer) continue;
+    for (size_t a = 0; a < aliases_.size(); ++a)
+      if (aliases_[a].traced == n) return {Source::alias, static_cast<int>(a)};
+    aliases_.push_back(
+        {static_cast<int>(j), n->layout, known[j]->layout.offset, n->dtype, n->device, n});
+    return {Source::alias, static_cast<int>(aliases_.size() - 1)};
+  }
+  int c = index_of(captured_, n);
+  if (c < 0) {
+    retain_handle(n); // read by every replay: kept as it is now
+    c = static_cast<int>(captured_.size());
+    captured_.push_back(n);
+  }
+  return {Source::captured, c};
+}
+
+Node* TracedEval::leaf_node(const Source& s, llvm::ArrayRef<Node*> known) const {
+  return s.kind == Source::known ? known[s.index] : captured_[s.index];
+}
+
+// The alias again, over the call's node (moved with it when it sits elsewhere in its buffer).
+Node* TracedEval::make_alias(const Alias& a, llvm::ArrayRef<Node*> known) const {
+  const Node* of = known[a.known];
+  Layout l = a.layout;
+  l.offset += of->layout.offset - a.known_offset;
+  return new_realized(a.dtype, a.device, of->buffer, l);
+}
+
+std::string TracedEval::trace(llvm::ArrayRef<Node*> targets, llvm::ArrayRef<Node*> known,
+                              llvm::ArrayRef<int> held) {
+  check_owner_thread("compile");
+  if (engine().flushing) fail("compile", "called while a plan is running");
+  llvm::SmallVector<Node*, 8> pending;
+  for (Node* t : targets)
+    if (!t->realized()) pending.push_back(t);
+  // Where each target will come from, taken before they are realized.
+  aliases_.clear();
+  targets_.clear();
+  for (Node* t : targets) targets_.push_back(t->realized() ? source_of(t, known) : Source{});
+  std::string why = pending.empty() ? "" : plan_traced(pending, known, held);
+  for (Alias& a : aliases_) a.traced = nullptr;
+  if (!why.empty()) plan_.reset();
+  return why;
+}
+
+std::string TracedEval::plan_traced(llvm::ArrayRef<Node*> pending, llvm::ArrayRef<Node*> known,
+                                    llvm::ArrayRef<int> held) {
+  Walk w;
+  walk_pending(pending, w);
+  if (std::string why = unreplayable(w, pending); !why.empty()) {
+    realize(pending);
+    return why;
+  }
+  // Realized values the function read that are not its inputs are captured: their handles are
+  // part of the key (they are not written in place), so the walk is keyed again.
+  const size_t captured_before = captured_.size();
+  for (Node* n : w.nodes)
+    if (n->realized()) (void)source_of(n, known);
+  if (captured_.size() != captured_before) walk_pending(pending, w);
+  plan_ = plan_for(w);
+  describe(w, known, held);
+  // Results that are views of pending values are realized as aliases of their roots, as
+  // realize() does; a replay makes the same aliases of its roots.
+  llvm::SmallVector<std::pair<Node*, Node*>, 4> view_roots; // (result, root)
+  views_.clear();
+  for (size_t i = 0, p = 0; i < targets_.size(); ++i) {
+    if (targets_[i].kind != Source::produced) continue;
+    Node* t = pending[p++];
+    if (t->op != OpCode::view) {
+      targets_[i].index = static_cast<int>(t->walk_index);
+      continue;
+    }
+    Node* root = view_root(t);
+    targets_[i] = {Source::view, static_cast<int>(views_.size())};
+    views_.push_back({static_cast<int>(root->walk_index), {}, 0, t->dtype, t->device});
+    view_roots.push_back({t, root});
+  }
+  run_plan(*plan_, w.nodes);
+  for (size_t v = 0; v < view_roots.size(); ++v) {
+    auto [t, root] = view_roots[v];
+    if (!t->realized() && root->realized()) mark_realized(t, root->buffer);
+    if (!t->realized() || !root->realized()) return "a result was left pending";
+    views_[v].layout = t->layout;
+    views_[v].root_offset = root->layout.offset;
+  }
+  note_flushed();
+  for (const Produced& p : produced_)
+    if (p.op == OpCode::view) return "a value is realized as a view of another";
+  for (const Node* t : pending)
+    if (!t->realized()) return "a result was left pending";
+  return "";
+}
+
+// What a replay needs of the walk, taken before the run realizes its nodes.
+void TracedEval::describe(const Walk& w, llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held) {
+  walk_size_ = w.nodes.size();
+  leaves_.clear();
+  leaf_sources_.clear();
+  llvm::SmallVector<Node*, 16> leaves;
+  llvm::SmallVector<bool, 16> others;
+  for (size_t i = 0; i < w.nodes.size(); ++i) {
+    Node* n = w.nodes[i];
+    if (!n->realized()) continue;
+    const Source src = source_of(n, known);
+    const int own = src.kind == Source::known ? held[src.index] : 0;
+    leaves_.push_back(static_cast<int>(i));
+    leaf_sources_.push_back(src);
+    leaves.push_back(n);
+    others.push_back(static_cast<int>(n->uses) - own != static_cast<int>(w.uses[i]));
+  }
+  leaf_key_.clear();
+  leaf_key(leaves, others, leaf_key_);
+  const Schedule& s = *plan_->schedule;
+  produced_.clear();
+  for (const Step& st : s.steps)
+    for (int i : st.realizes) {
+      const Node* n = w.nodes[i];
+      produced_.push_back({i, n->op, n->dtype, n->device, n->shape()});
+    }
+  constants_.clear();
+  for (const ConstantUse& c : s.constants) {
+    if (!constants_.empty() && constants_.back().walk == c.node) continue;
+    auto v = std::make_unique<Node>();
+    v->scalar = w.nodes[c.node]->scalar;
+    v->iscalar = w.nodes[c.node]->iscalar;
+    constants_.push_back({c.node, std::move(v)});
+  }
+}
+
+// A replay's result: a handle to the value the run realized or the caller gave, or a new alias.
+Tensor TracedEval::result(const Source& s, llvm::ArrayRef<Node*> nodes,
+                          llvm::ArrayRef<Node*> known) const {
+  if (s.kind == Source::view) {
+    const View& v = views_[s.index];
+    const Node* root = nodes[v.root];
+    if (!root->realized()) throw std::logic_error("kiln::compile: a replay left a root pending");
+    Layout l = v.layout;
+    l.offset += root->layout.offset - v.root_offset;
+    return publish(new_realized(v.dtype, v.device, root->buffer, l));
+  }
+  if (s.kind == Source::alias) return publish(make_alias(aliases_[s.index], known));
+  Node* n = s.kind == Source::produced ? nodes[s.index] : leaf_node(s, known);
+  if (!n->realized()) throw std::logic_error("kiln::compile: a replay left a result pending");
+  expose(n); // a node the replay made was internal until now
+  retain_handle(n);
+  return Tensor(n);
+}
+
+bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,
+                        std::vector<Tensor>& out) {
+  check_owner_thread("compile");
+  EngineState& e = engine();
+  if (e.flushing) fail("compile", "called while a plan is running");
+  llvm::SmallVector<Node*, 16> leaves;
+  llvm::SmallVector<bool, 16> others;
+  HeldUses made; // the aliases and placeholders made here
+  for (const Source& s : leaf_sources_) {
+    Node* n;
+    int own = 0;
+    if (s.kind == Source::alias) {
+      n = make_alias(aliases_[s.index], known);
+      retain_use(n);
+      made.nodes.push_back(n);
+      own = 1;
+    } else {
+      n = leaf_node(s, known);
+      if (s.kind == Source::known) own = held[s.index];
+    }
+    if (!n->realized()) return false;
+    leaves.push_back(n);
+    others.push_back(static_cast<int>(n->uses) - own != 0);
+  }
+  static std::vector<uint64_t> key; // one replay at a time (owner thread)
+  key.clear();
+  leaf_key(leaves, others, key);
+  if (key != leaf_key_) return false;
+
+  out.clear();
+  std::vector<Node*> nodes;
+  if (plan_) {
+    nodes.assign(walk_size_, scratch());
+    for (size_t i = 0; i < leaves_.size(); ++i) nodes[leaves_[i]] = leaves[i];
+    for (const Constant& c : constants_) nodes[c.walk] = c.value.get();
+    for (const Produced& p : produced_) {
+      Node* n = new_placeholder(p.op, p.dtype, p.device, p.shape);
+      retain_use(n);
+      made.nodes.push_back(n);
+      nodes[p.walk] = n;
+    }
+  }
+  auto take_targets = [&] {
+    for (const Source& s : targets_) out.push_back(result(s, nodes, known));
+  };
+  if (!plan_) {
+    take_targets();
+    return true;
+  }
+  run_plan(*plan_, nodes, take_targets);
+  note_flushed();
+  return true;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,285 @@
+// kiln::compile: a traced function replays to the same bits as calling it, records no ops
+// while replaying, rebinds its state, keeps what the trace captured, and calls the function
+// instead wherever a replay could be wrong (random draws, a read inside it, another liveness
+// of its inputs). Runs on the CPU in CI and again on CUDA (KILN_TEST_DEVICE=cuda), where a
+// replay is a CUDA-graph launch.
+#include "../test_device.h"
+
+#include <kiln/kiln.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+struct Compile : ::testing::Test {
+  void SetUp() override {
+    KILN_USE_TEST_DEVICE();
+    set_eager(false);
+    manual_seed(11);
+  }
+  void TearDown() override { set_eager(false); }
+};
+
+Tensor realized_randn(const Shape& s, float scale = 1.0f) {
+  Tensor t = randn(s) * scale;
+  eval(t);
+  return t;
+}
+
+std::vector<float> values(const Tensor& t) {
+  return t.to_vector<float>();
+}
+
+// The seeds' cell: one matmul and five pointwise ops.
+Tensor seed_step(const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor y = tanh(matmul(x, w) + b) * 0.5f + x;
+  return sigmoid(y) - 0.5f;
+}
+
+TEST_F(Compile, ASeedLoopReplaysToTheBitsOfCallingTheFunction) {
+  const int64_t d = 16;
+  Tensor w = realized_randn({d, d}, 0.25f), b = realized_randn({d}, 0.1f);
+  Tensor x0 = realized_randn({d, d});
+  Compiled step = compile(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{seed_step(in[0], w, b)}; });
+  Tensor x = x0, ref = x0;
+  for (int t = 0; t < 3; ++t) { // the trace and the first replays
+    x = step({x})[0];
+    ref = seed_step(ref, w, b);
+    eval(ref);
+  }
+  const int64_t recorded = stats().ops_recorded, flushes = stats().flushes;
+  for (int t = 0; t < 20; ++t) x = step({x})[0];
+  EXPECT_EQ(stats().ops_recorded, recorded) << "a replay records no op";
+  EXPECT_EQ(stats().flushes, flushes + 20) << "one evaluation per call";
+  for (int t = 0; t < 20; ++t) {
+    ref = seed_step(ref, w, b);
+    eval(ref);
+  }
+  EXPECT_EQ(values(x), values(ref));
+  EXPECT_EQ(step.counts().traces, 1);
+  EXPECT_EQ(step.counts().replays, 22);
+  EXPECT_EQ(step.counts().calls, 0);
+  EXPECT_EQ(step.why_not_replayed(), "");
+}
+
+// An LSTM cell whose h and c are state: each call leaves them holding the new values.
+TEST_F(Compile, StateTensorsAreRebound) {
+  const int64_t hidden = 8, batch = 2;
+  Tensor wx = realized_randn({3, 4 * hidden}, 0.3f),
+         wh = realized_randn({hidden, 4 * hidden}, 0.3f);
+  Tensor h = zeros({batch, hidden}), c = zeros({batch, hidden});
+  eval(h, c);
+  auto cell = [&](const Tensor& x, Tensor& hs, Tensor& cs) {
+    std::vector<Tensor> g = chunk(matmul(x, wx) + matmul(hs, wh), 4, 1);
+    cs = sigmoid(g[1]) * cs + sigmoid(g[0]) * tanh(g[2]);
+    hs = sigmoid(g[3]) * tanh(cs);
+    return hs * 2.0f;
+  };
+  Compiled step =
+      compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{cell(in[0], h, c)}; },
+              {&h, &c});
+  Tensor rh = h, rc = c;
+  std::vector<Tensor> xs;
+  for (int t = 0; t < 6; ++t) xs.push_back(realized_randn({batch, 3}));
+  for (int t = 0; t < 6; ++t) {
+    Tensor y = step({xs[t]})[0];
+    Tensor ry = cell(xs[t], rh, rc);
+    eval(ry, rh, rc);
+    EXPECT_EQ(values(y), values(ry)) << "step " << t;
+    EXPECT_EQ(values(h), values(rh)) << "step " << t;
+    EXPECT_EQ(values(c), values(rc)) << "step " << t;
+  }
+  // The first call's state is also held by rh and rc: its trace keys another liveness than the
+  // later calls', whose old state only the state tensors held. Two traces, then replays.
+  EXPECT_EQ(step.counts().traces, 2);
+  EXPECT_EQ(step.counts().replays, 4);
+}
+
+// A training step: loss, gradients and an SGD update of the parameters, which are state.
+TEST_F(Compile, ATrainingStepWithItsUpdateReplays) {
+  Tensor w = realized_randn({4, 3}, 0.5f), b = realized_randn({3}, 0.1f);
+  auto train = [](const Tensor& x, const Tensor& y, Tensor& w, Tensor& b) {
+    Tensor wl = w.detach().requires_grad_(), bl = b.detach().requires_grad_();
+    Tensor e = tanh(matmul(x, wl) + bl) - y;
+    Tensor loss = mean(e * e);
+    std::vector<Tensor> g = grad(loss, {wl, bl});
+    w = w - g[0] * 0.1f;
+    b = b - g[1] * 0.1f;
+    return loss.detach();
+  };
+  Compiled step = compile(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{train(in[0], in[1], w, b)}; },
+      {&w, &b});
+  Tensor rw = w, rb = b;
+  for (int t = 0; t < 8; ++t) {
+    Tensor x = realized_randn({5, 4}), y = realized_randn({5, 3});
+    Tensor loss = step({x, y})[0];
+    Tensor rloss = train(x, y, rw, rb);
+    eval(rloss, rw, rb);
+    ASSERT_EQ(values(loss), values(rloss)) << "step " << t << ": " << step.why_not_replayed();
+    ASSERT_EQ(values(w), values(rw)) << "step " << t;
+    ASSERT_EQ(values(b), values(rb)) << "step " << t;
+  }
+  EXPECT_EQ(step.counts().traces, 2); // the first call's parameters are also held by rw, rb
+  EXPECT_EQ(step.counts().replays, 6) << step.why_not_replayed();
+}
+
+// A replay must not write a value the caller can still see. The state's old values are never
+// written in place (a replay holds them), and a call whose inputs are held otherwise than when
+// traced (here: the caller keeps the old state) is traced again rather than replayed with a
+// plan made for the other liveness.
+TEST_F(Compile, AValueTheCallerHoldsIsNeverOverwritten) {
+  Tensor w = realized_randn({64});
+  Compiled step = compile(
+      [&](const std::vector<Tensor>& in) {
+        w = w * 0.5f + in[0]; // an elementwise update: its old buffer could take the new w
+        return std::vector<Tensor>{w * 2.0f};
+      },
+      {&w});
+  Tensor one = full({64}, 1.0f);
+  eval(one);
+  auto expect_step = [&](const std::vector<float>& before) {
+    std::vector<float> e = before;
+    for (float& v : e) v = v * 0.5f + 1.0f;
+    EXPECT_EQ(values(w), e);
+  };
+  for (int i = 0; i < 2; ++i) { // a trace, a replay
+    const std::vector<float> before = values(w);
+    step({one});
+    expect_step(before);
+  }
+  for (int i = 0; i < 2; ++i) { // the caller keeps the old value: a second trace, a replay
+    Tensor kept = w;
+    const std::vector<float> before = values(kept);
+    step({one});
+    EXPECT_EQ(values(kept), before) << "the held value was overwritten";
+    expect_step(before);
+  }
+  const std::vector<float> before = values(w);
+  step({one}); // the first trace's liveness again
+  expect_step(before);
+  EXPECT_EQ(step.counts().traces, 2);
+  EXPECT_EQ(step.counts().replays, 3);
+  EXPECT_EQ(step.counts().calls, 0);
+}
+
+// Tensors the function reads that are not inputs, and host values, are fixed by the trace.
+TEST_F(Compile, WhatTheTraceCapturedStaysAsItWas) {
+  Tensor w = full({4}, 2.0f);
+  float scale = 3.0f;
+  Compiled f = compile(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w * scale}; });
+  Tensor x = full({4}, 1.0f);
+  eval(w, x);
+  EXPECT_EQ(values(f({x})[0]), std::vector<float>(4, 6.0f));
+  w = full({4}, 5.0f); // rebinding the C++ variable
+  scale = 10.0f;
+  EXPECT_EQ(values(f({x})[0]), std::vector<float>(4, 6.0f)) << "replayed with the trace's values";
+  EXPECT_EQ(f.counts().replays, 1);
+}
+
+TEST_F(Compile, ANewSignatureTracesAgain) {
+  Compiled f =
+      compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{exp(in[0]) + 1.0f}; });
+  Tensor a = realized_randn({3, 4}), b = realized_randn({5});
+  Tensor at = transpose(a, 0, 1); // other strides
+  const std::vector<float> ra = values(exp(a) + 1.0f), rb = values(exp(b) + 1.0f),
+                           rat = values(exp(at) + 1.0f);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(values(f({a})[0]), ra);
+    EXPECT_EQ(values(f({b})[0]), rb);
+    EXPECT_EQ(values(f({at})[0]), rat);
+  }
+  EXPECT_EQ(f.counts().traces, 3);
+  EXPECT_EQ(f.counts().replays, 3);
+}
+
+TEST_F(Compile, RandomDrawsAreNotReplayed) {
+  Compiled f = compile([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] + randn(in[0].shape())};
+  });
+  Tensor x = zeros({8});
+  eval(x);
+  const std::vector<float> first = values(f({x})[0]), second = values(f({x})[0]);
+  EXPECT_NE(first, second) << "each call draws new numbers";
+  EXPECT_NE(f.why_not_replayed().find("random"), std::string::npos) << f.why_not_replayed();
+  EXPECT_EQ(f.counts().replays, 0);
+  EXPECT_EQ(f.counts().calls, 1);
+}
+
+TEST_F(Compile, AFunctionThatReadsAValueIsNotReplayed) {
+  Compiled f = compile([](const std::vector<Tensor>& in) {
+    const float m = max(in[0]).item<float>(); // a host value the function branches on
+    return std::vector<Tensor>{m > 0 ? in[0] * 2.0f : in[0] * 3.0f};
+  });
+  Tensor pos = full({3}, 1.0f), neg = full({3}, -1.0f);
+  eval(pos, neg);
+  EXPECT_EQ(values(f({pos})[0]), std::vector<float>(3, 2.0f));
+  EXPECT_EQ(values(f({neg})[0]), std::vector<float>(3, -3.0f));
+  EXPECT_NE(f.why_not_replayed().find("evaluated"), std::string::npos) << f.why_not_replayed();
+}
+
+TEST_F(Compile, ResultsMayBeInputsAndViews) {
+  Compiled f = compile([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0], in[0] + 1.0f, transpose(in[0] * 2.0f, 0, 1)};
+  });
+  Tensor x = realized_randn({2, 3});
+  for (int i = 0; i < 2; ++i) {
+    std::vector<Tensor> r = f({x});
+    EXPECT_EQ(values(r[0]), values(x));
+    EXPECT_EQ(values(r[1]), values(x + 1.0f));
+    EXPECT_EQ(values(r[2]), values(transpose(x * 2.0f, 0, 1)));
+    EXPECT_EQ(r[2].shape(), Shape({3, 2}));
+  }
+}
+
+TEST_F(Compile, EagerModeCallsTheFunction) {
+  set_eager(true);
+  Compiled f =
+      compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0f}; });
+  Tensor x = full({2}, 1.5f);
+  EXPECT_EQ(values(f({x})[0]), std::vector<float>(2, 3.0f));
+  EXPECT_EQ(values(f({x})[0]), std::vector<float>(2, 3.0f));
+  EXPECT_EQ(f.counts().calls, 2);
+}
+
+TEST_F(Compile, PendingInputsAreEvaluatedFirst) {
+  Compiled f =
+      compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * in[1]}; });
+  Tensor a = full({4}, 2.0f);
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = a + float(i); // pending
+    EXPECT_EQ(values(f({x, x})[0]), std::vector<float>(4, (2.0f + i) * (2.0f + i)));
+  }
+  EXPECT_EQ(f.counts().replays, 2);
+}
+
+TEST_F(Compile, BadUseIsAClearError) {
+  auto message = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([] { compile(nullptr); }).find("compile"), std::string::npos);
+  EXPECT_NE(message([] {
+              compile([](const std::vector<Tensor>& in) { return in; }, {nullptr});
+            }).find("state tensor 0 is a null pointer"),
+            std::string::npos);
+  Compiled f = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{Tensor()}; });
+  EXPECT_NE(message([&] { f({Tensor()}); }).find("input 0 is an undefined tensor"),
+            std::string::npos);
+  Tensor x = full({1}, 1.0f);
+  EXPECT_NE(message([&] { f({x}); }).find("result 0 of the function is undefined"),
+            std::string::npos);
+}
+
+} // namespace
