@@ -54,7 +54,9 @@ void signature(llvm::ArrayRef<Node*> nodes, std::vector<uint64_t>& sig) {
 }
 
 struct TracingGuard {
-  TracingGuard() { detail::engine().tracing++; }
+  TracingGuard() {
+    if (detail::engine().tracing++ == 0) detail::engine().trace_refusal.clear();
+  }
   ~TracingGuard() { detail::engine().tracing--; }
   TracingGuard(const TracingGuard&) = delete;
   TracingGuard& operator=(const TracingGuard&) = delete;
@@ -86,6 +88,15 @@ Compiled::Compiled(Function f, std::vector<Tensor*> state) : impl_(std::make_sha
 
 Compiled compile(Compiled::Function f, std::vector<Tensor*> state) {
   return Compiled(std::move(f), std::move(state));
+}
+
+bool compiling() {
+  return detail::engine().tracing > 0;
+}
+
+void refuse_replay(const std::string& why) {
+  detail::EngineState& e = detail::engine();
+  if (e.tracing > 0 && e.trace_refusal.empty()) e.trace_refusal = why.empty() ? "refused" : why;
 }
 
 Compiled::Counts Compiled::counts() const {
@@ -189,9 +200,11 @@ std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
   }
   const int64_t flushes = stats().flushes;
   std::vector<Tensor> out;
+  std::string refused;
   {
     TracingGuard tracing;
     out = fn(inputs);
+    refused = std::exchange(detail::engine().trace_refusal, {});
   }
   for (size_t i = 0; i < out.size(); ++i)
     if (!out[i].defined()) detail::fail("compile", "result {} of the function is undefined", i);
@@ -210,9 +223,12 @@ std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
   std::vector<int> held(known.size(), 0);
   for (size_t j = 0; j < known.size(); ++j)
     for (Node* n : holds.nodes) held[j] += known[j] == n;
-  if (stats().flushes != flushes) {
+  if (stats().flushes != flushes)
     t->why_not = "the function evaluated a value itself (an eval, a read of a value, or the "
                  "pending-graph limits)";
+  else if (!refused.empty())
+    t->why_not = refused;
+  if (!t->why_not.empty()) {
     std::vector<Tensor> all = out;
     for (const Tensor* s : state) all.push_back(*s);
     eval(all);

@@ -58,6 +58,7 @@ struct EngineState {
   // update) is being recorded, and an early flush would cut it in two. Cleared by evaluations.
   bool step_open = false;
   int tracing = 0; // kiln::compile is recording a function: no early flush, no loop detection
+  std::string trace_refusal; // why the function being traced must not be replayed (refuse_replay)
   uint64_t next_id = 1;
   uint64_t seed = 0;
   uint64_t rng_counter = 0;

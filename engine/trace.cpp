@@ -19,7 +19,7 @@ std::string unreplayable(const Walk& w, llvm::ArrayRef<Node*> pending) {
     if (n->op == OpCode::rand_uniform || n->op == OpCode::rand_normal)
       return "it draws random numbers (every replay would draw the same ones)";
   for (const Node* t : pending)
-    if (t->grad_record || t->requires_grad) return "a result carries gradient history";
+    if (t->grad_record) return "a result carries gradient history";
   return "";
 }
 
@@ -103,6 +103,8 @@ std::string TracedEval::trace(llvm::ArrayRef<Node*> targets, llvm::ArrayRef<Node
   // Where each target will come from, taken before they are realized.
   aliases_.clear();
   targets_.clear();
+  target_requires_grad_.clear();
+  for (Node* t : targets) target_requires_grad_.push_back(t->requires_grad);
   for (Node* t : targets) targets_.push_back(t->realized() ? source_of(t, known) : Source{});
   std::string why = pending.empty() ? "" : plan_traced(pending, known, held);
   for (Alias& a : aliases_) a.traced = nullptr;
@@ -256,7 +258,11 @@ bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,
     }
   }
   auto take_targets = [&] {
-    for (const Source& s : targets_) out.push_back(result(s, nodes, known));
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      out.push_back(result(targets_[i], nodes, known));
+      // A parameter an update rebinds stays marked (an update keeps requires_grad).
+      if (target_requires_grad_[i]) out.back().node()->requires_grad = true;
+    }
   };
   if (!plan_) {
     take_targets();

@@ -7,8 +7,8 @@
 // A replay is only as right as its plan, so it runs only where the plan would have been the same
 // one: the leaves (realized inputs) must key as they did when traced (leaf_key: dtype, shape,
 // strides, storage sharing, and the liveness in-place reuse reads), and nothing the plan reads
-// may have changed meaning: random draws (their counters would repeat) and gradient history are
-// refused when traced.
+// may have changed meaning: random draws (their counters would repeat) and results with gradient
+// history are refused when traced.
 #include "engine/plan_cache.h"
 #include "engine/plan_key.h"
 
@@ -93,6 +93,7 @@ private:
   std::vector<Produced> produced_;
   std::vector<Constant> constants_;
   std::vector<Source> targets_;
+  std::vector<bool> target_requires_grad_; // per target: marked as a leaf to differentiate
   std::vector<View> views_;
   std::vector<Alias> aliases_;
   std::vector<Node*> captured_; // one handle each

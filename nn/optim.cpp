@@ -2,6 +2,7 @@
 // gradient clipping by global norm. Updates are recorded under NoGradGuard; every
 // hyperparameter and bias correction is a scalar operand, so it changes without replanning.
 #include <kiln/autograd.h>
+#include <kiln/compile.h>
 #include <kiln/engine.h>
 #include <kiln/error.h>
 #include <kiln/optim.h>
@@ -93,8 +94,16 @@ nn::ParamList SGD::state() {
   return l;
 }
 
+namespace {
+// A capturable Adam's step count and bias correction: f64 for f64 parameters, else f32.
+DType step_dtype(const Tensor& param) {
+  return param.dtype() == DType::f64 ? DType::f64 : DType::f32;
+}
+} // namespace
+
 Adam::Adam(nn::ParamList params, double lr, Options o)
-    : Optimizer(std::move(params), lr), o_(o), m_(params_.size()), v_(params_.size()) {
+    : Optimizer(std::move(params), lr), o_(o), m_(params_.size()), v_(params_.size()),
+      step_(params_.size()) {
   if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1))
     fail("Adam: betas must be in [0, 1), got " + std::to_string(o.beta1) + " and " +
          std::to_string(o.beta2));
@@ -113,6 +122,21 @@ void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
   if (!m.defined()) m = zeros_like(param), v = zeros_like(param);
   m = m + (g - m) * (1 - o_.beta1); // torch's lerp
   v = v * o_.beta2 + g * g * (1 - o_.beta2);
+  if (o_.capturable) {
+    // The count and the correction on the device: the same ops every step.
+    Tensor& t = step_[i];
+    const DType ct = step_dtype(param);
+    if (!t.defined()) t = zeros({}, ct, param.device());
+    t = t + 1.0f;
+    const Tensor c1 = 1.0f - pow(full({}, o_.beta1, ct, param.device()), t);
+    const Tensor c2 = 1.0f - pow(full({}, o_.beta2, ct, param.device()), t);
+    Tensor denom = sqrt(v) / sqrt(c2) + o_.eps;
+    param -= m / denom * (lr_ / c1);
+    return;
+  }
+  // A host scalar of this step: a trace would fix it.
+  refuse_replay("Adam's bias correction changes every step (AdamOptions::capturable keeps it "
+                "on the device)");
   const double t = static_cast<double>(steps_);
   const double correction1 = 1 - std::pow(o_.beta1, t);
   const double correction2 = 1 - std::pow(o_.beta2, t);
@@ -127,6 +151,11 @@ nn::ParamList Adam::state() {
     if (!v_[i].defined()) v_[i] = zeros_like(*params_[i].tensor);
     l.push_back({"m." + params_[i].name, &m_[i]});
     l.push_back({"v." + params_[i].name, &v_[i]});
+    if (!o_.capturable) continue;
+    const Tensor& p = *params_[i].tensor;
+    if (!step_[i].defined())
+      step_[i] = full({}, static_cast<double>(steps_), step_dtype(p), p.device());
+    l.push_back({"step." + params_[i].name, &step_[i]});
   }
   return l;
 }

@@ -19,7 +19,8 @@
 // inputs nor state keep the values they had then, and host values (C++ scalars, a learning
 // rate, branches taken) are baked in. A function that draws random numbers, reads a value on
 // the host (`item`, `eval` inside it), or returns values with gradient history is not
-// replayed: each call then calls it (why_not_replayed() says why).
+// replayed: each call then calls it (why_not_replayed() says why). kiln::flush() inside the
+// function does nothing while it is traced (the trace evaluates everything at its end).
 #include <kiln/tensor.h>
 
 #include <cstdint>
@@ -60,5 +61,13 @@ private:
 
 /// Compiled(f, state).
 Compiled compile(Compiled::Function f, std::vector<Tensor*> state = {});
+
+/// Whether a compiled function is being traced now (its ops recorded for replays).
+bool compiling();
+/// Called while a function is traced: its trace is not to be replayed, because the function
+/// reads something that changes between calls which the trace would fix (for library code
+/// such as an optimizer with host-side step counts). Every call then calls the function, and
+/// why_not_replayed() returns `why`. Does nothing when no function is being traced.
+void refuse_replay(const std::string& why);
 
 } // namespace kiln

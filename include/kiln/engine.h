@@ -17,7 +17,8 @@ template <class... Ts> void eval(const Ts&... ts) {
 /// Compute every pending value that has a live handle, and wait for all devices.
 void sync();
 /// Compute every pending value that has a live handle, without waiting: on a GPU the work is
-/// queued and flush returns (the end of a step: optim::Optimizer::step calls it).
+/// queued and flush returns (the end of a step: optim::Optimizer::step calls it). Inside a
+/// function kiln::compile is tracing it does nothing: the trace evaluates everything at its end.
 void flush();
 
 /// kiln is used by one thread at a time: the first thread that records an op owns the graph,

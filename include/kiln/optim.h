@@ -64,6 +64,13 @@ private:
 struct AdamOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
   bool decoupled_weight_decay = false; // AdamW
+  /// Count steps in a tensor per parameter (0-d, f32; f64 for f64 parameters) and compute the
+  /// bias correction from it on the parameter's device (PyTorch's `capturable`), so that the update
+  /// is the same computation every step: a step kiln::compile traces can then be replayed (the
+  /// count is state: "step.<param>" in state()). By default the correction is a host scalar of each
+  /// step (in double, as torch.optim.Adam), which a trace would fix, so a traced Adam step is not
+  /// replayed.
+  bool capturable = false;
 };
 
 /// torch.optim.Adam (and AdamW with decoupled weight decay), with PyTorch's bias correction.
@@ -77,6 +84,7 @@ private:
   void update(size_t i, Tensor& param, const Tensor& grad) override;
   Options o_;
   std::vector<Tensor> m_, v_;
+  std::vector<Tensor> step_; // capturable: each parameter's step count (0-d; f64 for f64)
 };
 
 /// torch.optim.AdamW: Adam whose weight decay shrinks the parameters directly (default 1e-2).

@@ -6,6 +6,7 @@
 #include "../test_device.h"
 
 #include <kiln/kiln.h>
+#include <kiln/optim.h>
 
 #include <gtest/gtest.h>
 
@@ -128,6 +129,51 @@ TEST_F(Compile, ATrainingStepWithItsUpdateReplays) {
   }
   EXPECT_EQ(step.counts().traces, 2); // the first call's parameters are also held by rw, rb
   EXPECT_EQ(step.counts().replays, 6) << step.why_not_replayed();
+}
+
+// Adam's bias correction changes every step: a host scalar by default, which a trace would fix
+// (so the step is not replayed), or a count on the device with `capturable`, whose steps replay
+// to the bits of calling the function.
+TEST_F(Compile, AnAdamStepReplaysWhenItsCountIsOnTheDevice) {
+  for (bool capturable : {true, false}) {
+    manual_seed(5);
+    Tensor w = realized_randn({4, 3}, 0.5f).requires_grad_();
+    Tensor b = realized_randn({3}, 0.1f).requires_grad_();
+    Tensor rw = w.detach().requires_grad_(), rb = b.detach().requires_grad_();
+    eval(rw, rb);
+    optim::AdamOptions o;
+    o.capturable = capturable;
+    optim::Adam opt({{"w", &w}, {"b", &b}}, 0.05, o), ropt({{"w", &rw}, {"b", &rb}}, 0.05, o);
+    auto train = [](const Tensor& x, const Tensor& y, optim::Adam& opt, Tensor& w, Tensor& b) {
+      Tensor e = tanh(matmul(x, w) + b) - y;
+      Tensor loss = mean(e * e);
+      opt.step(grad(loss, {w, b}));
+      return loss.detach();
+    };
+    std::vector<Tensor*> state = {&w, &b};
+    for (const nn::NamedParam& p : opt.state()) state.push_back(p.tensor);
+    (void)ropt.state(); // the same zeros, made the same way
+    Compiled step = compile(
+        [&](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{train(in[0], in[1], opt, w, b)};
+        },
+        state);
+    for (int t = 0; t < 6; ++t) {
+      Tensor x = realized_randn({5, 4}), y = realized_randn({5, 3});
+      Tensor loss = step({x, y})[0];
+      Tensor rloss = train(x, y, ropt, rw, rb);
+      ASSERT_EQ(values(loss), values(rloss)) << "step " << t << ", capturable " << capturable;
+      ASSERT_EQ(values(w), values(rw)) << "step " << t << ", capturable " << capturable;
+      ASSERT_EQ(values(b), values(rb)) << "step " << t << ", capturable " << capturable;
+      ASSERT_TRUE(w.requires_grad());
+    }
+    if (capturable) {
+      EXPECT_EQ(step.counts().replays, 4) << step.why_not_replayed(); // two traces (rw, rb)
+    } else {
+      EXPECT_EQ(step.counts().replays, 0);
+      EXPECT_NE(step.why_not_replayed().find("capturable"), std::string::npos);
+    }
+  }
 }
 
 // A replay must not write a value the caller can still see. The state's old values are never

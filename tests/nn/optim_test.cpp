@@ -50,26 +50,30 @@ TEST_F(Optim, SgdWithMomentumAndNesterovFollowsTorch) {
 }
 
 TEST_F(Optim, AdamAndAdamWFollowTorch) {
-  for (bool decoupled : {false, true}) {
-    std::vector<double> w = {1, -2, 0.5}, m(3), v(3);
-    const double lr = 0.01, b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.1;
-    for (int s = 1; s <= 5; ++s) {
-      std::vector<double> g = grad_of(w, s - 1);
-      for (int i = 0; i < 3; ++i) {
-        if (decoupled)
-          w[i] *= 1 - lr * wd;
-        else
-          g[i] += wd * w[i];
-        m[i] += (g[i] - m[i]) * (1 - b1);
-        v[i] = v[i] * b2 + g[i] * g[i] * (1 - b2);
-        double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(b2, s)) + eps;
-        w[i] -= m[i] / denom * (lr / (1 - std::pow(b1, s)));
+  for (bool capturable : {false, true})
+    for (bool decoupled : {false, true}) {
+      std::vector<double> w = {1, -2, 0.5}, m(3), v(3);
+      const double lr = 0.01, b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.1;
+      for (int s = 1; s <= 5; ++s) {
+        std::vector<double> g = grad_of(w, s - 1);
+        for (int i = 0; i < 3; ++i) {
+          if (decoupled)
+            w[i] *= 1 - lr * wd;
+          else
+            g[i] += wd * w[i];
+          m[i] += (g[i] - m[i]) * (1 - b1);
+          v[i] = v[i] * b2 + g[i] * g[i] * (1 - b2);
+          double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(b2, s)) + eps;
+          w[i] -= m[i] / denom * (lr / (1 - std::pow(b1, s)));
+        }
       }
+      optim::AdamOptions o{b1, b2, eps, wd, decoupled, capturable};
+      std::vector<double> got =
+          decoupled ? run<optim::AdamW>(5, lr, o) : run<optim::Adam>(5, lr, o);
+      for (int i = 0; i < 3; ++i)
+        EXPECT_NEAR(got[i], w[i], 1e-14)
+            << "decoupled " << decoupled << ", capturable " << capturable;
     }
-    optim::AdamOptions o{b1, b2, eps, wd, decoupled};
-    std::vector<double> got = decoupled ? run<optim::AdamW>(5, lr, o) : run<optim::Adam>(5, lr, o);
-    for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], w[i], 1e-14) << "decoupled " << decoupled;
-  }
 }
 
 TEST_F(Optim, ClipGradNormScalesOnlyAboveTheLimit) {
