@@ -38,6 +38,16 @@ struct Seed {
     y = kiln::tanh(y + b) * 0.5f + x;
     x = kiln::sigmoid(y) - 0.5f;
   }
+  /// The step as a function kiln::compile traces (x is its state), and one call of it.
+  kiln::Compiled compiled() {
+    return kiln::compile(
+        [this](const std::vector<kiln::Tensor>&) {
+          record();
+          return std::vector<kiln::Tensor>{};
+        },
+        {&x});
+  }
+  void call(kiln::Compiled& f) { f({}); }
   /// The values a step produces; `step` evaluates them: the step boundary (on a GPU, eval
   /// queues the work and returns).
   std::vector<kiln::Tensor> state() const { return {x}; }
@@ -80,14 +90,27 @@ struct Lstm {
     kiln::eval(l.seq, l.wx, l.wh, l.bias, l.h, l.c);
     return l;
   }
-  void record() {
+  kiln::Tensor next_x() {
     const int64_t row = (t++ % len) * batch;
-    kiln::Tensor x = kiln::slice(seq, 0, row, row + batch);
+    return kiln::slice(seq, 0, row, row + batch);
+  }
+  void cell(const kiln::Tensor& x) {
     kiln::Tensor gates = kiln::matmul(x, wx) + kiln::matmul(h, wh) + bias;
     std::vector<kiln::Tensor> g = kiln::chunk(gates, 4, 1); // i, f, g, o: column views
     c = kiln::sigmoid(g[1]) * c + kiln::sigmoid(g[0]) * kiln::tanh(g[2]);
     h = kiln::sigmoid(g[3]) * kiln::tanh(c);
   }
+  void record() { cell(next_x()); }
+  /// The cell as a function kiln::compile traces: x its input, h and c its state.
+  kiln::Compiled compiled() {
+    return kiln::compile(
+        [this](const std::vector<kiln::Tensor>& in) {
+          cell(in[0]);
+          return std::vector<kiln::Tensor>{};
+        },
+        {&h, &c});
+  }
+  void call(kiln::Compiled& f) { f({next_x()}); }
   std::vector<kiln::Tensor> state() const { return {h, c}; }
   void step() {
     record();
@@ -124,9 +147,21 @@ struct Gru {
     kiln::eval(g.seq, g.wx, g.wh, g.bx, g.bh, g.h);
     return g;
   }
-  void record() {
+  kiln::Tensor next_x() {
     const int64_t row = (t++ % len) * batch;
-    kiln::Tensor x = kiln::slice(seq, 0, row, row + batch);
+    return kiln::slice(seq, 0, row, row + batch);
+  }
+  void record() { cell(next_x()); }
+  kiln::Compiled compiled() {
+    return kiln::compile(
+        [this](const std::vector<kiln::Tensor>& in) {
+          cell(in[0]);
+          return std::vector<kiln::Tensor>{};
+        },
+        {&h});
+  }
+  void call(kiln::Compiled& f) { f({next_x()}); }
+  void cell(const kiln::Tensor& x) {
     std::vector<kiln::Tensor> gi = kiln::chunk(kiln::matmul(x, wx) + bx, 3, 1);
     std::vector<kiln::Tensor> gh = kiln::chunk(kiln::matmul(h, wh) + bh, 3, 1);
     kiln::Tensor r = kiln::sigmoid(gi[0] + gh[0]);

@@ -6,7 +6,8 @@
 //
 // Each timed loop is written as a user writes it: no eval in the loop; the loss is read (a
 // sync) once at the end of the loop. The `eval/step` rows evaluate the parameters every step
-// (the tuned form of earlier benchmarks) beside it.
+// (the tuned form of earlier benchmarks) beside it, and the `compiled` rows run the step traced
+// by kiln::compile (Adam with `capturable`).
 #include "bench_util.h"
 
 #include <kiln/kiln.h>
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 using namespace kiln;
@@ -51,13 +53,13 @@ struct Model {
 struct SeedModel : Model {
   Tensor w, b, x0;
   int window;
-  SeedModel(int64_t d, int window_, Device dev) : window(window_) {
+  SeedModel(int64_t d, int window_, Device dev, optim::AdamOptions o) : window(window_) {
     manual_seed(1);
     w = (randn({d, d}, DType::f32, dev) * float(1 / std::sqrt(double(d)))).requires_grad_();
     b = (randn({d}, DType::f32, dev) * 0.1f).requires_grad_();
     x0 = randn({d, d}, DType::f32, dev);
     eval(w, b, x0);
-    opt = std::make_unique<optim::Adam>(params(), 1e-3);
+    opt = std::make_unique<optim::Adam>(params(), 1e-3, o);
   }
   nn::ParamList params() override { return {{"w", &w}, {"b", &b}}; }
   Tensor forward() override {
@@ -78,7 +80,7 @@ struct LstmModel : Model {
   Tensor seq, target; // [window, batch, 1]
   int window;
   int64_t batch;
-  LstmModel(int64_t batch_, int64_t hidden, int window_, Device dev)
+  LstmModel(int64_t batch_, int64_t hidden, int window_, Device dev, optim::AdamOptions o)
       : cell((manual_seed(2), 1), hidden, {DType::f32, dev}),
         head(hidden, 1, true, {DType::f32, dev}), window(window_), batch(batch_) {
     std::vector<float> s(static_cast<size_t>((window + 1) * batch));
@@ -87,7 +89,7 @@ struct LstmModel : Model {
     seq = slice(all, 0, 0, window).contiguous();
     target = slice(all, 0, 1, window + 1).contiguous();
     eval(seq, target);
-    opt = std::make_unique<optim::Adam>(params(), 1e-3);
+    opt = std::make_unique<optim::Adam>(params(), 1e-3, o);
   }
   nn::ParamList params() override {
     return nn::join({cell.parameters("lstm."), head.parameters("head.")});
@@ -104,18 +106,43 @@ struct LstmModel : Model {
   }
 };
 
-std::unique_ptr<Model> make(const std::string& name, const Args& a) {
-  if (name == "seed") return std::make_unique<SeedModel>(64, a.window, a.device);
-  if (name == "lstm1") return std::make_unique<LstmModel>(1, 256, a.window, a.device);
-  return std::make_unique<LstmModel>(32, 256, a.window, a.device);
+std::unique_ptr<Model> make(const std::string& name, const Args& a, bool capturable = false) {
+  optim::AdamOptions o;
+  o.capturable = capturable;
+  if (name == "seed") return std::make_unique<SeedModel>(64, a.window, a.device, o);
+  if (name == "lstm1") return std::make_unique<LstmModel>(1, 256, a.window, a.device, o);
+  return std::make_unique<LstmModel>(32, 256, a.window, a.device, o);
 }
 
-void run(const std::string& name, const Args& a, bool eval_each_step) {
-  auto m = make(name, a);
+// How a step is written: as a user writes it (`natural`), with an eval of the parameters each
+// step (the tuned form of earlier benchmarks), or traced once by kiln::compile and replayed
+// (Adam with `capturable`, so that its bias correction is part of the replay).
+enum class Form { natural, eval_each_step, compiled };
+const char* form_name(Form f) {
+  return f == Form::natural ? "natural" : f == Form::eval_each_step ? "eval/step" : "compiled";
+}
+
+// The model's training step as a compiled function: parameters and Adam's state are its state.
+Compiled compiled_step(Model& m) {
+  std::vector<Tensor*> state;
+  for (const nn::NamedParam& p : m.params()) state.push_back(p.tensor);
+  for (const nn::NamedParam& p : m.opt->state()) state.push_back(p.tensor);
+  return compile(
+      [&m](const std::vector<Tensor>&) { return std::vector<Tensor>{m.step().detach()}; }, state);
+}
+
+void run(const std::string& name, const Args& a, Form form) {
+  auto m = make(name, a, form == Form::compiled);
+  std::optional<Compiled> compiled;
+  if (form == Form::compiled) compiled.emplace(compiled_step(*m));
   Tensor loss;
   auto body = [&] {
+    if (compiled) {
+      loss = (*compiled)({})[0];
+      return;
+    }
     loss = m->step();
-    if (eval_each_step) eval(optim::tensors(m->params()));
+    if (form == Form::eval_each_step) eval(optim::tensors(m->params()));
   };
   auto sync_loss = [&] { (void)loss.item<float>(); };
   for (int i = 0; i < 10; ++i) body(); // warm-up: compiles, plans, graphs
@@ -133,11 +160,15 @@ void run(const std::string& name, const Args& a, bool eval_each_step) {
   const double steps = 1 + double(a.steps) * a.reps; // time_spread: one warm-up call, then reps
   std::printf("| %s | %s | %.3f (%.3f-%.3f) | %.3f | %.1f | %.2f | %.2f | %.2f | %.1f | %.4g -> "
               "%.4g |\n",
-              name.c_str(), eval_each_step ? "eval/step" : "natural", s.median / 1e3, s.min / 1e3,
-              s.max / 1e3, host_ms, double(st.peak_bytes_in_use) / 1e6,
-              double(st.plan_hits) / steps, double(st.plan_misses) / steps,
-              double(st.graph_replays) / steps, double(st.kernels_run + st.gemms_run) / steps,
-              first, loss.item<float>());
+              name.c_str(), form_name(form), s.median / 1e3, s.min / 1e3, s.max / 1e3, host_ms,
+              double(st.peak_bytes_in_use) / 1e6, double(st.plan_hits) / steps,
+              double(st.plan_misses) / steps, double(st.graph_replays) / steps,
+              double(st.kernels_run + st.gemms_run) / steps, first, loss.item<float>());
+  if (compiled && compiled->counts().replays == 0) { // it would time the function's calls
+    std::fprintf(stderr, "train_rnn: the compiled %s step was not replayed: %s\n", name.c_str(),
+                 compiled->why_not_replayed().c_str());
+    std::exit(1);
+  }
 }
 
 // Where the host's time goes in a step: recording the forward, kiln::grad, and Adam's step, which
@@ -237,8 +268,9 @@ int main(int argc, char** argv) try {
       "replays | kernels | loss first -> last |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (const char* name : {"seed", "lstm1", "lstm32"}) {
     if (!a.only.empty() && a.only != name) continue;
-    run(name, a, false);
-    run(name, a, true);
+    run(name, a, Form::natural);
+    run(name, a, Form::eval_each_step);
+    if (!a.eager) run(name, a, Form::compiled);
   }
   return 0;
 } catch (const std::exception& e) {

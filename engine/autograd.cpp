@@ -305,7 +305,11 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
 
 Tensor detach(const Tensor& t) {
   Node* in = arg(t, "detach");
-  if (in->realized()) return publish(new_realized(in->dtype, in->device, in->buffer, in->layout));
+  if (in->realized()) {
+    Tensor alias = publish(new_realized(in->dtype, in->device, in->buffer, in->layout));
+    note_view(alias.node(), in);
+    return alias;
+  }
   // A pending value gets an identity view: free, and a node whose grad flags are its own.
   Node* n = new_node(OpCode::view, in->dtype, in->device, in->shape());
   n->layout = in->layout;

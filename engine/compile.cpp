@@ -2,11 +2,13 @@
 // bookkeeping of a call: evaluating pending inputs, standing the state in for the function's
 // rebinding, and calling the function where a trace cannot be replayed.
 #include "engine/graph.h"
+#include "engine/ops_common.h"
 #include "engine/owner_thread.h"
 #include "engine/plan_key.h"
 #include "engine/trace.h"
 #include "ir/errors.h"
 
+#include <kiln/autograd.h>
 #include <kiln/compile.h>
 #include <kiln/engine.h>
 
@@ -35,11 +37,12 @@ struct Trace {
   size_t outputs = 0;
 };
 
-// What a trace is chosen by: the settings that change planning, and per input and state tensor
-// its dtype, device, shape, strides, and which earlier one is the same value (if any).
+// What a trace is chosen by: the settings that change planning, whether gradients are recorded,
+// and per input and state tensor its dtype, device, shape, strides, whether it requires grad,
+// and which earlier one is the same value (if any).
 void signature(llvm::ArrayRef<Node*> nodes, std::vector<uint64_t>& sig) {
   sig.clear();
-  sig.push_back(detail::planning_flags());
+  sig.push_back(detail::planning_flags() | uint64_t(is_grad_enabled()) << 32);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node* n = nodes[i];
     size_t same = i;
@@ -47,7 +50,8 @@ void signature(llvm::ArrayRef<Node*> nodes, std::vector<uint64_t>& sig) {
       if (nodes[j] == n) same = j;
     sig.push_back(static_cast<uint64_t>(n->dtype) | static_cast<uint64_t>(n->device.kind) << 8 |
                   static_cast<uint64_t>(static_cast<uint8_t>(n->device.index)) << 16 |
-                  static_cast<uint64_t>(n->shape().size()) << 24 | uint64_t(same) << 32);
+                  static_cast<uint64_t>(n->shape().size()) << 24 |
+                  static_cast<uint64_t>(n->requires_grad) << 31 | uint64_t(same) << 32);
     for (int64_t d : n->shape()) sig.push_back(static_cast<uint64_t>(d));
     for (int64_t d : n->layout.strides) sig.push_back(static_cast<uint64_t>(d));
   }
@@ -55,11 +59,68 @@ void signature(llvm::ArrayRef<Node*> nodes, std::vector<uint64_t>& sig) {
 
 struct TracingGuard {
   TracingGuard() {
-    if (detail::engine().tracing++ == 0) detail::engine().trace_refusal.clear();
+    detail::EngineState& e = detail::engine();
+    if (e.tracing++ == 0) {
+      e.trace_refusal.clear();
+      e.trace_views.clear();
+    }
   }
   ~TracingGuard() { detail::engine().tracing--; }
   TracingGuard(const TracingGuard&) = delete;
   TracingGuard& operator=(const TracingGuard&) = delete;
+};
+
+Tensor handle_to(Node* n) {
+  detail::retain_handle(n);
+  return Tensor(n);
+}
+
+// An input as the function is given it. One that requires grad (while gradients are recorded)
+// is an identity view recording history, so that gradients reach the caller's tensor; its
+// results have history, which a replay would not give, so such a trace is not replayed anyway.
+Tensor fresh_input(const Tensor& x) {
+  if (x.requires_grad() && is_grad_enabled()) {
+    detail::ViewPrim identity;
+    identity.kind = detail::ViewPrim::Kind::expand;
+    identity.shape = x.shape();
+    return detail::make_view(x, identity, x.node()->layout);
+  }
+  return handle_to(detail::new_alias(x.node()));
+}
+
+// What a call hands the function, or a replay its plan, for the inputs and the state: fresh
+// nodes over their values (detail::new_alias). Through them the function's reads of its inputs
+// and state are told from reads of the same values through other variables (which a trace
+// captures as they are), and a trace and its replays see the same number of nodes on every
+// buffer. The state's values before the call and their fresh nodes are held as uses until the
+// call ends, so a plan never writes them in place.
+struct Fresh {
+  std::vector<Tensor> inputs; // one handle each, as the function's argument vector holds them
+  std::vector<Node*> state;   // per state tensor
+  std::vector<Node*> before;  // per state tensor: its value before the call
+  Fresh(const std::vector<Tensor>& in, const std::vector<Tensor*>& st) {
+    for (const Tensor& x : in) inputs.push_back(fresh_input(x));
+    for (const Tensor* s : st) {
+      before.push_back(s->node());
+      detail::retain_use(s->node());
+      state.push_back(detail::new_alias(s->node()));
+      detail::retain_use(state.back());
+    }
+  }
+  Fresh(const Fresh&) = delete;
+  Fresh& operator=(const Fresh&) = delete;
+  ~Fresh() {
+    for (Node* n : state) detail::release_use(n);
+    for (Node* n : before) detail::release_use(n);
+  }
+  // The nodes a trace names leaves by: the inputs', then the state's; and the uses held on each.
+  void known(std::vector<Node*>& nodes, std::vector<int>& held) const {
+    nodes.clear();
+    for (const Tensor& x : inputs) nodes.push_back(x.node());
+    nodes.insert(nodes.end(), state.begin(), state.end());
+    held.assign(inputs.size(), 0);
+    held.resize(nodes.size(), 1);
+  }
 };
 
 } // namespace
@@ -75,13 +136,16 @@ struct Compiled::Impl {
   std::vector<Tensor> call_function(const std::vector<Tensor>& inputs);
   std::vector<Tensor> trace(std::vector<uint64_t> sig, const std::vector<Tensor>& inputs);
   bool replay(Trace& t, const std::vector<Tensor>& inputs, std::vector<Tensor>& out);
-  void known_nodes(const std::vector<Tensor>& inputs, std::vector<Node*>& nodes) const;
 };
 
 Compiled::Compiled(Function f, std::vector<Tensor*> state) : impl_(std::make_shared<Impl>()) {
   if (!f) detail::fail("compile", "the function is empty");
-  for (size_t i = 0; i < state.size(); ++i)
+  for (size_t i = 0; i < state.size(); ++i) {
     if (!state[i]) detail::fail("compile", "state tensor {} is a null pointer", i);
+    for (size_t j = 0; j < i; ++j)
+      if (state[j] == state[i])
+        detail::fail("compile", "state tensors {} and {} are the same variable", j, i);
+  }
   impl_->fn = std::move(f);
   impl_->state = std::move(state);
 }
@@ -111,14 +175,6 @@ std::vector<Tensor> Compiled::operator()(const std::vector<Tensor>& inputs) {
   return impl_->call(inputs);
 }
 
-// The inputs' nodes, then the state's.
-void Compiled::Impl::known_nodes(const std::vector<Tensor>& inputs,
-                                 std::vector<Node*>& nodes) const {
-  nodes.clear();
-  for (const Tensor& t : inputs) nodes.push_back(t.node());
-  for (const Tensor* s : state) nodes.push_back(s->node());
-}
-
 std::vector<Tensor> Compiled::Impl::call(const std::vector<Tensor>& inputs) {
   detail::check_owner_thread("compile");
   std::vector<Tensor> pending;
@@ -133,18 +189,19 @@ std::vector<Tensor> Compiled::Impl::call(const std::vector<Tensor>& inputs) {
   if (!pending.empty()) eval(pending); // a compiled call starts from realized values
   if (detail::engine().eager) return call_function(inputs);
   std::vector<Node*> nodes;
-  known_nodes(inputs, nodes);
+  for (const Tensor& t : inputs) nodes.push_back(t.node());
+  for (const Tensor* s : state) nodes.push_back(s->node());
   std::vector<uint64_t> sig;
   signature(nodes, sig);
   // A signature may have several traces: the liveness of the inputs can differ between the
-  // first call (the caller still holds the initial state) and the calls after it.
+  // first call (the caller still holds the initial state) and the calls after it, and a first
+  // trace may not be replayable where a later one is (an optimizer's first step differs).
   size_t same = 0;
   for (auto& t : traces) {
     if (t->signature != sig) continue;
-    if (!t->why_not.empty()) return call_function(inputs);
     ++same;
     std::vector<Tensor> out;
-    if (replay(*t, inputs, out)) {
+    if (t->why_not.empty() && replay(*t, inputs, out)) {
       counts.replays++;
       return out;
     }
@@ -165,64 +222,43 @@ std::vector<Tensor> Compiled::Impl::call_function(const std::vector<Tensor>& inp
   return out;
 }
 
-namespace {
-
-// Releases the uses a call holds on the state's old values.
-struct StateHolds {
-  std::vector<Node*> nodes;
-  StateHolds() = default;
-  StateHolds(const StateHolds&) = delete;
-  StateHolds& operator=(const StateHolds&) = delete;
-  ~StateHolds() {
-    for (Node* n : nodes) detail::release_use(n);
-  }
-};
-
-Tensor handle_to(Node* n) {
-  detail::retain_handle(n);
-  return Tensor(n);
-}
-
-} // namespace
-
 std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
                                           const std::vector<Tensor>& inputs) {
   auto t = std::make_unique<Trace>();
   t->signature = std::move(sig);
-  // The state's values before the call are held (as uses) until the trace is planned and run, as
-  // a replay holds them: then no node the function frees is mistaken for one it makes at the
-  // same address, and the plan never writes them in place (a replay's caller may still see them
-  // if the replay does not run).
-  StateHolds holds;
-  for (Tensor* s : state) {
-    detail::retain_use(s->node());
-    holds.nodes.push_back(s->node());
-  }
+  Fresh fresh(inputs, state);
+  for (size_t i = 0; i < state.size(); ++i) *state[i] = handle_to(fresh.state[i]);
+  // A state tensor the function did not assign holds its own value again.
+  auto unassigned_back = [&] {
+    for (size_t i = 0; i < state.size(); ++i)
+      if (state[i]->node() == fresh.state[i]) *state[i] = handle_to(fresh.before[i]);
+  };
   const int64_t flushes = stats().flushes;
   std::vector<Tensor> out;
   std::string refused;
-  {
+  try {
     TracingGuard tracing;
-    out = fn(inputs);
+    out = fn(fresh.inputs);
     refused = std::exchange(detail::engine().trace_refusal, {});
+  } catch (...) {
+    unassigned_back();
+    throw;
   }
+  for (size_t i = 0; i < state.size(); ++i)
+    t->rebound.push_back(state[i]->defined() && state[i]->node() != fresh.state[i]);
+  unassigned_back();
   for (size_t i = 0; i < out.size(); ++i)
     if (!out[i].defined()) detail::fail("compile", "result {} of the function is undefined", i);
   for (size_t i = 0; i < state.size(); ++i)
     if (!state[i]->defined())
       detail::fail("compile", "the function left state tensor {} undefined", i);
   std::vector<Node*> targets, known;
+  std::vector<int> held;
   for (const Tensor& r : out) targets.push_back(r.node());
   t->outputs = out.size();
-  for (size_t i = 0; i < state.size(); ++i) {
-    t->rebound.push_back(state[i]->node() != holds.nodes[i]);
-    if (t->rebound.back()) targets.push_back(state[i]->node());
-  }
-  for (const Tensor& x : inputs) known.push_back(x.node());
-  known.insert(known.end(), holds.nodes.begin(), holds.nodes.end());
-  std::vector<int> held(known.size(), 0);
-  for (size_t j = 0; j < known.size(); ++j)
-    for (Node* n : holds.nodes) held[j] += known[j] == n;
+  for (size_t i = 0; i < state.size(); ++i)
+    if (t->rebound[i]) targets.push_back(state[i]->node());
+  fresh.known(known, held);
   if (stats().flushes != flushes)
     t->why_not = "the function evaluated a value itself (an eval, a read of a value, or the "
                  "pending-graph limits)";
@@ -235,6 +271,7 @@ std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
   } else {
     t->why_not = t->eval.trace(targets, known, held);
   }
+  detail::engine().trace_views.clear();
   why_not = t->why_not;
   counts.traces++;
   traces.push_back(std::move(t));
@@ -242,24 +279,17 @@ std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
 }
 
 bool Compiled::Impl::replay(Trace& t, const std::vector<Tensor>& inputs, std::vector<Tensor>& out) {
+  Fresh fresh(inputs, state);
   std::vector<Node*> known;
-  known_nodes(inputs, known);
-  // The state tensors the function assigns: as it would, the call lets go of their old values,
-  // which it holds (as uses, not handles) while the plan reads them.
-  StateHolds holds;
-  std::vector<int> held(known.size(), 0);
-  for (size_t i = 0; i < state.size(); ++i) {
-    if (!t.rebound[i]) continue;
-    Node* n = state[i]->node();
-    detail::retain_use(n);
-    holds.nodes.push_back(n);
-    *state[i] = Tensor();
-  }
-  for (size_t j = 0; j < known.size(); ++j)
-    for (Node* n : holds.nodes) held[j] += known[j] == n;
+  std::vector<int> held;
+  fresh.known(known, held);
+  // The state tensors the function assigns let go of their old values, as the function would
+  // (which the call holds while the plan reads them).
+  for (size_t i = 0; i < state.size(); ++i)
+    if (t.rebound[i]) *state[i] = Tensor();
   auto restore = [&] {
-    for (size_t i = 0, k = 0; i < state.size(); ++i)
-      if (t.rebound[i]) *state[i] = handle_to(holds.nodes[k++]);
+    for (size_t i = 0; i < state.size(); ++i)
+      if (t.rebound[i]) *state[i] = handle_to(fresh.before[i]);
   };
   bool ran = false;
   try {

@@ -124,6 +124,18 @@ Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l) {
   return n;
 }
 
+Node* new_alias(Node* of) {
+  Node* n = new_realized(of->dtype, of->device, of->buffer, of->layout);
+  n->id = engine().next_id++;
+  n->requires_grad = of->requires_grad;
+  return n;
+}
+
+void note_view(const Node* alias, const Node* of) {
+  EngineState& e = engine();
+  if (e.tracing > 0) e.trace_views[alias->id] = of->id;
+}
+
 Node* new_placeholder(OpCode op, DType dtype, Device device, const Shape& shape) {
   EngineState& e = engine();
   Node* n = new_node(op, dtype, device, shape);

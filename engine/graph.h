@@ -7,6 +7,7 @@
 #include <kiln/engine.h>
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
 
 #include <string>
@@ -59,6 +60,9 @@ struct EngineState {
   bool step_open = false;
   int tracing = 0; // kiln::compile is recording a function: no early flush, no loop detection
   std::string trace_refusal; // why the function being traced must not be replayed (refuse_replay)
+  // While tracing: for each realized view made (by id), the id of the node it views, so that a
+  // trace can tell a view of its input from another value sharing the input's memory.
+  llvm::DenseMap<uint64_t, uint64_t> trace_views;
   uint64_t next_id = 1;
   uint64_t seed = 0;
   uint64_t rng_counter = 0;
@@ -71,6 +75,12 @@ EngineState& engine();
 Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape);
 /// A realized node holding `buf` with layout `l`.
 Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l);
+/// A realized node over `of`'s storage and layout with a fresh id, not published (counted as no
+/// op): what kiln::compile hands a traced function for each input and state tensor.
+Node* new_alias(Node* of);
+/// A realized view `alias` was made of realized node `of` (make_view, detach): remembered
+/// while a function is traced (EngineState::trace_views).
+void note_view(const Node* alias, const Node* of);
 /// A pending node without inputs that a plan's run will realize (a replay of a traced
 /// evaluation, engine/trace.h); internal until then.
 Node* new_placeholder(OpCode op, DType dtype, Device device, const Shape& shape);

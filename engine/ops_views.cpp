@@ -19,6 +19,7 @@ Tensor make_view(const Tensor& a, const ViewPrim& prim, const Layout& l) {
   Node* in = a.node();
   if (in->realized()) {
     Tensor alias = publish(new_realized(in->dtype, in->device, in->buffer, l));
+    note_view(alias.node(), in);
     NodeAttrs attrs;
     attrs.view = prim;
     // The alias has no inputs for publish to read the history from.

@@ -6,6 +6,8 @@
 #include "engine/owner_thread.h"
 #include "ir/errors.h"
 
+#include <llvm/ADT/DenseMap.h>
+
 #include <stdexcept>
 
 namespace kiln::detail {
@@ -62,10 +64,15 @@ TracedEval::~TracedEval() {
 
 TracedEval::Source TracedEval::source_of(Node* n, llvm::ArrayRef<Node*> known) {
   if (int j = index_of(known, n); j >= 0) return {Source::known, j};
-  // A view of a realized input is realized when made, sharing its buffer (a detach(), a
-  // transpose): a replay makes it again from the call's input, never keeps the traced one.
-  for (size_t j = 0; j < known.size(); ++j) {
-    if (!known[j] || known[j]->buffer != n->buffer) continue;
+  // A view the function made of an input is realized when made, sharing the input's buffer (a
+  // detach(), a transpose): a replay makes it again from the call's input. Which node a view
+  // was made of is remembered while tracing (note_view); sharing a buffer is not enough (a
+  // captured tensor may hold the memory an input is a slice of).
+  const auto& views = engine().trace_views;
+  uint64_t root = n->id;
+  for (auto it = views.find(root); it != views.end(); it = views.find(root)) root = it->second;
+  for (size_t j = 0; root != n->id && j < known.size(); ++j) {
+    if (!known[j] || known[j]->id != root) continue;
     for (size_t a = 0; a < aliases_.size(); ++a)
       if (aliases_[a].traced == n) return {Source::alias, static_cast<int>(a)};
     aliases_.push_back(
@@ -194,6 +201,13 @@ void TracedEval::describe(const Walk& w, llvm::ArrayRef<Node*> known, llvm::Arra
     v->iscalar = w.nodes[c.node]->iscalar;
     constants_.push_back({c.node, std::move(v)});
   }
+  // A constant the plan also writes to memory (a matmul operand, a result) is a value a replay
+  // makes a node for: that node carries the constant's value for the kernels' tapes.
+  llvm::DenseMap<int, int> constant_at;
+  for (size_t k = 0; k < constants_.size(); ++k)
+    constant_at[constants_[k].walk] = static_cast<int>(k);
+  for (Produced& p : produced_)
+    if (auto it = constant_at.find(p.walk); it != constant_at.end()) p.constant = it->second;
 }
 
 // A replay's result: a handle to the value the run realized or the caller gave, or a new alias.
@@ -252,6 +266,10 @@ bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,
     for (const Constant& c : constants_) nodes[c.walk] = c.value.get();
     for (const Produced& p : produced_) {
       Node* n = new_placeholder(p.op, p.dtype, p.device, p.shape);
+      if (p.constant >= 0) {
+        n->scalar = constants_[p.constant].value->scalar;
+        n->iscalar = constants_[p.constant].value->iscalar;
+      }
       retain_use(n);
       made.nodes.push_back(n);
       nodes[p.walk] = n;

@@ -8,7 +8,9 @@
 // one: the leaves (realized inputs) must key as they did when traced (leaf_key: dtype, shape,
 // strides, storage sharing, and the liveness in-place reuse reads), and nothing the plan reads
 // may have changed meaning: random draws (their counters would repeat) and results with gradient
-// history are refused when traced.
+// history are refused when traced. The function is given fresh nodes for its inputs and state
+// (engine/compile.cpp), so reads through them are told from reads of the same values through
+// other variables, which the trace captures.
 #include "engine/plan_cache.h"
 #include "engine/plan_key.h"
 
@@ -57,6 +59,7 @@ private:
     DType dtype = DType::f32;
     Device device;
     Shape shape;
+    int constant = -1; // a constant's value it carries (index into constants_), or -1
   };
   struct Alias { // a realized view of a known node (its buffer), made by the function
     int known = 0;

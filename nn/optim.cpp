@@ -1,6 +1,7 @@
 // SGD, Adam and AdamW with PyTorch's update rules (torch.optim, single-tensor form), and
 // gradient clipping by global norm. Updates are recorded under NoGradGuard; every
-// hyperparameter and bias correction is a scalar operand, so it changes without replanning.
+// hyperparameter and bias correction is a scalar operand, so it changes without replanning
+// (except in a step kiln::compile replays, which fixes the values it was traced with).
 #include <kiln/autograd.h>
 #include <kiln/compile.h>
 #include <kiln/engine.h>
@@ -77,6 +78,7 @@ SGD::SGD(nn::ParamList params, double lr, Options o)
 void SGD::update(size_t i, Tensor& param, const Tensor& grad) {
   Tensor d = o_.weight_decay != 0 ? grad + param * o_.weight_decay : grad;
   if (o_.momentum != 0) {
+    if (steps_ == 1) refuse_replay("SGD's first step with momentum differs from the later ones");
     Tensor& v = velocity_[i];
     v = steps_ > 1 ? v * o_.momentum + d * (1 - o_.dampening) : d; // the first step: d
     d = o_.nesterov ? d + v * o_.momentum : v;

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@ struct Mode {
   bool blas = false;          // small matmuls as cuBLAS calls (set_small_matmul(blas)): the A/B
   bool inline_launch = false; // replays issued on the calling thread (set_launch_thread(false))
   bool natural = false;       // the loop as a user writes it: no eval per step (issue 20)
+  bool compiled = false;      // the step traced once by kiln::compile and replayed
 };
 const Mode kModes[] = {
     {"kiln CPU backend", false, false, false},
@@ -57,6 +59,7 @@ const Mode kModes[] = {
     {"kiln GPU lazy, CUDA graphs, launch thread off", true, false, true, false, true},
     {"kiln GPU lazy, CUDA graphs, small matmuls on cuBLAS", true, false, true, true},
     {"kiln GPU lazy, CUDA graphs, no eval in the loop", true, false, true, false, false, true},
+    {"kiln GPU, the step compiled (kiln::compile)", true, false, true, false, false, false, true},
 };
 constexpr size_t kTargetMode = 3;  // the issue's targets are for lazy with CUDA graphs
 constexpr size_t kNaturalMode = 6; // issue 20's: the same loop without eval
@@ -91,16 +94,30 @@ struct Timing {
   int64_t stat_steps = 0; // steps the counters cover
 };
 
-// One step of `cell` as mode `m` writes the loop: recorded and evaluated, or (natural) only
-// recorded, the engine deciding when to flush.
-template <class Cell> void one_step(Cell& cell, const Mode& m) {
-  if (m.natural)
+// One step of `cell` as mode `m` writes the loop: recorded and evaluated, (natural) only
+// recorded, the engine deciding when to flush, or a call of the compiled step `f`.
+template <class Cell> void one_step(Cell& cell, const Mode& m, std::optional<Compiled>& f) {
+  if (m.compiled) {
+    if (!f) f.emplace(cell.compiled());
+    cell.call(*f);
+  } else if (m.natural) {
     cell.record();
-  else
+  } else {
     cell.step();
+  }
+}
+
+// A compiled mode must time replays, not calls of the function.
+void check_replayed(const std::optional<Compiled>& f) {
+  if (!f || f->counts().replays > 0) return;
+  std::fprintf(stderr, "rnn_gpu: the compiled step was not replayed: %s\n",
+               f->why_not_replayed().c_str());
+  std::exit(1);
 }
 
 template <class Cell> Timing time_mode(Cell cell, const Mode& m, int steps, int reps) {
+  std::optional<Compiled> f; // bound to this copy of the cell
+  auto one_step = [&](Cell& c, const Mode& mode) { ::one_step(c, mode, f); };
   for (int i = 0; i < kWarmup; ++i) one_step(cell, m);
   kiln::sync();
   double t0 = bench::now_ns();
@@ -122,9 +139,12 @@ template <class Cell> Timing time_mode(Cell cell, const Mode& m, int steps, int 
   const double h0 = bench::now_ns();
   for (int i = 0; i < r.steps; ++i) {
     const double a = bench::now_ns();
-    cell.record();
+    if (!m.compiled) cell.record(); // compiled: nothing is recorded, the call is in `eval`
     const double b = bench::now_ns();
-    if (!m.natural) kiln::eval(cell.state());
+    if (m.compiled)
+      cell.call(*f);
+    else if (!m.natural)
+      kiln::eval(cell.state());
     record_ns += b - a;
     eval_ns += bench::now_ns() - b;
   }
@@ -134,6 +154,7 @@ template <class Cell> Timing time_mode(Cell cell, const Mode& m, int steps, int 
   kiln::sync();
   r.host_us_per_step = (h1 - h0) / 1e3 / r.steps;
   r.drain_us = (bench::now_ns() - h1) / 1e3;
+  check_replayed(f);
   return r;
 }
 
@@ -154,7 +175,9 @@ std::vector<Row> run_case(const char* name, const Cell& cpu_base, int steps, int
   for (const Mode& m : kModes) {
     enter(m);
     Cell cell = m.gpu ? gpu_base : cpu_base;
-    for (int i = 0; i < kCheckSteps; ++i) one_step(cell, m);
+    std::optional<Compiled> f;
+    for (int i = 0; i < kCheckSteps; ++i) one_step(cell, m, f);
+    check_replayed(f);
     std::vector<Tensor> got = cell.state();
     if (!m.gpu) {
       want = got;

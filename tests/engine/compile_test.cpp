@@ -96,10 +96,11 @@ TEST_F(Compile, StateTensorsAreRebound) {
     EXPECT_EQ(values(h), values(rh)) << "step " << t;
     EXPECT_EQ(values(c), values(rc)) << "step " << t;
   }
-  // The first call's state is also held by rh and rc: its trace keys another liveness than the
-  // later calls', whose old state only the state tensors held. Two traces, then replays.
-  EXPECT_EQ(step.counts().traces, 2);
-  EXPECT_EQ(step.counts().replays, 4);
+  // The first call's state may key another liveness than the later calls' (the initial zeros):
+  // then a second trace.
+  EXPECT_EQ(step.counts().traces + step.counts().replays, 6);
+  EXPECT_GE(step.counts().replays, 4);
+  EXPECT_EQ(step.counts().calls, 0);
 }
 
 // A training step: loss, gradients and an SGD update of the parameters, which are state.
@@ -127,8 +128,8 @@ TEST_F(Compile, ATrainingStepWithItsUpdateReplays) {
     ASSERT_EQ(values(w), values(rw)) << "step " << t;
     ASSERT_EQ(values(b), values(rb)) << "step " << t;
   }
-  EXPECT_EQ(step.counts().traces, 2); // the first call's parameters are also held by rw, rb
-  EXPECT_EQ(step.counts().replays, 6) << step.why_not_replayed();
+  EXPECT_EQ(step.counts().traces, 1);
+  EXPECT_EQ(step.counts().replays, 7) << step.why_not_replayed();
 }
 
 // Adam's bias correction changes every step: a host scalar by default, which a trace would fix
@@ -176,10 +177,9 @@ TEST_F(Compile, AnAdamStepReplaysWhenItsCountIsOnTheDevice) {
   }
 }
 
-// A replay must not write a value the caller can still see. The state's old values are never
-// written in place (a replay holds them), and a call whose inputs are held otherwise than when
-// traced (here: the caller keeps the old state) is traced again rather than replayed with a
-// plan made for the other liveness.
+// A replay must not write a value the caller can still see: the state's old values are never
+// written in place (the call holds them while the plan runs), whether or not the caller kept
+// them.
 TEST_F(Compile, AValueTheCallerHoldsIsNeverOverwritten) {
   Tensor w = realized_randn({64});
   Compiled step = compile(
@@ -200,7 +200,7 @@ TEST_F(Compile, AValueTheCallerHoldsIsNeverOverwritten) {
     step({one});
     expect_step(before);
   }
-  for (int i = 0; i < 2; ++i) { // the caller keeps the old value: a second trace, a replay
+  for (int i = 0; i < 2; ++i) { // the caller keeps the old value
     Tensor kept = w;
     const std::vector<float> before = values(kept);
     step({one});
@@ -208,10 +208,10 @@ TEST_F(Compile, AValueTheCallerHoldsIsNeverOverwritten) {
     expect_step(before);
   }
   const std::vector<float> before = values(w);
-  step({one}); // the first trace's liveness again
+  step({one});
   expect_step(before);
-  EXPECT_EQ(step.counts().traces, 2);
-  EXPECT_EQ(step.counts().replays, 3);
+  EXPECT_EQ(step.counts().traces, 1);
+  EXPECT_EQ(step.counts().replays, 4);
   EXPECT_EQ(step.counts().calls, 0);
 }
 
@@ -255,7 +255,9 @@ TEST_F(Compile, RandomDrawsAreNotReplayed) {
   const std::vector<float> first = values(f({x})[0]), second = values(f({x})[0]);
   EXPECT_NE(first, second) << "each call draws new numbers";
   EXPECT_NE(f.why_not_replayed().find("random"), std::string::npos) << f.why_not_replayed();
+  EXPECT_EQ(values(f({x})[0]) != second, true);
   EXPECT_EQ(f.counts().replays, 0);
+  EXPECT_EQ(f.counts().traces, 2); // traced again once: a later trace may be replayable
   EXPECT_EQ(f.counts().calls, 1);
 }
 
@@ -306,6 +308,97 @@ TEST_F(Compile, PendingInputsAreEvaluatedFirst) {
   EXPECT_EQ(f.counts().replays, 2);
 }
 
+// Found by review: each of these replayed wrong values before the fix named.
+
+// A constant the plan writes to memory (a matmul operand, a result) keeps its value in a replay.
+TEST_F(Compile, ConstantsThePlanStoresKeepTheirValues) {
+  Compiled f = compile([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{matmul(in[0], full({4, 4}, 0.5f)), full({3}, 7.0f)};
+  });
+  Tensor x = full({2, 4}, 1.0f);
+  eval(x);
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Tensor> r = f({x});
+    EXPECT_EQ(values(r[0]), std::vector<float>(8, 2.0f)) << "call " << i;
+    EXPECT_EQ(values(r[1]), std::vector<float>(3, 7.0f)) << "call " << i;
+  }
+  EXPECT_EQ(f.counts().replays, 2);
+}
+
+// A captured tensor whose memory an input is a slice of is read as captured, not as a view of
+// the input (which moves with each call's slice).
+TEST_F(Compile, ACapturedTensorSharingTheInputsMemoryStaysCaptured) {
+  Tensor xs = arange(0, 24, 1, DType::f32).reshape({6, 4});
+  eval(xs);
+  std::vector<Tensor> rows; // the caller keeps every row: no in-place reuse keyed
+  for (int64_t t = 0; t < 6; ++t) rows.push_back(slice(xs, 0, t, t + 1));
+  Compiled f = compile([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sum(transpose(xs, 0, 1), {1}) + in[0].reshape({4})};
+  });
+  for (int64_t t = 0; t < 6; ++t) {
+    std::vector<float> want(4);
+    for (int64_t j = 0; j < 4; ++j) want[j] = float(60 + 6 * j) + float(t * 4 + j);
+    EXPECT_EQ(values(f({rows[t]})[0]), want) << "row " << t;
+  }
+  EXPECT_GE(f.counts().replays, 4);
+}
+
+// A tensor captured by reference that is the input's value when traced stays the captured one.
+TEST_F(Compile, ACapturedTensorThatIsTheFirstInputStaysCaptured) {
+  Tensor x0 = full({2}, 1.0f);
+  eval(x0);
+  Compiled f = compile(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 0.5f + x0}; });
+  Tensor x = x0;
+  for (float want : {1.5f, 1.75f, 1.875f, 1.9375f}) {
+    x = f({x})[0];
+    EXPECT_EQ(values(x), std::vector<float>(2, want));
+  }
+  EXPECT_EQ(f.counts().traces + f.counts().replays, 4);
+  EXPECT_EQ(f.counts().calls, 0);
+}
+
+// An input that requires grad has another signature: the function is traced for it, and its
+// results carry history (so that trace is not replayed).
+TEST_F(Compile, AnInputThatRequiresGradIsNotReplayedWithoutHistory) {
+  Compiled f = compile(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0] * in[0])}; });
+  Tensor x = full({3}, 2.0f);
+  eval(x);
+  f({x});
+  f({x}); // replayed
+  Tensor xg = x.detach().requires_grad_();
+  Tensor l = f({xg})[0];
+  EXPECT_EQ(values(grad(l, {xg})[0]), std::vector<float>(3, 4.0f));
+  EXPECT_EQ(f.counts().replays, 1);
+}
+
+// SGD's first step with momentum takes another branch than the later ones: not replayed.
+TEST_F(Compile, AnSgdStepWithMomentumReplaysFromTheSecondStep) {
+  Tensor w = realized_randn({4}).requires_grad_();
+  Tensor rw = w.detach().requires_grad_();
+  eval(rw);
+  optim::SGD opt({{"w", &w}}, 0.1, {.momentum = 0.9});
+  optim::SGD ropt({{"w", &rw}}, 0.1, {.momentum = 0.9});
+  auto train = [](optim::SGD& o, Tensor& w) {
+    Tensor loss = sum(w * w * w);
+    o.step(grad(loss, {w}));
+    return loss.detach();
+  };
+  std::vector<Tensor*> state = {&w};
+  for (const nn::NamedParam& p : opt.state()) state.push_back(p.tensor);
+  (void)ropt.state();
+  Compiled step = compile(
+      [&](const std::vector<Tensor>&) { return std::vector<Tensor>{train(opt, w)}; }, state);
+  for (int t = 0; t < 6; ++t) {
+    Tensor loss = step({})[0];
+    Tensor rloss = train(ropt, rw);
+    ASSERT_EQ(values(loss), values(rloss)) << "step " << t;
+    ASSERT_EQ(values(w), values(rw)) << "step " << t;
+  }
+  EXPECT_EQ(step.counts().replays, 4) << step.why_not_replayed();
+}
+
 TEST_F(Compile, BadUseIsAClearError) {
   auto message = [](auto&& fn) {
     try {
@@ -319,6 +412,11 @@ TEST_F(Compile, BadUseIsAClearError) {
   EXPECT_NE(message([] {
               compile([](const std::vector<Tensor>& in) { return in; }, {nullptr});
             }).find("state tensor 0 is a null pointer"),
+            std::string::npos);
+  Tensor s = full({1}, 1.0f);
+  EXPECT_NE(message([&] {
+              compile([](const std::vector<Tensor>& in) { return in; }, {&s, &s});
+            }).find("state tensors 0 and 1 are the same variable"),
             std::string::npos);
   Compiled f = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{Tensor()}; });
   EXPECT_NE(message([&] { f({Tensor()}); }).find("input 0 is an undefined tensor"),
