@@ -103,7 +103,10 @@ struct Fresh {
     for (const Tensor* s : st) {
       before.push_back(s->node());
       detail::retain_use(s->node());
-      state.push_back(detail::new_alias(s->node()));
+      // A parameter the function differentiates and updates stays itself: gradients of results
+      // with history then reach the caller's tensor, and an update keeps it a leaf.
+      const bool trained = s->requires_grad() && is_grad_enabled();
+      state.push_back(trained ? s->node() : detail::new_alias(s->node()));
       detail::retain_use(state.back());
     }
   }
@@ -119,7 +122,7 @@ struct Fresh {
     for (const Tensor& x : inputs) nodes.push_back(x.node());
     nodes.insert(nodes.end(), state.begin(), state.end());
     held.assign(inputs.size(), 0);
-    held.resize(nodes.size(), 1);
+    for (size_t i = 0; i < state.size(); ++i) held.push_back(state[i] == before[i] ? 2 : 1);
   }
 };
 
@@ -186,6 +189,10 @@ std::vector<Tensor> Compiled::Impl::call(const std::vector<Tensor>& inputs) {
     if (!state[i]->defined()) detail::fail("compile", "state tensor {} is undefined", i);
     if (!state[i]->node()->realized()) pending.push_back(*state[i]);
   }
+  if (detail::engine().tracing > 0) { // called by a function being traced: part of its trace
+    counts.calls++;
+    return fn(inputs);
+  }
   if (!pending.empty()) eval(pending); // a compiled call starts from realized values
   if (detail::engine().eager) return call_function(inputs);
   std::vector<Node*> nodes;
@@ -208,6 +215,9 @@ std::vector<Tensor> Compiled::Impl::call(const std::vector<Tensor>& inputs) {
   }
   if (same < kTracesPerSignature && traces.size() < kMaxTraces)
     return trace(std::move(sig), inputs);
+  if (same > 0 && why_not.empty())
+    why_not = "the inputs key otherwise than the traces' (which other tensors hold or read "
+              "them, docs/compile.md)";
   return call_function(inputs);
 }
 

@@ -136,6 +136,13 @@ void note_view(const Node* alias, const Node* of) {
   if (e.tracing > 0) e.trace_views[alias->id] = of->id;
 }
 
+void note_host_read() {
+  EngineState& e = engine();
+  if (e.tracing > 0 && e.trace_refusal.empty())
+    e.trace_refusal = "the function reads a value on the host (item, to_vector, copy_to, "
+                      "data_ptr), which a replay would not read again";
+}
+
 Node* new_placeholder(OpCode op, DType dtype, Device device, const Shape& shape) {
   EngineState& e = engine();
   Node* n = new_node(op, dtype, device, shape);

@@ -81,6 +81,9 @@ Node* new_alias(Node* of);
 /// A realized view `alias` was made of realized node `of` (make_view, detach): remembered
 /// while a function is traced (EngineState::trace_views).
 void note_view(const Node* alias, const Node* of);
+/// A value is read on the host (item, to_vector, copy_to, data_ptr): a function being traced
+/// is not replayed, since its replays would not read it again.
+void note_host_read();
 /// A pending node without inputs that a plan's run will realize (a replay of a traced
 /// evaluation, engine/trace.h); internal until then.
 Node* new_placeholder(OpCode op, DType dtype, Device device, const Shape& shape);

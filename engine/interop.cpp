@@ -93,6 +93,7 @@ Tensor from_blob(void* data, size_t bytes, DType dtype, const Shape& shape, cons
 
 const void* Tensor::data_ptr() const {
   Node* n = arg(*this, "data_ptr");
+  note_host_read();
   if (!n->realized()) realize({n});
   backend_for(n->device, "data_ptr").synchronize();
   if (!n->buffer) return nullptr; // an empty value

@@ -116,6 +116,7 @@ void detail::prepare_host_pages(void* data, size_t bytes) {
 
 void Tensor::copy_to_host(void* dst, DType as, size_t count, const char* op) const {
   Node* n = need(*this, op);
+  detail::note_host_read();
   if (count != static_cast<size_t>(n->numel())) {
     if (std::string_view(op) == "item")
       detail::fail("item", "a tensor of shape {} has {} elements, not 1", n->layout.shape,

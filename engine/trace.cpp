@@ -107,6 +107,9 @@ std::string TracedEval::trace(llvm::ArrayRef<Node*> targets, llvm::ArrayRef<Node
   llvm::SmallVector<Node*, 8> pending;
   for (Node* t : targets)
     if (!t->realized()) pending.push_back(t);
+  // A realized result may carry history too (a view of an input that requires grad).
+  bool history = false;
+  for (const Node* t : targets) history |= t->realized() && t->grad_record;
   // Where each target will come from, taken before they are realized.
   aliases_.clear();
   targets_.clear();
@@ -114,6 +117,7 @@ std::string TracedEval::trace(llvm::ArrayRef<Node*> targets, llvm::ArrayRef<Node
   for (Node* t : targets) target_requires_grad_.push_back(t->requires_grad);
   for (Node* t : targets) targets_.push_back(t->realized() ? source_of(t, known) : Source{});
   std::string why = pending.empty() ? "" : plan_traced(pending, known, held);
+  if (why.empty() && history) why = "a result carries gradient history";
   for (Alias& a : aliases_) a.traced = nullptr;
   if (!why.empty()) plan_.reset();
   return why;
@@ -278,8 +282,11 @@ bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,
   auto take_targets = [&] {
     for (size_t i = 0; i < targets_.size(); ++i) {
       out.push_back(result(targets_[i], nodes, known));
-      // A parameter an update rebinds stays marked (an update keeps requires_grad).
-      if (target_requires_grad_[i]) out.back().node()->requires_grad = true;
+      // A parameter an update rebinds stays marked (an update keeps requires_grad); a value
+      // the caller gave or the trace captured keeps its own flags.
+      const Source::Kind k = targets_[i].kind;
+      if (target_requires_grad_[i] && (k == Source::produced || k == Source::view))
+        out.back().node()->requires_grad = true;
     }
   };
   if (!plan_) {

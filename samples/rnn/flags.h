@@ -15,6 +15,7 @@ struct Config {
   double lr = 1e-3;
   double clip = 1.0; // max global gradient norm; 0 turns clipping off
   bool eager = false;
+  bool compile = true;       // each training step replays a step traced by kiln::compile
   bool f64 = false;          // train in double precision
   bool reproducible = false; // kiln::set_reproducible: the same bits on every device
   uint64_t seed = 0;

@@ -25,7 +25,8 @@ kiln::Device choose_device(const std::string& flag) {
 }
 
 void print_setup(const rnn::Config& c, kiln::Device d) {
-  std::cout << "kiln-rnn on " << d << (c.eager ? " (eager)" : "") << (c.f64 ? " in f64" : "")
+  std::cout << "kiln-rnn on " << d << (c.eager ? " (eager)" : "")
+            << (c.compile ? "" : " (not compiled)") << (c.f64 ? " in f64" : "")
             << (c.reproducible ? " (reproducible)" : "") << ": LSTM hidden " << c.hidden
             << ", window " << c.window << ", batch " << c.batch << ", Adam lr " << c.lr << ", clip "
             << c.clip << ", " << c.steps << " steps, validation every " << c.val_every

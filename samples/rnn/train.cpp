@@ -35,14 +35,46 @@ void check_matches(const std::map<std::string, std::string>& meta, const std::st
                    " " + it->second + " to continue it, or another --out to start afresh.");
 }
 
+// Adam's options: with a compiled step, its step counts live on the device (capturable).
+kiln::optim::AdamOptions adam_options(const Config& c) {
+  kiln::optim::AdamOptions o;
+  o.capturable = c.compile;
+  return o;
+}
+
+// What a checkpoint holds: the parameters and Adam's moments. A capturable Adam's step counts
+// are not saved: the step number in the metadata gives them back (resume()).
+kiln::nn::ParamList checkpointed(const kiln::nn::ParamList& all) {
+  kiln::nn::ParamList l;
+  for (const kiln::nn::NamedParam& p : all)
+    if (p.name.rfind("step.", 0) != 0) l.push_back(p);
+  return l;
+}
+
 } // namespace
 
 Trainer::Trainer(const Config& c)
     : c_(c), data_(make_series(20000, kNoise)), model_(c.hidden, dtype_of(c)),
-      params_(model_.parameters()), opt_(params_, c.lr),
-      state_(kiln::nn::join({params_, opt_.state()})), log_(path("loss.csv")) {
+      params_(model_.parameters()), opt_(params_, c.lr, adam_options(c)),
+      state_(checkpointed(kiln::nn::join({params_, opt_.state()}))), log_(path("loss.csv")) {
   auto starts = even_starts(data_.train_end, data_.values.size(), c_.window, kValWindows);
   val_windows_ = upload(gather_windows(data_.values, starts, c_.window), c_);
+  loss_sum_ = kiln::zeros({}, dtype_of(c_));
+  step_fn_ = compiled_step();
+}
+
+std::optional<kiln::Compiled> Trainer::compiled_step() {
+  if (!c_.compile) return std::nullopt;
+  std::vector<kiln::Tensor*> state;
+  for (const kiln::nn::NamedParam& p : kiln::nn::join({params_, opt_.state()}))
+    state.push_back(p.tensor);
+  state.push_back(&loss_sum_);
+  return kiln::compile(
+      [this](const std::vector<kiln::Tensor>& in) {
+        step_on(in[0]);
+        return std::vector<kiln::Tensor>{};
+      },
+      state);
 }
 
 std::string Trainer::path(const char* file) const {
@@ -67,6 +99,9 @@ void Trainer::resume() {
   kiln::nn::load(file, state_);
   step_ = std::stoll(meta.at("step"));
   opt_.set_steps(step_);
+  for (const kiln::nn::NamedParam& p : opt_.state()) // a capturable Adam's step counts
+    if (p.name.rfind("step.", 0) == 0)
+      *p.tensor = kiln::full({}, double(step_), p.tensor->dtype(), p.tensor->device());
   elapsed_before_ = meta.count("elapsed_s") ? std::stod(meta.at("elapsed_s")) : 0.0;
   log_.resume_at(step_);
   std::cout << "resumed from " << file << " at step " << step_ << "\n";
@@ -76,12 +111,18 @@ void Trainer::train_step(int64_t step) {
   std::mt19937 rng = step_rng(c_.seed, step);
   auto starts = random_starts(0, data_.train_end, c_.window, c_.batch, rng);
   kiln::Tensor windows = upload(gather_windows(data_.values, starts, c_.window), c_);
+  if (step_fn_)
+    (*step_fn_)({windows}); // the traced step replayed: nothing recorded
+  else
+    step_on(windows);
+  ++loss_count_;
+}
+
+void Trainer::step_on(const kiln::Tensor& windows) {
   kiln::Tensor loss = window_loss(model_, windows);
   std::vector<kiln::Tensor> grads = kiln::grad(loss, kiln::optim::tensors(params_));
   if (c_.clip > 0) kiln::optim::clip_grad_norm(grads, c_.clip);
-  kiln::Tensor l = loss.detach();
-  loss_sum_ = loss_sum_.defined() ? loss_sum_ + l : l; // read every --log-every steps
-  ++loss_count_;
+  loss_sum_ = loss_sum_ + loss.detach(); // read every --log-every steps
   // The end of the step: the update and everything held (the loss sum too) are evaluated
   // together, queued on a GPU without waiting, so every step replays one cached plan.
   opt_.step(grads);
@@ -94,7 +135,7 @@ double Trainer::validate() {
 
 void Trainer::log(int64_t step, bool with_val) {
   LogRow row{step, loss_sum_.item<double>() / double(loss_count_), std::nullopt, 0};
-  loss_sum_ = kiln::Tensor();
+  loss_sum_ = kiln::zeros({}, dtype_of(c_));
   loss_count_ = 0;
   if (with_val) row.val_loss = validate();
   row.elapsed_s = elapsed();
@@ -177,6 +218,10 @@ Summary Trainer::run() {
     after_step(step, progress);
   }
   progress.finish();
+  // Said once, for whoever changes the step: why it is not replayed (it runs right, slower).
+  if (step_fn_ && step_fn_->counts().replays == 0 && step_fn_->counts().calls > 0)
+    std::cerr << "note: the compiled training step was not replayed: "
+              << step_fn_->why_not_replayed() << "\n";
   s.last_step = step_;
   if (s.first_step == s.last_step) write_outputs(); // nothing trained: the outputs still
   s.train_loss = log_.rows().empty() ? NAN : log_.rows().back().train_loss;

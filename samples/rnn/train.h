@@ -9,7 +9,10 @@
 
 #include <kiln/optim.h>
 
+#include <kiln/compile.h>
+
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +42,11 @@ private:
   void start(); // --resume, or a fresh loss.csv
   void resume();
   void train_step(int64_t step);
+  /// One step's work on a batch of windows: loss, gradients, clipping, Adam, the loss sum.
+  void step_on(const kiln::Tensor& windows);
+  /// step_on as a compiled function (--no-compile: none): its state is the parameters, Adam's
+  /// state and the loss sum.
+  std::optional<kiln::Compiled> compiled_step();
   /// Logging, validation, checkpoint and outputs where they are due after `step`.
   void after_step(int64_t step, Progress& progress);
   double validate();
@@ -58,6 +66,7 @@ private:
   kiln::Tensor val_windows_;  // the fixed validation windows, uploaded once
   LossLog log_;
   kiln::Tensor loss_sum_; // sum of the train losses since the last log row (not read yet)
+  std::optional<kiln::Compiled> step_fn_; // the compiled training step
   int64_t loss_count_ = 0;
   int64_t step_ = 0;          // steps done
   double elapsed_before_ = 0; // training time of the runs before a --resume

@@ -399,6 +399,59 @@ TEST_F(Compile, AnSgdStepWithMomentumReplaysFromTheSecondStep) {
   EXPECT_EQ(step.counts().replays, 4) << step.why_not_replayed();
 }
 
+// Found by a second review.
+
+// A value read on the host inside the function (item, to_vector, data_ptr) is not fixed by a
+// trace: such a function is called every time.
+TEST_F(Compile, AHostReadInsideTheFunctionIsNotReplayed) {
+  Compiled f = compile([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * in[1].item<float>()};
+  });
+  Tensor x = full({3}, 1.0f);
+  eval(x);
+  for (float k : {2.0f, 3.0f, 5.0f}) {
+    Tensor scale = full({}, k);
+    eval(scale);
+    EXPECT_EQ(values(f({x, scale})[0]), std::vector<float>(3, k));
+  }
+  EXPECT_EQ(f.counts().replays, 0);
+  EXPECT_NE(f.why_not_replayed().find("host"), std::string::npos) << f.why_not_replayed();
+}
+
+// Gradients of results reach the caller's tensors, whether a result is a view of an input that
+// requires grad or is computed from a state tensor that does.
+TEST_F(Compile, GradientsOfResultsReachTheCallersTensors) {
+  Compiled view = compile(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{transpose(in[0], 0, 1)}; });
+  Tensor w = full({3}, 1.0f).requires_grad_();
+  eval(w);
+  Compiled dot = compile(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(w * in[0])}; }, {&w});
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = from_vector<float>({1, 2, 3, 4}, {2, 2}).requires_grad_();
+    Tensor r = view({x})[0];
+    EXPECT_EQ(values(grad(sum(r * r), {x})[0]), (std::vector<float>{2, 4, 6, 8})) << "call " << i;
+    Tensor y = from_vector<float>({10, 11, 12});
+    EXPECT_EQ(values(grad(dot({y})[0], {w})[0]), (std::vector<float>{10, 11, 12})) << "call " << i;
+  }
+}
+
+// A compiled function called by one being traced is part of that trace.
+TEST_F(Compile, ACompiledCallInsideATraceIsPartOfIt) {
+  Compiled inner =
+      compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0f}; });
+  Compiled outer = compile([&](const std::vector<Tensor>& in) {
+    Tensor v = transpose(in[0], 0, 1);
+    return std::vector<Tensor>{inner({v})[0] * 2.0f};
+  });
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = full({2, 2}, float(i));
+    eval(x);
+    EXPECT_EQ(values(outer({x})[0]), std::vector<float>(4, 2.0f * (float(i) + 1))) << i;
+  }
+  EXPECT_EQ(outer.counts().replays, 2) << outer.why_not_replayed();
+}
+
 TEST_F(Compile, BadUseIsAClearError) {
   auto message = [](auto&& fn) {
     try {
