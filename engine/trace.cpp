@@ -119,7 +119,11 @@ std::string TracedEval::trace(llvm::ArrayRef<Node*> targets, llvm::ArrayRef<Node
   std::string why = pending.empty() ? "" : plan_traced(pending, known, held);
   if (why.empty() && history) why = "a result carries gradient history";
   for (Alias& a : aliases_) a.traced = nullptr;
-  if (!why.empty()) plan_.reset();
+  if (!why.empty()) { // never replayed: nothing to keep
+    plan_.reset();
+    for (Node* n : captured_) release_handle(n);
+    captured_.clear();
+  }
   return why;
 }
 
