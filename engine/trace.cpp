@@ -145,7 +145,7 @@ std::string TracedEval::plan_traced(llvm::ArrayRef<Node*> pending, llvm::ArrayRe
   describe(w, known, held);
   // Results that are views of pending values are realized as aliases of their roots, as
   // realize() does; a replay makes the same aliases of its roots.
-  llvm::SmallVector<std::pair<Node*, Node*>, 4> view_roots; // (result, root)
+  llvm::SmallVector<Node*, 4> view_results;
   views_.clear();
   for (size_t i = 0, p = 0; i < targets_.size(); ++i) {
     if (targets_[i].kind != Source::produced) continue;
@@ -154,18 +154,23 @@ std::string TracedEval::plan_traced(llvm::ArrayRef<Node*> pending, llvm::ArrayRe
       targets_[i].index = static_cast<int>(t->walk_index);
       continue;
     }
+    // The root's offset in its buffer once realized: a realized root's own, a computed one's 0
+    // (realized contiguous). Taken now: after the run nothing may hold the root any more.
     Node* root = view_root(t);
+    const int64_t root_offset = root->realized() ? root->layout.offset : 0;
     targets_[i] = {Source::view, static_cast<int>(views_.size())};
-    views_.push_back({static_cast<int>(root->walk_index), {}, 0, t->dtype, t->device});
-    view_roots.push_back({t, root});
+    views_.push_back({static_cast<int>(root->walk_index), {}, root_offset, t->dtype, t->device});
+    view_results.push_back(t); // held by the caller's results
   }
   run_plan(*plan_, w.nodes);
-  for (size_t v = 0; v < view_roots.size(); ++v) {
-    auto [t, root] = view_roots[v];
-    if (!t->realized() && root->realized()) mark_realized(t, root->buffer);
-    if (!t->realized() || !root->realized()) return "a result was left pending";
+  for (size_t v = 0; v < view_results.size(); ++v) {
+    Node* t = view_results[v];
+    if (!t->realized()) { // a pending view holds its root (through its inputs)
+      Node* root = view_root(t);
+      if (root->realized()) mark_realized(t, root->buffer);
+    }
+    if (!t->realized()) return "a result was left pending";
     views_[v].layout = t->layout;
-    views_[v].root_offset = root->layout.offset;
   }
   note_flushed();
   for (const Produced& p : produced_)
