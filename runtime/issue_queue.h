@@ -87,6 +87,8 @@ public:
     if (sleeping_.load(std::memory_order_seq_cst)) wake();
     return true;
   }
+  /// Whether the worker sleeps now (then a push with nothing queued issues on the caller).
+  bool sleeping() const { return sleeping_.load(std::memory_order_seq_cst); }
   /// Whether everything pushed has been issued.
   bool empty() const {
     return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);

@@ -77,7 +77,12 @@ TEST(IssueQueue, PushToASleepingWorkerIsIssuedByTheCaller) {
   std::vector<std::thread::id> by;
   IssueQueue<Item> q(
       4, [&](Item&) { by.push_back(std::this_thread::get_id()); }, std::chrono::microseconds(200));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20)); // long enough to fall asleep
+  // Until the worker has fallen asleep (200 us of spinning, then it sleeps; on a loaded machine
+  // it may not run for a while).
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       !q.sleeping() && std::chrono::steady_clock::now() < end;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(q.sleeping());
   EXPECT_FALSE(q.push());
   ASSERT_EQ(by.size(), 1u); // issued before push returned
   EXPECT_EQ(by[0], std::this_thread::get_id());
