@@ -223,7 +223,8 @@ void TracedEval::describe(const Walk& w, llvm::ArrayRef<Node*> known, llvm::Arra
     if (auto it = constant_at.find(p.walk); it != constant_at.end()) p.constant = it->second;
 }
 
-// A replay's result: a handle to the value the run realized or the caller gave, or a new alias.
+// A replay's result (other than a view of an input, made before the run): a handle to the value
+// the run realized or the caller gave, or a new view of a value the run realized.
 Tensor TracedEval::result(const Source& s, llvm::ArrayRef<Node*> nodes,
                           llvm::ArrayRef<Node*> known) const {
   if (s.kind == Source::view) {
@@ -234,7 +235,6 @@ Tensor TracedEval::result(const Source& s, llvm::ArrayRef<Node*> nodes,
     l.offset += root->layout.offset - v.root_offset;
     return publish(new_realized(v.dtype, v.device, root->buffer, l));
   }
-  if (s.kind == Source::alias) return publish(make_alias(aliases_[s.index], known));
   Node* n = s.kind == Source::produced ? nodes[s.index] : leaf_node(s, known);
   if (!n->realized()) throw std::logic_error("kiln::compile: a replay left a result pending");
   expose(n); // a node the replay made was internal until now
@@ -247,6 +247,13 @@ bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,
   check_owner_thread("compile");
   EngineState& e = engine();
   if (e.flushing) fail("compile", "called while a plan is running");
+  // Results that are views the function made of its inputs existed when the trace was keyed
+  // (the function returned them), holding their buffers: made first here too, so that the
+  // buffers' reference counts key alike.
+  std::vector<Tensor> early(targets_.size());
+  for (size_t i = 0; i < targets_.size(); ++i)
+    if (targets_[i].kind == Source::alias)
+      early[i] = publish(make_alias(aliases_[targets_[i].index], known));
   llvm::SmallVector<Node*, 16> leaves;
   llvm::SmallVector<bool, 16> others;
   HeldUses made; // the aliases and placeholders made here
@@ -290,7 +297,7 @@ bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,
   }
   auto take_targets = [&] {
     for (size_t i = 0; i < targets_.size(); ++i) {
-      out.push_back(result(targets_[i], nodes, known));
+      out.push_back(early[i].defined() ? std::move(early[i]) : result(targets_[i], nodes, known));
       // A parameter an update rebinds stays marked (an update keeps requires_grad); a value
       // the caller gave or the trace captured keeps its own flags.
       const Source::Kind k = targets_[i].kind;

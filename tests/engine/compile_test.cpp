@@ -287,6 +287,21 @@ TEST_F(Compile, ResultsMayBeInputsAndViews) {
   }
 }
 
+// A view of an input returned beside a computed result holds the input's buffer when the trace
+// is keyed; a replay makes it first too, so the call is replayed.
+TEST_F(Compile, AViewOfAnInputBesideAComputedResultIsReplayed) {
+  Compiled f = compile([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{transpose(in[0], 0, 1), in[0] * 2.0f};
+  });
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = from_vector<float>({1, 2, 3, float(i)}, {2, 2});
+    std::vector<Tensor> r = f({x});
+    EXPECT_EQ(values(r[0]), (std::vector<float>{1, 3, 2, float(i)}));
+    EXPECT_EQ(values(r[1]), (std::vector<float>{2, 4, 6, 2.0f * float(i)}));
+  }
+  EXPECT_GE(f.counts().replays, 2) << f.why_not_replayed();
+}
+
 TEST_F(Compile, EagerModeCallsTheFunction) {
   set_eager(true);
   Compiled f =
