@@ -126,6 +126,26 @@ struct Fresh {
   }
 };
 
+// Copies requires_grad from the fresh nodes the function was given to the caller's tensors
+// where the function changed it (requires_grad_() inside it); true if it did.
+bool mark_changed(const Fresh& fresh, const std::vector<bool>& before,
+                  const std::vector<Tensor>& inputs, const std::vector<Tensor*>& state) {
+  bool changed = false;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const bool now = fresh.inputs[j].requires_grad();
+    if (now == before[j]) continue;
+    inputs[j].node()->requires_grad = now;
+    changed = true;
+  }
+  for (size_t i = 0; i < state.size(); ++i) {
+    const bool now = fresh.state[i]->requires_grad;
+    if (now == before[inputs.size() + i] || state[i]->node() != fresh.before[i]) continue;
+    fresh.before[i]->requires_grad = now;
+    changed = true;
+  }
+  return changed;
+}
+
 } // namespace
 
 struct Compiled::Impl {
@@ -190,6 +210,10 @@ std::vector<Tensor> Compiled::Impl::call(const std::vector<Tensor>& inputs) {
     if (!state[i]->node()->realized()) pending.push_back(*state[i]);
   }
   if (detail::engine().tracing > 0) { // called by a function being traced: part of its trace
+    // Its state is not the outer function's: a replay of the outer trace would not update it.
+    if (!state.empty())
+      refuse_replay("it calls a compiled function that has state (list that state in this "
+                    "function's state instead)");
     counts.calls++;
     return fn(inputs);
   }
@@ -243,6 +267,9 @@ std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
     for (size_t i = 0; i < state.size(); ++i)
       if (state[i]->node() == fresh.state[i]) *state[i] = handle_to(fresh.before[i]);
   };
+  std::vector<bool> marked_before;
+  for (const Tensor& x : fresh.inputs) marked_before.push_back(x.requires_grad());
+  for (Node* n : fresh.state) marked_before.push_back(n->requires_grad);
   const int64_t flushes = stats().flushes;
   std::vector<Tensor> out;
   std::string refused;
@@ -257,6 +284,10 @@ std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
   for (size_t i = 0; i < state.size(); ++i)
     t->rebound.push_back(state[i]->defined() && state[i]->node() != fresh.state[i]);
   unassigned_back();
+  // The function marked (or unmarked) an input or a state tensor it kept for gradients: the
+  // caller's tensor gets the flag, as calling the function would have set it; a replay would not.
+  if (refused.empty() && mark_changed(fresh, marked_before, inputs, state))
+    refused = "it changes whether an input or a state tensor requires grad";
   for (size_t i = 0; i < out.size(); ++i)
     if (!out[i].defined()) detail::fail("compile", "result {} of the function is undefined", i);
   for (size_t i = 0; i < state.size(); ++i)

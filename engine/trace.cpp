@@ -298,10 +298,12 @@ bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,
   auto take_targets = [&] {
     for (size_t i = 0; i < targets_.size(); ++i) {
       out.push_back(early[i].defined() ? std::move(early[i]) : result(targets_[i], nodes, known));
-      // A parameter an update rebinds stays marked (an update keeps requires_grad); a value
-      // the caller gave or the trace captured keeps its own flags.
+      // A value the replay made is marked as the function's was (an update keeps a parameter
+      // marked; a view the function marked); one the caller gave or the trace captured keeps
+      // its own flags.
       const Source::Kind k = targets_[i].kind;
-      if (target_requires_grad_[i] && (k == Source::produced || k == Source::view))
+      if (target_requires_grad_[i] &&
+          (k == Source::produced || k == Source::view || k == Source::alias))
         out.back().node()->requires_grad = true;
     }
   };

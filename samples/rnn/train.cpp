@@ -35,10 +35,11 @@ void check_matches(const std::map<std::string, std::string>& meta, const std::st
                    " " + it->second + " to continue it, or another --out to start afresh.");
 }
 
-// Adam's options: with a compiled step, its step counts live on the device (capturable).
-kiln::optim::AdamOptions adam_options(const Config& c) {
+// Adam's options: its step counts live on the device (capturable), which a compiled step needs;
+// with --no-compile too, so that the A/B changes nothing but the compiling.
+kiln::optim::AdamOptions adam_options(const Config&) {
   kiln::optim::AdamOptions o;
-  o.capturable = c.compile;
+  o.capturable = true;
   return o;
 }
 

@@ -467,6 +467,61 @@ TEST_F(Compile, ACompiledCallInsideATraceIsPartOfIt) {
   EXPECT_EQ(outer.counts().replays, 2) << outer.why_not_replayed();
 }
 
+// Found by a third review.
+
+// A compiled function with state called inside a traced one: the outer trace would not update
+// that state, so the outer function is not replayed.
+TEST_F(Compile, ACompiledCallWithStateInsideATraceRefusesItsReplay) {
+  Tensor h = zeros({2});
+  eval(h);
+  Compiled inner = compile(
+      [&](const std::vector<Tensor>& in) {
+        h = h + in[0];
+        return std::vector<Tensor>{h * 1.0f};
+      },
+      {&h});
+  Compiled outer = compile([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{inner({in[0] * 2.0f})[0] + 1.0f};
+  });
+  std::vector<float> want_h = {0, 0};
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = from_vector<float>({1, float(i)}, {2});
+    want_h[0] += 2;
+    want_h[1] += 2.0f * float(i);
+    EXPECT_EQ(values(outer({x})[0]), (std::vector<float>{want_h[0] + 1, want_h[1] + 1})) << i;
+    EXPECT_EQ(values(h), want_h) << i;
+  }
+  EXPECT_EQ(outer.counts().replays, 0);
+  EXPECT_NE(outer.why_not_replayed().find("has state"), std::string::npos);
+}
+
+// requires_grad as the function leaves it: on a view of an input it returns or assigns to
+// state (replayed), and on an input it marks (given to the caller; such a function is not
+// replayed).
+TEST_F(Compile, RequiresGradIsAsTheFunctionLeavesIt) {
+  Compiled f = compile([](const std::vector<Tensor>& in) {
+    Tensor v = in[0].detach();
+    v.requires_grad_();
+    return std::vector<Tensor>{v, in[0] * 2.0f};
+  });
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = full({2}, float(i));
+    eval(x);
+    EXPECT_TRUE(f({x})[0].requires_grad()) << i;
+  }
+  EXPECT_GE(f.counts().replays, 1);
+  Compiled g = compile([](const std::vector<Tensor>& in) {
+    Tensor t = in[0];
+    t.requires_grad_();
+    return std::vector<Tensor>{t * 2.0f};
+  });
+  Tensor y = full({2}, 1.0f);
+  eval(y);
+  (void)g({y});
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_NE(g.why_not_replayed().find("requires grad"), std::string::npos);
+}
+
 TEST_F(Compile, BadUseIsAClearError) {
   auto message = [](auto&& fn) {
     try {
