@@ -37,7 +37,7 @@ void check_matches(const std::map<std::string, std::string>& meta, const std::st
 
 // Adam's options: its step counts live on the device (capturable), which a compiled step needs;
 // with --no-compile too, so that the A/B changes nothing but the compiling.
-kiln::optim::AdamOptions adam_options(const Config&) {
+kiln::optim::AdamOptions adam_options() {
   kiln::optim::AdamOptions o;
   o.capturable = true;
   return o;
@@ -56,7 +56,7 @@ kiln::nn::ParamList checkpointed(const kiln::nn::ParamList& all) {
 
 Trainer::Trainer(const Config& c)
     : c_(c), data_(make_series(20000, kNoise)), model_(c.hidden, dtype_of(c)),
-      params_(model_.parameters()), opt_(params_, c.lr, adam_options(c)),
+      params_(model_.parameters()), opt_(params_, c.lr, adam_options()),
       state_(checkpointed(kiln::nn::join({params_, opt_.state()}))), log_(path("loss.csv")) {
   auto starts = even_starts(data_.train_end, data_.values.size(), c_.window, kValWindows);
   val_windows_ = upload(gather_windows(data_.values, starts, c_.window), c_);
