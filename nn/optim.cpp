@@ -105,13 +105,17 @@ DType step_dtype(const Tensor& param) {
 
 Adam::Adam(nn::ParamList params, double lr, Options o)
     : Optimizer(std::move(params), lr), o_(o), m_(params_.size()), v_(params_.size()),
-      step_(params_.size()) {
+      step_(params_.size()), lr_t_(params_.size()) {
   if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1))
     fail("Adam: betas must be in [0, 1), got " + std::to_string(o.beta1) + " and " +
          std::to_string(o.beta2));
 }
 
 void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
+  if (o_.capturable) return update_on_device(i, param, grad);
+  // Host scalars of this step: a trace would fix them.
+  refuse_replay("Adam's bias correction changes every step (AdamOptions::capturable keeps it "
+                "on the device)");
   Tensor g = grad;
   if (o_.weight_decay != 0) {
     if (o_.decoupled_weight_decay)
@@ -124,26 +128,52 @@ void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
   if (!m.defined()) m = zeros_like(param), v = zeros_like(param);
   m = m + (g - m) * (1 - o_.beta1); // torch's lerp
   v = v * o_.beta2 + g * g * (1 - o_.beta2);
-  if (o_.capturable) {
-    // The count and the correction on the device: the same ops every step.
-    Tensor& t = step_[i];
-    const DType ct = step_dtype(param);
-    if (!t.defined()) t = zeros({}, ct, param.device());
-    t = t + 1.0f;
-    const Tensor c1 = 1.0f - pow(full({}, o_.beta1, ct, param.device()), t);
-    const Tensor c2 = 1.0f - pow(full({}, o_.beta2, ct, param.device()), t);
-    Tensor denom = sqrt(v) / sqrt(c2) + o_.eps;
-    param -= m / denom * (lr_ / c1);
-    return;
-  }
-  // A host scalar of this step: a trace would fix it.
-  refuse_replay("Adam's bias correction changes every step (AdamOptions::capturable keeps it "
-                "on the device)");
   const double t = static_cast<double>(steps_);
   const double correction1 = 1 - std::pow(o_.beta1, t);
   const double correction2 = 1 - std::pow(o_.beta2, t);
   Tensor denom = sqrt(v) / std::sqrt(correction2) + o_.eps;
   param -= m / denom * (lr_ / correction1);
+}
+
+// The same update with the step count and the learning rate as tensors (capturable): the same
+// ops every step.
+void Adam::update_on_device(size_t i, Tensor& param, const Tensor& grad) {
+  const DType ct = step_dtype(param);
+  const Device dev = param.device();
+  Tensor& t = step_[i];
+  Tensor& lr = lr_t_[i];
+  if (!t.defined()) t = full({}, static_cast<double>(steps_ - 1), ct, dev);
+  if (!lr.defined()) lr = full({}, lr_, ct, dev);
+  Tensor g = grad;
+  if (o_.weight_decay != 0) {
+    if (o_.decoupled_weight_decay)
+      param *= 1.0f - lr * o_.weight_decay;
+    else
+      g = g + param * o_.weight_decay;
+  }
+  Tensor& m = m_[i];
+  Tensor& v = v_[i];
+  if (!m.defined()) m = zeros_like(param), v = zeros_like(param);
+  m = m + (g - m) * (1 - o_.beta1); // torch's lerp
+  v = v * o_.beta2 + g * g * (1 - o_.beta2);
+  t = t + 1.0f;
+  const Tensor c1 = 1.0f - pow(full({}, o_.beta1, ct, dev), t);
+  const Tensor c2 = 1.0f - pow(full({}, o_.beta2, ct, dev), t);
+  Tensor denom = sqrt(v) / sqrt(c2) + o_.eps;
+  param -= m / denom * (lr / c1);
+}
+
+void Adam::set_lr(double lr) {
+  Optimizer::set_lr(lr);
+  for (size_t i = 0; i < lr_t_.size(); ++i)
+    if (lr_t_[i].defined()) lr_t_[i] = full({}, lr, lr_t_[i].dtype(), lr_t_[i].device());
+}
+
+void Adam::set_steps(int64_t steps) {
+  Optimizer::set_steps(steps);
+  for (size_t i = 0; i < step_.size(); ++i)
+    if (step_[i].defined())
+      step_[i] = full({}, static_cast<double>(steps), step_[i].dtype(), step_[i].device());
 }
 
 nn::ParamList Adam::state() {
@@ -157,7 +187,9 @@ nn::ParamList Adam::state() {
     const Tensor& p = *params_[i].tensor;
     if (!step_[i].defined())
       step_[i] = full({}, static_cast<double>(steps_), step_dtype(p), p.device());
+    if (!lr_t_[i].defined()) lr_t_[i] = full({}, lr_, step_dtype(p), p.device());
     l.push_back({"step." + params_[i].name, &step_[i]});
+    l.push_back({"lr." + params_[i].name, &lr_t_[i]});
   }
   return l;
 }

@@ -26,14 +26,16 @@ public:
   /// (kiln::flush: on a GPU queued, without waiting), so each step runs as one cached plan.
   void step(const std::vector<Tensor>& grads);
   double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
+  /// The learning rate of the following steps (a schedule). In a step kiln::compile replays it
+  /// reaches the update only where the optimizer keeps it on the device (AdamOptions::capturable).
+  virtual void set_lr(double lr) { lr_ = lr; }
   const nn::ParamList& parameters() const { return params_; }
   int64_t steps() const { return steps_; }
   /// The optimizer's state as named tensors ("m.<param>", "v.<param>" for Adam, "velocity.<param>"
   /// for SGD with momentum), created as zeros when no step has made them yet: save them beside
   /// the parameters (nn::save) and load them back with set_steps to resume training exactly.
   virtual nn::ParamList state() { return {}; }
-  void set_steps(int64_t steps) { steps_ = steps; }
+  virtual void set_steps(int64_t steps) { steps_ = steps; }
 
 protected:
   virtual void update(size_t i, Tensor& param, const Tensor& grad) = 0;
@@ -64,12 +66,13 @@ private:
 struct AdamOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
   bool decoupled_weight_decay = false; // AdamW
-  /// Count steps in a tensor per parameter (0-d, f32; f64 for f64 parameters) and compute the
-  /// bias correction from it on the parameter's device (PyTorch's `capturable`), so that the update
-  /// is the same computation every step: a step kiln::compile traces can then be replayed (the
-  /// count is state: "step.<param>" in state()). By default the correction is a host scalar of each
-  /// step (in double, as torch.optim.Adam), which a trace would fix, so a traced Adam step is not
-  /// replayed.
+  /// Keep the step count and the learning rate in tensors per parameter (0-d, f32; f64 for f64
+  /// parameters) and compute the bias correction from them on the parameter's device (PyTorch's
+  /// `capturable`), so that the update is the same computation every step: a step kiln::compile
+  /// traces can then be replayed, set_lr and set_steps included (both are state:
+  /// "step.<param>" and "lr.<param>" in state()). By default the correction and the rate are
+  /// host scalars of each step (in double, as torch.optim.Adam), which a trace would fix, so a
+  /// traced Adam step is not replayed.
   bool capturable = false;
 };
 
@@ -79,12 +82,16 @@ public:
   using Options = AdamOptions;
   Adam(nn::ParamList params, double lr = 1e-3, Options o = {});
   nn::ParamList state() override;
+  void set_lr(double lr) override;
+  void set_steps(int64_t steps) override;
 
 private:
   void update(size_t i, Tensor& param, const Tensor& grad) override;
+  void update_on_device(size_t i, Tensor& param, const Tensor& g);
   Options o_;
   std::vector<Tensor> m_, v_;
-  std::vector<Tensor> step_; // capturable: each parameter's step count (0-d; f64 for f64)
+  // capturable: each parameter's step count and learning rate (0-d; f64 for f64 parameters)
+  std::vector<Tensor> step_, lr_t_;
 };
 
 /// torch.optim.AdamW: Adam whose weight decay shrinks the parameters directly (default 1e-2).

@@ -44,11 +44,12 @@ kiln::optim::AdamOptions adam_options() {
 }
 
 // What a checkpoint holds: the parameters and Adam's moments. A capturable Adam's step counts
-// are not saved: the step number in the metadata gives them back (resume()).
+// and rates are not saved: the step number in the metadata (resume(): set_steps) and --lr give
+// them back.
 kiln::nn::ParamList checkpointed(const kiln::nn::ParamList& all) {
   kiln::nn::ParamList l;
   for (const kiln::nn::NamedParam& p : all)
-    if (p.name.rfind("step.", 0) != 0) l.push_back(p);
+    if (p.name.rfind("step.", 0) != 0 && p.name.rfind("lr.", 0) != 0) l.push_back(p);
   return l;
 }
 
@@ -99,10 +100,7 @@ void Trainer::resume() {
   check_matches(meta, "window", c_.window, file);
   kiln::nn::load(file, state_);
   step_ = std::stoll(meta.at("step"));
-  opt_.set_steps(step_);
-  for (const kiln::nn::NamedParam& p : opt_.state()) // a capturable Adam's step counts
-    if (p.name.rfind("step.", 0) == 0)
-      *p.tensor = kiln::full({}, double(step_), p.tensor->dtype(), p.tensor->device());
+  opt_.set_steps(step_); // a capturable Adam's step counts too
   elapsed_before_ = meta.count("elapsed_s") ? std::stod(meta.at("elapsed_s")) : 0.0;
   log_.resume_at(step_);
   std::cout << "resumed from " << file << " at step " << step_ << "\n";

@@ -76,6 +76,28 @@ TEST_F(Optim, AdamAndAdamWFollowTorch) {
     }
 }
 
+// A schedule (set_lr between steps) and a resume (set_steps) give a capturable Adam the same
+// updates as the default one (its rate and count are tensors kept up to date).
+TEST_F(Optim, CapturableAdamFollowsSetLrAndSetSteps) {
+  auto run_schedule = [](bool capturable) {
+    Tensor w = from_vector<double>({1, -2, 0.5}).requires_grad_();
+    optim::AdamOptions o;
+    o.capturable = capturable;
+    o.weight_decay = 0.1;
+    o.decoupled_weight_decay = true;
+    optim::Adam opt(nn::ParamList{{"w", &w}}, 0.05, o);
+    (void)opt.state(); // the tensors made before any step, as a checkpoint's loader has them
+    opt.set_steps(3);  // resumed after 3 steps
+    for (int s = 0; s < 4; ++s) {
+      opt.set_lr(0.05 / (s + 1));
+      opt.step({w * w * 0.5 + (s + 1) * 0.1});
+    }
+    return w.to_vector<double>();
+  };
+  const std::vector<double> host = run_schedule(false), device = run_schedule(true);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(device[i], host[i], 1e-14);
+}
+
 TEST_F(Optim, ClipGradNormScalesOnlyAboveTheLimit) {
   std::vector<Tensor> g = {from_vector<float>({3, 0}), from_vector<float>({0, 4})};
   Tensor norm = optim::clip_grad_norm(g, 1.0);
