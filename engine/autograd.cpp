@@ -19,11 +19,6 @@ using namespace detail;
 
 namespace {
 
-Tensor handle_to(Node* n) {
-  retain_handle(n);
-  return Tensor(n);
-}
-
 // The nodes `out` depends on through gradient records, newest (largest id) first: every
 // consumer of a node comes before it, so its gradient is complete when it is reached.
 std::vector<Node*> history(Node* out) {

@@ -70,11 +70,6 @@ struct TracingGuard {
   TracingGuard& operator=(const TracingGuard&) = delete;
 };
 
-Tensor handle_to(Node* n) {
-  detail::retain_handle(n);
-  return Tensor(n);
-}
-
 // An input as the function is given it. One that requires grad (while gradients are recorded)
 // is an identity view recording history, so that gradients reach the caller's tensor; its
 // results have history, which a replay would not give, so such a trace is not replayed anyway.
@@ -85,7 +80,7 @@ Tensor fresh_input(const Tensor& x) {
     identity.shape = x.shape();
     return detail::make_view(x, identity, x.node()->layout);
   }
-  return handle_to(detail::new_alias(x.node()));
+  return detail::handle_to(detail::new_alias(x.node()));
 }
 
 // What a call hands the function, or a replay its plan, for the inputs and the state: fresh
@@ -261,11 +256,11 @@ std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
   auto t = std::make_unique<Trace>();
   t->signature = std::move(sig);
   Fresh fresh(inputs, state);
-  for (size_t i = 0; i < state.size(); ++i) *state[i] = handle_to(fresh.state[i]);
+  for (size_t i = 0; i < state.size(); ++i) *state[i] = detail::handle_to(fresh.state[i]);
   // A state tensor the function did not assign holds its own value again.
   auto unassigned_back = [&] {
     for (size_t i = 0; i < state.size(); ++i)
-      if (state[i]->node() == fresh.state[i]) *state[i] = handle_to(fresh.before[i]);
+      if (state[i]->node() == fresh.state[i]) *state[i] = detail::handle_to(fresh.before[i]);
   };
   std::vector<bool> marked_before;
   for (const Tensor& x : fresh.inputs) marked_before.push_back(x.requires_grad());
@@ -330,7 +325,7 @@ bool Compiled::Impl::replay(Trace& t, const std::vector<Tensor>& inputs, std::ve
     if (t.rebound[i]) *state[i] = Tensor();
   auto restore = [&] {
     for (size_t i = 0; i < state.size(); ++i)
-      if (t.rebound[i]) *state[i] = handle_to(fresh.before[i]);
+      if (t.rebound[i]) *state[i] = detail::handle_to(fresh.before[i]);
   };
   bool ran = false;
   try {

@@ -243,6 +243,11 @@ void retain_handle(Node* n) {
   n->handles++;
   recount(n, was);
 }
+Tensor handle_to(Node* n) {
+  retain_handle(n);
+  return Tensor(n);
+}
+
 void release_handle(Node* n) {
   bool was = counted(n);
   --n->handles;

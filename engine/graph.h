@@ -100,6 +100,8 @@ Tensor publish(Node* n, bool internal = false);
 void expose(Node* n);
 
 void retain_handle(Node* n);
+/// A new handle to `n` (one more handle count).
+Tensor handle_to(Node* n);
 void release_handle(Node* n);
 void retain_use(Node* n);
 void release_use(Node* n);

@@ -238,8 +238,7 @@ Tensor TracedEval::result(const Source& s, llvm::ArrayRef<Node*> nodes,
   Node* n = s.kind == Source::produced ? nodes[s.index] : leaf_node(s, known);
   if (!n->realized()) throw std::logic_error("kiln::compile: a replay left a result pending");
   expose(n); // a node the replay made was internal until now
-  retain_handle(n);
-  return Tensor(n);
+  return handle_to(n);
 }
 
 bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,

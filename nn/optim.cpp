@@ -111,23 +111,33 @@ Adam::Adam(nn::ParamList params, double lr, Options o)
          std::to_string(o.beta2));
 }
 
-void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
-  if (o_.capturable) return update_on_device(i, param, grad);
-  // Host scalars of this step: a trace would fix them.
-  refuse_replay("Adam's bias correction changes every step (AdamOptions::capturable keeps it "
-                "on the device)");
+// Weight decay and the moments' update, the same in both forms but for the rate the decoupled
+// decay uses: `lr`, a capturable Adam's tensor, or (null) the host's.
+void Adam::update_moments(size_t i, Tensor& param, const Tensor& grad, const Tensor* lr) {
   Tensor g = grad;
   if (o_.weight_decay != 0) {
-    if (o_.decoupled_weight_decay)
-      param *= 1 - lr_ * o_.weight_decay;
-    else
+    if (!o_.decoupled_weight_decay)
       g = g + param * o_.weight_decay;
+    else if (lr)
+      param *= 1.0f - *lr * o_.weight_decay;
+    else
+      param *= 1 - lr_ * o_.weight_decay;
   }
   Tensor& m = m_[i];
   Tensor& v = v_[i];
   if (!m.defined()) m = zeros_like(param), v = zeros_like(param);
   m = m + (g - m) * (1 - o_.beta1); // torch's lerp
   v = v * o_.beta2 + g * g * (1 - o_.beta2);
+}
+
+void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
+  if (o_.capturable) return update_on_device(i, param, grad);
+  // Host scalars of this step: a trace would fix them.
+  refuse_replay("Adam's bias correction changes every step (AdamOptions::capturable keeps it "
+                "on the device)");
+  update_moments(i, param, grad, nullptr);
+  const Tensor& m = m_[i];
+  const Tensor& v = v_[i];
   const double t = static_cast<double>(steps_);
   const double correction1 = 1 - std::pow(o_.beta1, t);
   const double correction2 = 1 - std::pow(o_.beta2, t);
@@ -144,18 +154,9 @@ void Adam::update_on_device(size_t i, Tensor& param, const Tensor& grad) {
   Tensor& lr = lr_t_[i];
   if (!t.defined()) t = full({}, static_cast<double>(steps_ - 1), ct, dev);
   if (!lr.defined()) lr = full({}, lr_, ct, dev);
-  Tensor g = grad;
-  if (o_.weight_decay != 0) {
-    if (o_.decoupled_weight_decay)
-      param *= 1.0f - lr * o_.weight_decay;
-    else
-      g = g + param * o_.weight_decay;
-  }
-  Tensor& m = m_[i];
-  Tensor& v = v_[i];
-  if (!m.defined()) m = zeros_like(param), v = zeros_like(param);
-  m = m + (g - m) * (1 - o_.beta1); // torch's lerp
-  v = v * o_.beta2 + g * g * (1 - o_.beta2);
+  update_moments(i, param, grad, &lr);
+  const Tensor& m = m_[i];
+  const Tensor& v = v_[i];
   t = t + 1.0f;
   const Tensor c1 = 1.0f - pow(full({}, o_.beta1, ct, dev), t);
   const Tensor c2 = 1.0f - pow(full({}, o_.beta2, ct, dev), t);

@@ -88,6 +88,7 @@ public:
 private:
   void update(size_t i, Tensor& param, const Tensor& grad) override;
   void update_on_device(size_t i, Tensor& param, const Tensor& g);
+  void update_moments(size_t i, Tensor& param, const Tensor& grad, const Tensor* lr);
   Options o_;
   std::vector<Tensor> m_, v_;
   // capturable: each parameter's step count and learning rate (0-d; f64 for f64 parameters)
