@@ -5,12 +5,14 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 9; // 2: --fmad=false; 3: column layout, float max/min
-                                          // accumulators, per-row constants; 4: f16/bf16 exp and
-                                          // division approximated, row-vector weights; 5: f16/bf16
-                                          // exp flushes subnormal results; 6: GEMM-tile layout;
-                                          // 7: its K groups; 8: entry points named by FNV-1a
-                                          // (older caches hold binaries with other names);
-                                          // 9: keys end with pasted_sources_tag()
+inline constexpr int kCodegenVersion = 10; // 2: --fmad=false; 3: column layout, float max/min
+                                           // accumulators, per-row constants; 4: f16/bf16 exp and
+                                           // division approximated, row-vector weights; 5: f16/bf16
+                                           // exp flushes subnormal results; 6: GEMM-tile layout;
+                                           // 7: its K groups; 8: entry points named by FNV-1a
+                                           // (older caches hold binaries with other names);
+                                           // 9: keys end with pasted_sources_tag();
+                                           // 10: few-column dots leave the GEMM-tile layout;
+                                           // kernels wait for their predecessors (PDL)
 
 } // namespace kiln::detail

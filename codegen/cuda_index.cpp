@@ -102,6 +102,7 @@ __device__ __noinline__ void k_index_error(const Params& p, long long j) {
 
 const char* kGather =
     R"(extern "C" __global__ void __launch_bounds__(256) {name}(const __grid_constant__ Params p) {{
+  k_wait_for_predecessors();
   typedef {T} T;
   typedef {I} I;
   const int r = (int)p.rank, dim = (int)p.dim;
@@ -128,6 +129,7 @@ const char* kGather =
 const char* kScatter =
     R"(__device__ __forceinline__ {T} k_scatter_add({T} a, {T} b) {{ return {add}; }}
 extern "C" __global__ void __launch_bounds__(256) {name}(const __grid_constant__ Params p) {{
+  k_wait_for_predecessors();
   typedef {T} T;
   typedef {I} I;
   const int r = (int)p.rank, dim = (int)p.dim;

@@ -132,8 +132,8 @@ int merge_siblings(PlanGraph& pg, std::vector<Group>& groups, llvm::ArrayRef<int
 // Which matmuls a kernel computes (small_matmul.cpp).
 /// A matmul computed as dot products inside the elementwise kernel that reads it.
 bool small_matmul(const Node* n);
-/// A small matmul with more rows than a dot per element suits: its kernel must read it at
-/// its own (row, column), so that the GEMM-tile layout computes it tile by tile.
+/// A small matmul with more rows and columns than a dot per element suits: its kernel must read
+/// it at its own (row, column), so that the GEMM-tile layout computes it tile by tile.
 bool tiled_matmul(const Node* n);
 /// A small matmul, computed in a kernel: where a kernel cannot compute it (read by a
 /// reduction, through a view or a broadcast), in a kernel of its own. Whether a matmul is a

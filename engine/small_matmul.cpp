@@ -17,6 +17,12 @@ namespace kiln::detail {
 // fused vs 4.1 through cuBLAS; 1 x 1024 x 4096 8.7 vs 6.0; 1 x 4096 x 256 bf16 10.0 vs 6.5;
 // 4 x 4096 x 4096 bf16 55 vs 9.8; bench/results/2026-11-22-h100-small-matmul.md).
 //
+// A few columns (at most kDotRows: a read-out head's Linear(hidden, 1) at batch 32) with more
+// rows are dots as well, up to kDotMaxMacs: each element's K is a row of A, read by threads
+// side by side; alone, such a dot kernel beat cuBLAS's GEMV at every size measured up to 2^20. As a
+// cuBLAS GEMV the head of an LSTM trained at batch 32 was a graph node and a staging copy per time
+// step (bench/results/2026-11-26-h100-session21.md).
+//
 // More rows (tiled matmuls): with more than kDotRows columns too, K <= kDotMaxK and at most
 // kTileMaxMacs multiply-adds, an f32 or f64 matmul read at its own (row, column) by an
 // elementwise kernel is computed there, tile by tile (the GEMM-tile layout,
@@ -46,18 +52,16 @@ bool small_matmul(const Node* n) {
   if (N <= 0 || K > kDotMaxK) return false;
   if (!tiled_matmul(n)) return s.numel() * K <= kDotMaxMacs;
   // Many matrices of at most kDotRows rows each: cuBLAS's batched GEMM (the GEMM-tile layout
-  // wants more rows per matrix, choose_gemm_tile).
+  // wants more rows per matrix, choose_gemm_tile). f16/bf16: cuBLAS's tensor-core kernels,
+  // even with the epilogue as a kernel of its own.
   if (s[s.size() - 2] <= kDotRows) return false;
-  // A few columns: cuBLAS's GEMV. f16/bf16: cuBLAS's tensor-core kernels, even with the
-  // epilogue as a kernel of its own.
-  return N > kDotRows && s.numel() * K <= kTileMaxMacs &&
-         (n->dtype == DType::f32 || n->dtype == DType::f64);
+  return s.numel() * K <= kTileMaxMacs && (n->dtype == DType::f32 || n->dtype == DType::f64);
 }
 
 bool tiled_matmul(const Node* n) {
   const Shape& s = n->shape();
   const int64_t N = s.size() > 0 ? s[s.size() - 1] : 1;
-  return N > 0 && s.numel() / N > kDotRows;
+  return N > kDotRows && s.numel() / N > kDotRows;
 }
 
 } // namespace kiln::detail

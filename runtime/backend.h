@@ -165,6 +165,9 @@ bool& launch_thread();
 void fail_queued_launch_for_tests(int nth);
 /// Whether f32 GEMMs may use TF32 tensor cores (kiln::set_allow_tf32, KILN_ALLOW_TF32=1).
 bool& allow_tf32();
+/// Whether a CUDA graph lets each generated kernel launch while the kernel before it finishes
+/// (programmatic dependent launch on sm_90+; KILN_PDL=0 turns it off).
+bool& programmatic_launch();
 /// Wait for every backend in use.
 void synchronize_all();
 

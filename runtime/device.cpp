@@ -157,6 +157,11 @@ bool& allow_tf32() {
   return allow;
 }
 
+bool& programmatic_launch() {
+  static bool on = [] { return setting_flag(Setting::pdl).value_or(true); }();
+  return on;
+}
+
 void synchronize_all() {
   cpu_backend().synchronize();
 #ifdef KILN_HAVE_CUDA

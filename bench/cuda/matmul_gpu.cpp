@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
           Case{1, 1024, 4096},    Case{1, 4096, 4096},    Case{4, 4096, 4096},  Case{2, 512, 512},
           Case{1, 4096, 256},     Case{1, 512, 2048},     Case{4, 256, 1024},   Case{128, 128, 128},
           Case{32, 256, 1024},    Case{512, 64, 512},     Case{1024, 16, 1024}, Case{256, 1024, 64},
-          Case{512, 128, 256}}) {
+          Case{512, 128, 256},    Case{32, 256, 1},       Case{256, 256, 1},    Case{1024, 256, 1},
+          Case{1024, 1024, 1},    Case{128, 512, 4}}) {
       Tensor a = randn({c.m, c.k}, t, Device::cuda(0)), b = randn({c.k, c.n}, t, Device::cuda(0));
       eval(a, b);
       Tensor o;

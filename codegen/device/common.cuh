@@ -1,5 +1,13 @@
 #define KD __device__ __forceinline__
 typedef unsigned long long k_u64;
+// Every kernel's first statement: wait until the kernels before it have completed and their
+// writes are visible. A no-op unless the launch is a programmatic dependent one (CUDA graphs on
+// sm_90+, runtime/cuda/cuda_batch.cpp), which may start this kernel while the last one ends.
+KD void k_wait_for_predecessors() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 // Wrapping integer arithmetic (signed overflow is undefined in C++).
 KD int k_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
 KD int k_sub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }

@@ -31,19 +31,19 @@ int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v) {
 }
 
 // The GEMM-tile layout (Emitter::gemm_body) takes kernels over [batch..., M, N] with more
-// than kGemmMinRows rows per matrix (fewer: the dot layout, which splits each element's K over
-// a block) whose every dot reads row m of A and column n of B at element (m, n), through
-// strided index maps, all with one accumulator type. The tile: the smallest of 16, 32 and 64
-// that keeps the grid within ~two blocks per SM (`blocks`; 264 on the H100); a block's 256 threads
-// then split each K chunk between 16, 4 or 1 groups (gemm_groups). Clusters of up to 8 blocks split
-// K further while the grid stays within that and every block keeps two chunks of K. Measured by
-// hand-written variants of the seed step and seven other shapes, side by side
-// (tools/gemm-tile/seed_lab.cu; bench/results/2026-11-22-h100-gemm-k-groups.md): the seed
-// loop's 256 x 256 x 256 takes 5.5 us per step in tiles of 16 (256 blocks), 5.8 in tiles of
-// 32 with clusters of 2 and 7.1 in tiles of 64 with clusters of 8; 512 x 128 x 256 (512
-// tiles of 16) is fastest in tiles of 32. False when no tile's shared memory fits the 48 KB a
-// launch gets without opting in.
-constexpr int64_t kGemmMinRows = 4;
+// than kGemmMinRows rows per matrix and columns (fewer: the dot layout, which splits each
+// element's K over a block, so that a tile is not mostly padding) whose every dot reads row m of A
+// and column n of B at element (m, n), through strided index maps, all with one accumulator type.
+// The tile: the smallest of 16, 32 and 64 that keeps the grid within ~two blocks per SM (`blocks`;
+// 264 on the H100); a block's 256 threads then split each K chunk between 16, 4 or 1 groups
+// (gemm_groups). Clusters of up to 8 blocks split K further while the grid stays within that and
+// every block keeps two chunks of K. Measured by hand-written variants of the seed step and seven
+// other shapes, side by side (tools/gemm-tile/seed_lab.cu;
+// bench/results/2026-11-22-h100-gemm-k-groups.md): the seed loop's 256 x 256 x 256 takes 5.5 us per
+// step in tiles of 16 (256 blocks), 5.8 in tiles of 32 with clusters of 2 and 7.1 in tiles of 64
+// with clusters of 8; 512 x 128 x 256 (512 tiles of 16) is fastest in tiles of 32. False when no
+// tile's shared memory fits the 48 KB a launch gets without opting in.
+constexpr int64_t kGemmMinRows = 4, kGemmMinCols = 4;
 // 48 KB less the 1 KB sm_80+ reserves per block, which ptxas counts against the static limit.
 constexpr int64_t kGemmMaxSharedBytes = int64_t(47) << 10;
 
@@ -62,7 +62,7 @@ bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
     max_k = std::max(max_k, d.K);
   }
   const int64_t M = k.shape[r - 2], N = k.shape[r - 1];
-  if (N <= 0) return false; // (M > 4 above)
+  if (N <= kGemmMinCols) return false; // (M > 4 above)
   const int64_t batch = k.shape.numel() / (M * N);
   auto tiles = [&](int T) { return batch * ((M + T - 1) / T) * ((N + T - 1) / T); };
   auto fits = [&](int T) {

@@ -83,7 +83,8 @@ std::string render_segmented(const FusedKernel& k, const CudaVariant& v, const s
   s += fmt::format("static_assert(sizeof(Params) == {}, \"Params layout\");\n",
                    segmented_param_template(k, v).bytes.size());
   s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const "
-                   "__grid_constant__ Params p) {{\n  const unsigned b = blockIdx.x;\n{}}}\n",
+                   "__grid_constant__ Params p) {{\n  k_wait_for_predecessors();\n"
+                   "  const unsigned b = blockIdx.x;\n{}}}\n",
                    kBlock, name, calls);
   return s;
 }

@@ -33,6 +33,25 @@ size_t operand_span(const Layout& l, DType t) {
   return static_cast<size_t>(last + 1) * itemsize(t);
 }
 
+// Adds a kernel node after `prev`. With `programmatic`, the edge lets the node launch as soon as
+// prev's blocks have finished rather than after prev's completion is signalled: every generated
+// kernel's first instruction waits for the kernels before it to complete and their writes to be
+// visible (griddepcontrol.wait, codegen), so only the launch's latency is overlapped (a chain of
+// small kernels replayed 1.08 -> 0.82 us per kernel on the H100, bench/results/
+// 2026-11-26-h100-session21.md). Only between kernel nodes: a cuBLAS child graph does not wait.
+void add_kernel_node(cudaGraphNode_t* node, cudaGraph_t graph, cudaGraphNode_t prev,
+                     bool programmatic, const cudaKernelNodeParams& p, const char* what) {
+  cuda_check(cudaGraphAddKernelNode(node, graph, nullptr, 0, &p), "eval", what);
+  if (!prev) return;
+  cudaGraphEdgeData edge{};
+  if (programmatic) {
+    edge.from_port = cudaGraphKernelNodePortProgrammatic;
+    edge.type = cudaGraphDependencyTypeProgrammatic;
+  }
+  cuda_check(cudaGraphAddDependencies(graph, &prev, node, &edge, 1), "eval",
+             "cudaGraphAddDependencies");
+}
+
 // The node types of a captured GEMM, for the error when it cannot be a child graph (a child
 // may not hold memory allocation or free nodes).
 std::string graph_node_types(cudaGraph_t g) {
@@ -206,12 +225,13 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
   in.args.resize(launches_.size());
   in.staging.resize(launches_.size());
   cuda_check(cudaGraphCreate(&in.graph, 0), "eval", "cudaGraphCreate");
+  const bool pdl = programmatic_launch() && kernels_.target().arch >= 90;
   try {
     cudaGraphNode_t prev = nullptr;
+    bool prev_kernel = false; // prev is a kernel node (not a GEMM's child graph)
     for (size_t i = 0; i < launches_.size(); ++i) {
       Launch& l = launches_[i];
       cudaGraphNode_t node = nullptr;
-      const size_t ndeps = prev ? 1 : 0;
       if (const GemmStep* g = l.item.gemm) {
         if (empty_gemm(*g)) continue;
         // Staged operands: copy node first, then the GEMM reads the instance's buffer (passed
@@ -219,21 +239,23 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
         const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
         for (int j = 0; j < 2; ++j) {
           if (!l.staged_bytes[j]) continue;
-          add_copy(in, i, j, base, prev);
+          add_copy(in, i, j, base, prev, pdl && prev_kernel);
+          prev_kernel = true;
           const Layout& lay = j == 0 ? g->a : g->b;
           operand[j] =
               static_cast<const char*>(in.staging[i][j].buffer) - lay.offset * itemsize(g->dtype);
         }
         add_gemm_node(&node, in.graph, &prev,
                       gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]));
+        prev_kernel = false;
       } else {
         if (!l.fn) continue;
         ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
         in.args[i] = l.params.bytes;
         void* args[] = {in.args[i].data()};
-        cudaKernelNodeParams p = kernel_node_params(l.shape, l.fn, args);
-        cuda_check(cudaGraphAddKernelNode(&node, in.graph, &prev, ndeps, &p), "eval",
-                   "cudaGraphAddKernelNode");
+        add_kernel_node(&node, in.graph, prev, pdl && prev_kernel,
+                        kernel_node_params(l.shape, l.fn, args), "cudaGraphAddKernelNode");
+        prev_kernel = true;
       }
       in.nodes[i] = node;
       prev = node;
@@ -354,7 +376,7 @@ void CudaBatch::prepare_copy(Launch& l, int which) {
 }
 
 void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
-                         cudaGraphNode_t& prev) {
+                         cudaGraphNode_t& prev, bool programmatic) {
   const Launch& l = launches_[i];
   Instance::Staging& st = in.staging[i][which];
   cuda_check(cudaMalloc(&st.buffer, l.staged_bytes[which]), "eval",
@@ -363,9 +385,9 @@ void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*
   st.args = l.copy[which].params.bytes;
   ParamTemplate::patch_pointers(st.args, l.copy[which].params.pointers, ends);
   void* args[] = {st.args.data()};
-  cudaKernelNodeParams p = kernel_node_params(l.copy[which].shape, l.copy[which].fn, args);
-  cuda_check(cudaGraphAddKernelNode(&st.copy, in.graph, &prev, prev ? 1 : 0, &p), "eval",
-             "cudaGraphAddKernelNode (GEMM operand staging)");
+  add_kernel_node(&st.copy, in.graph, prev, programmatic,
+                  kernel_node_params(l.copy[which].shape, l.copy[which].fn, args),
+                  "cudaGraphAddKernelNode (GEMM operand staging)");
   prev = st.copy;
 }
 

@@ -106,7 +106,7 @@ private:
   void prepare_copy(Launch& l, int which);
   // The copy kernel node of a staged operand: add it to the graph after `prev`, or repoint it.
   void add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
-                cudaGraphNode_t& prev);
+                cudaGraphNode_t& prev, bool programmatic);
   bool repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
                     GraphLaunch* queued);
   void destroy(Instance& in); // waits for queued launches (they may name it)

@@ -123,6 +123,15 @@ TEST_F(SmallMatmulTest, LayoutsOfTheOperands) {
       {"the longest K",
        {{1, 1024}, {1024, 40}},
        [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }},
+      {"one column, many rows (a read-out head at batch 32)",
+       {{32, 256}, {256, 1}},
+       [](const std::vector<Tensor>& t) { return tanh(matmul(t[0], t[1]) + 0.5f); }},
+      {"four columns, A transposed",
+       {{70, 100}, {70, 4}},
+       [](const std::vector<Tensor>& t) { return matmul(transpose(t[0], 0, 1), t[1]); }},
+      {"matrix times vector, many rows",
+       {{64, 300}, {300}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) - 1.0f; }},
   };
   for (const Case& c : cases) {
     Stats s = check(c.shapes, DType::f32, c.f, 2e-5, c.name);
@@ -355,9 +364,9 @@ TEST_F(SmallMatmulTest, SeedLoopStepsMatchBlas) {
 
 TEST_F(SmallMatmulTest, LargerMatmulsStayBlas) {
   const Device dev = default_device();
-  Tensor a = rnd({5, 16}, DType::f32, dev, 50), w = rnd({16, 4}, DType::f32, dev, 51);
+  Tensor a = rnd({2048, 1024}, DType::f32, dev, 50), w = rnd({1024, 1}, DType::f32, dev, 51);
   reset_stats();
-  eval(matmul(a, w) + 1.0f); // five rows, four columns: a GEMV's shape
+  eval(matmul(a, w) + 1.0f); // one column, over 2^20 multiply-adds: cuBLAS's GEMV
   EXPECT_EQ(stats().gemms_run, 1);
   Tensor x = rnd({1, 1025}, DType::f32, dev, 52), v = rnd({1025, 4}, DType::f32, dev, 53);
   reset_stats();
@@ -439,7 +448,7 @@ TEST_F(SmallMatmulTest, ReadersOfAMatmulDoNotChangeItsBits) {
     Shape a, b;
   };
   for (const Case& c : {Case{{3, 16}, {16, 5}}, Case{{55, 19}, {19, 19}}, Case{{2, 33}, {33, 7}},
-                        Case{{17, 64}, {64, 9}}}) {
+                        Case{{17, 64}, {64, 9}}, Case{{40, 64}, {64, 1}}, Case{{9, 20}, {20, 3}}}) {
     Tensor a = rnd(c.a, DType::f32, dev, 7), m = rnd(c.b, DType::f32, dev, 8);
     // The matmul is a temporary each time (nobody holds it), so each reader may absorb it.
     // Each reader in an evaluation of its own, so that it alone reads the matmul.
