@@ -1,6 +1,7 @@
 #include "runtime/cuda/cuda_batch.h"
 
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/launch_order.h"
 
 #include "ir/errors.h"
 
@@ -33,23 +34,27 @@ size_t operand_span(const Layout& l, DType t) {
   return static_cast<size_t>(last + 1) * itemsize(t);
 }
 
-// Adds a kernel node after `prev`. With `programmatic`, the edge lets the node launch as soon as
-// prev's blocks have finished rather than after prev's completion is signalled: every generated
-// kernel's first instruction waits for the kernels before it to complete and their writes to be
-// visible (griddepcontrol.wait, codegen), so only the launch's latency is overlapped (a chain of
-// small kernels replayed 1.08 -> 0.82 us per kernel on the H100, bench/results/
-// 2026-11-26-h100-session21.md). Only between kernel nodes: a cuBLAS child graph does not wait.
-void add_kernel_node(cudaGraphNode_t* node, cudaGraph_t graph, cudaGraphNode_t prev,
-                     bool programmatic, const cudaKernelNodeParams& p, const char* what) {
+// Adds a kernel node after the nodes `after` names. An edge from another kernel node is
+// programmatic with `pdl`: the node may launch as soon as that kernel's blocks have exited
+// rather than after its completion is signalled; every generated kernel's first instruction
+// waits for the kernels before it to complete and their writes to be visible
+// (griddepcontrol.wait, codegen), so only the launch's latency is overlapped (a chain of small
+// kernels replayed 1.08 -> 0.82 us per kernel on the H100, bench/results/
+// 2026-11-26-h100-session21.md). A cuBLAS child graph does not wait: full edges from it.
+void add_kernel_node(cudaGraphNode_t* node, cudaGraph_t graph, const GraphPredecessors& after,
+                     bool pdl, const cudaKernelNodeParams& p, const char* what) {
   cuda_check(cudaGraphAddKernelNode(node, graph, nullptr, 0, &p), "eval", what);
-  if (!prev) return;
-  cudaGraphEdgeData edge{};
-  if (programmatic) {
-    edge.from_port = cudaGraphKernelNodePortProgrammatic;
-    edge.type = cudaGraphDependencyTypeProgrammatic;
-  }
-  cuda_check(cudaGraphAddDependencies(graph, &prev, node, &edge, 1), "eval",
-             "cudaGraphAddDependencies");
+  if (after.nodes.empty()) return;
+  llvm::SmallVector<cudaGraphNode_t, 4> to(after.nodes.size(), *node);
+  llvm::SmallVector<cudaGraphEdgeData, 4> edges(after.nodes.size());
+  for (size_t k = 0; k < edges.size(); ++k)
+    if (pdl && after.kernel[k]) {
+      edges[k].from_port = cudaGraphKernelNodePortProgrammatic;
+      edges[k].type = cudaGraphDependencyTypeProgrammatic;
+    }
+  cuda_check(
+      cudaGraphAddDependencies(graph, after.nodes.data(), to.data(), edges.data(), edges.size()),
+      "eval", "cudaGraphAddDependencies");
 }
 
 // The node types of a captured GEMM, for the error when it cannot be a child graph (a child
@@ -71,9 +76,10 @@ std::string graph_node_types(cudaGraph_t g) {
   return out;
 }
 
-void add_gemm_node(cudaGraphNode_t* node, cudaGraph_t graph, cudaGraphNode_t* prev,
+void add_gemm_node(cudaGraphNode_t* node, cudaGraph_t graph, const GraphPredecessors& after,
                    cudaGraph_t child) {
-  cudaError_t e = cudaGraphAddChildGraphNode(node, graph, prev, *prev ? 1 : 0, child);
+  cudaError_t e =
+      cudaGraphAddChildGraphNode(node, graph, after.nodes.data(), after.nodes.size(), child);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     const std::string types = graph_node_types(child);
@@ -214,7 +220,10 @@ bool CudaBatch::has_gemms() const {
   return false;
 }
 
-CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
+// The graph's edges follow the launches' data dependencies (launch_order.h): a launch waits
+// only for the launches whose results it reads or whose inputs it overwrites, so independent
+// work (an RNN's loss at each time step beside the next step's gates) runs side by side.
+CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<Buffer*> buffers) {
   // GEMMs are captured on the stream. wait(), not drain(): an error of an earlier launch is
   // not this build's (run() reports it).
   if (has_gemms()) stream_.wait_quietly();
@@ -224,41 +233,21 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
   in.nodes.resize(launches_.size());
   in.args.resize(launches_.size());
   in.staging.resize(launches_.size());
-  cuda_check(cudaGraphCreate(&in.graph, 0), "eval", "cudaGraphCreate");
+  std::vector<BatchItem> items;
+  llvm::SmallVector<bool, 64> launched;
+  for (const Launch& l : launches_) {
+    items.push_back(l.item);
+    launched.push_back(l.item.gemm ? !empty_gemm(*l.item.gemm) : l.fn != nullptr);
+  }
+  const auto deps = launch_dependencies(items, buffers, launched, !graph_dependencies());
   const bool pdl = programmatic_launch() && kernels_.target().arch >= 90;
+  cuda_check(cudaGraphCreate(&in.graph, 0), "eval", "cudaGraphCreate");
   try {
-    cudaGraphNode_t prev = nullptr;
-    bool prev_kernel = false; // prev is a kernel node (not a GEMM's child graph)
     for (size_t i = 0; i < launches_.size(); ++i) {
-      Launch& l = launches_[i];
-      cudaGraphNode_t node = nullptr;
-      if (const GemmStep* g = l.item.gemm) {
-        if (empty_gemm(*g)) continue;
-        // Staged operands: copy node first, then the GEMM reads the instance's buffer (passed
-        // as a base that the operand's offset brings to the buffer's start).
-        const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
-        for (int j = 0; j < 2; ++j) {
-          if (!l.staged_bytes[j]) continue;
-          add_copy(in, i, j, base, prev, pdl && prev_kernel);
-          prev_kernel = true;
-          const Layout& lay = j == 0 ? g->a : g->b;
-          operand[j] =
-              static_cast<const char*>(in.staging[i][j].buffer) - lay.offset * itemsize(g->dtype);
-        }
-        add_gemm_node(&node, in.graph, &prev,
-                      gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]));
-        prev_kernel = false;
-      } else {
-        if (!l.fn) continue;
-        ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
-        in.args[i] = l.params.bytes;
-        void* args[] = {in.args[i].data()};
-        add_kernel_node(&node, in.graph, prev, pdl && prev_kernel,
-                        kernel_node_params(l.shape, l.fn, args), "cudaGraphAddKernelNode");
-        prev_kernel = true;
-      }
-      in.nodes[i] = node;
-      prev = node;
+      if (!launched[i]) continue;
+      GraphPredecessors after;
+      for (int j : deps[i]) after.add(in.nodes[j], !launches_[j].item.gemm);
+      in.nodes[i] = add_launch(in, i, base, after, pdl);
     }
     cuda_check(cudaGraphInstantiate(&in.exec, in.graph, 0), "eval", "cudaGraphInstantiate");
   } catch (...) {
@@ -266,6 +255,34 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base) {
     throw;
   }
   return in;
+}
+
+cudaGraphNode_t CudaBatch::add_launch(Instance& in, size_t i, llvm::ArrayRef<void*> base,
+                                      GraphPredecessors& after, bool pdl) {
+  Launch& l = launches_[i];
+  cudaGraphNode_t node = nullptr;
+  if (const GemmStep* g = l.item.gemm) {
+    // Staged operands: copy nodes first, then the GEMM reads the instance's buffer (passed as
+    // a base that the operand's offset brings to the buffer's start).
+    const void* operand[2] = {base[g->a_slot], base[g->b_slot]};
+    GraphPredecessors gemm_after = after;
+    for (int j = 0; j < 2; ++j) {
+      if (!l.staged_bytes[j]) continue;
+      gemm_after.add(add_copy(in, i, j, base, after, pdl), true);
+      const Layout& lay = j == 0 ? g->a : g->b;
+      operand[j] =
+          static_cast<const char*>(in.staging[i][j].buffer) - lay.offset * itemsize(g->dtype);
+    }
+    add_gemm_node(&node, in.graph, gemm_after,
+                  gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]));
+    return node;
+  }
+  ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
+  in.args[i] = l.params.bytes;
+  void* args[] = {in.args[i].data()};
+  add_kernel_node(&node, in.graph, after, pdl, kernel_node_params(l.shape, l.fn, args),
+                  "cudaGraphAddKernelNode");
+  return node;
 }
 
 void CudaBatch::set_node(Instance& in, cudaGraphNode_t node, cudaKernel_t fn,
@@ -375,8 +392,8 @@ void CudaBatch::prepare_copy(Launch& l, int which) {
   c.params = param_template(k, v);
 }
 
-void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
-                         cudaGraphNode_t& prev, bool programmatic) {
+cudaGraphNode_t CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
+                                    const GraphPredecessors& after, bool pdl) {
   const Launch& l = launches_[i];
   Instance::Staging& st = in.staging[i][which];
   cuda_check(cudaMalloc(&st.buffer, l.staged_bytes[which]), "eval",
@@ -385,10 +402,10 @@ void CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*
   st.args = l.copy[which].params.bytes;
   ParamTemplate::patch_pointers(st.args, l.copy[which].params.pointers, ends);
   void* args[] = {st.args.data()};
-  add_kernel_node(&st.copy, in.graph, prev, programmatic,
+  add_kernel_node(&st.copy, in.graph, after, pdl,
                   kernel_node_params(l.copy[which].shape, l.copy[which].fn, args),
                   "cudaGraphAddKernelNode (GEMM operand staging)");
-  prev = st.copy;
+  return st.copy;
 }
 
 bool CudaBatch::repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
@@ -487,7 +504,7 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
   try {
     in = matching(base);
     if (!in && instances_.size() < kMaxInstances && !cheaper_to_update(base)) {
-      instances_.push_back(build(base));
+      instances_.push_back(build(base, buffers));
       in = &instances_.back();
       stats.graph_instantiations++;
     } else if (!in) {
@@ -498,7 +515,7 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
       if (stage_moving_operands()) { // rebuilt from the next run on, with the copies
         for (Instance& x : instances_) destroy(x);
         instances_.clear();
-        instances_.push_back(build(base));
+        instances_.push_back(build(base, buffers));
         in = &instances_.back();
         stats.graph_instantiations++;
         if (item) item->n_updates = 0; // they named the instance just destroyed

@@ -35,6 +35,17 @@
 
 namespace kiln::detail {
 
+/// The nodes a new graph node follows, and whether each is a kernel node (programmatic edges
+/// may leave only kernel nodes).
+struct GraphPredecessors {
+  llvm::SmallVector<cudaGraphNode_t, 4> nodes;
+  llvm::SmallVector<bool, 4> kernel;
+  void add(cudaGraphNode_t n, bool is_kernel) {
+    nodes.push_back(n);
+    kernel.push_back(is_kernel);
+  }
+};
+
 class CudaBatch final : public StepBatch {
 public:
   CudaBatch(CudaKernelCache& kernels, CudaGemm& gemm, OrderedStream& stream,
@@ -87,7 +98,10 @@ private:
   void prefetch_kernels(llvm::ArrayRef<void*> base);
   bool same_alignment(llvm::ArrayRef<void*> base) const;
   void launch_direct(llvm::ArrayRef<void*> base);
-  Instance build(llvm::ArrayRef<void*> base);
+  Instance build(llvm::ArrayRef<void*> base, llvm::ArrayRef<Buffer*> buffers);
+  // Launch i's node(s) in `in`, after `after`: its kernel node, or its staging copies and GEMM.
+  cudaGraphNode_t add_launch(Instance& in, size_t i, llvm::ArrayRef<void*> base,
+                             GraphPredecessors& after, bool pdl);
   // Point `in` at this run's buffers; true if anything changed. Kernel node updates go into
   // `queued` when the launch thread issues the replay (else they are made at once).
   bool update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* queued);
@@ -104,9 +118,9 @@ private:
   bool cheaper_to_update(llvm::ArrayRef<void*> base) const;
   bool stage_moving_operands();
   void prepare_copy(Launch& l, int which);
-  // The copy kernel node of a staged operand: add it to the graph after `prev`, or repoint it.
-  void add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
-                cudaGraphNode_t& prev, bool programmatic);
+  // The copy kernel node of a staged operand: add it to the graph after `after`, or repoint it.
+  cudaGraphNode_t add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
+                           const GraphPredecessors& after, bool pdl);
   bool repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
                     GraphLaunch* queued);
   void destroy(Instance& in); // waits for queued launches (they may name it)

@@ -1,0 +1,28 @@
+#pragma once
+// Which launches of a batch must wait for which: the edges of its CUDA graph, so that work
+// that does not depend on the work before it (a loss read out at every time step of an RNN,
+// the next step's gates) runs beside it instead of after it.
+#include "runtime/backend.h"
+
+#include <llvm/ADT/SmallVector.h>
+
+#include <vector>
+
+namespace kiln::detail {
+
+/// One batch item's earlier items that it must follow (indices, ascending): the last writer of
+/// every buffer it reads, and the last writer and the readers since of every buffer it writes.
+/// Slots that share a Buffer are one buffer (a realized node's slot and its views' slots, an
+/// in-place output and the input it takes over); distinct Buffers never overlap (memory a user
+/// handed kiln is never written, Buffer::external). GEMMs also follow each other: they share
+/// the stream's cuBLAS workspace. Items where `launched` is false run nothing and are skipped.
+/// With `chain`, each launched item follows the launched item before it (plan order).
+std::vector<llvm::SmallVector<int, 4>> launch_dependencies(llvm::ArrayRef<BatchItem> items,
+                                                           llvm::ArrayRef<Buffer*> buffers,
+                                                           llvm::ArrayRef<bool> launched,
+                                                           bool chain);
+
+/// Whether graph edges follow data dependencies (KILN_GRAPH_DEPENDENCIES=0: plan order).
+bool& graph_dependencies();
+
+} // namespace kiln::detail

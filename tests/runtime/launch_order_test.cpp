@@ -1,0 +1,133 @@
+// The edges of a batch's CUDA graph (runtime/launch_order.h): each launch follows exactly the
+// launches it must (read after write, write after read, write after write, through any slot of
+// a shared buffer, GEMMs in order), and nothing else, so that independent work runs side by
+// side. Backend-independent: tested on any machine.
+#include "runtime/launch_order.h"
+
+#include "ir/fused_kernel.h"
+#include "ir/index_step.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace kiln::detail {
+namespace {
+
+using Deps = std::vector<std::vector<int>>;
+
+// A batch under construction: kernels and GEMMs over slots, each slot with a Buffer of its own
+// unless shared with share().
+struct Batch {
+  std::deque<FusedKernel> kernels;
+  std::deque<GemmStep> gemms;
+  std::vector<BatchItem> items;
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<Buffer*> buffers;
+
+  explicit Batch(int slots) {
+    for (int i = 0; i < slots; ++i) {
+      owned.push_back(std::make_unique<Buffer>());
+      buffers.push_back(owned.back().get());
+    }
+  }
+  void share(int slot, int with) { buffers[slot] = buffers[with]; }
+  void kernel(std::vector<int> reads, std::vector<int> writes) {
+    FusedKernel& k = kernels.emplace_back();
+    for (int r : reads) k.inputs.push_back(KernelInput{.slot = r});
+    for (int w : writes) k.outputs.push_back(KernelOutput{.slot = w});
+    items.push_back(BatchItem{.kernel = &k});
+  }
+  void gemm(int a, int b, int out) {
+    GemmStep& g = gemms.emplace_back();
+    g.a_slot = a;
+    g.b_slot = b;
+    g.out_slot = out;
+    items.push_back(BatchItem{.gemm = &g});
+  }
+  Deps deps(std::vector<bool> launched = {}, bool chain = false) const {
+    if (launched.empty()) launched.assign(items.size(), true);
+    std::unique_ptr<bool[]> l(new bool[launched.size()]); // (no LLVM in the tests' link)
+    std::copy(launched.begin(), launched.end(), l.get());
+    Deps out;
+    for (const auto& d :
+         launch_dependencies(items, buffers, llvm::ArrayRef<bool>(l.get(), launched.size()), chain))
+      out.emplace_back(d.begin(), d.end());
+    return out;
+  }
+};
+
+TEST(LaunchOrder, ReadAfterWriteOnlyWhereAValueFlows) {
+  Batch b(5);
+  b.kernel({0}, {1});    // 0: s1 = f(s0)
+  b.kernel({0}, {2});    // 1: s2 = g(s0), independent of 0
+  b.kernel({1, 2}, {3}); // 2: reads both
+  b.kernel({0}, {4});    // 3: independent again
+  EXPECT_EQ(b.deps(), (Deps{{}, {}, {0, 1}, {}}));
+}
+
+TEST(LaunchOrder, OverwritingWaitsForEveryReaderAndTheLastWriter) {
+  Batch b(4);
+  b.kernel({0}, {1}); // 0: writes s1
+  b.kernel({1}, {2}); // 1: reads s1
+  b.kernel({1}, {3}); // 2: reads s1
+  b.kernel({0}, {1}); // 3: writes s1 again: after the write and both reads
+  b.kernel({1}, {2}); // 4: reads the new s1, overwrites s2 (written by 1)
+  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {0}, {0, 1, 2}, {1, 3}}));
+}
+
+TEST(LaunchOrder, SlotsOfOneBufferAreOneMemory) {
+  // Slot 3 is another view of slot 1's buffer (a row of a sequence); an output written in
+  // place shares its input's buffer.
+  Batch b(4);
+  b.share(3, 1);
+  b.kernel({3}, {2}); // 0: reads the buffer through slot 3
+  b.kernel({0}, {1}); // 1: overwrites it through slot 1: after 0
+  b.kernel({3}, {0}); // 2: reads it again: after 1; overwrites s0, which 1 read
+  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {1}}));
+}
+
+TEST(LaunchOrder, GemmsFollowEachOtherForTheirWorkspace) {
+  Batch b(6);
+  b.gemm(0, 1, 2);    // 0
+  b.kernel({0}, {3}); // 1: independent of the GEMM
+  b.gemm(0, 1, 4);    // 2: independent data, but cuBLAS's workspace: after 0
+  b.kernel({4}, {5}); // 3: reads the second GEMM's result
+  EXPECT_EQ(b.deps(), (Deps{{}, {}, {0}, {2}}));
+}
+
+TEST(LaunchOrder, ItemsThatLaunchNothingAreSkipped) {
+  Batch b(3);
+  b.kernel({0}, {1}); // 0
+  b.kernel({1}, {2}); // 1: empty, runs nothing (and so neither reads nor writes)
+  b.kernel({2}, {0}); // 2: its write over s0 still follows 0's read
+  EXPECT_EQ(b.deps({true, false, true}), (Deps{{}, {}, {0}}));
+}
+
+TEST(LaunchOrder, ChainFollowsPlanOrder) {
+  Batch b(4);
+  b.kernel({0}, {1});
+  b.kernel({0}, {2});
+  b.kernel({0}, {3});
+  EXPECT_EQ(b.deps({true, false, true}, true), (Deps{{}, {}, {0}}));
+  EXPECT_EQ(b.deps({}, true), (Deps{{}, {0}, {1}}));
+}
+
+TEST(LaunchOrder, ARecurrenceWithAReadOutPerStep) {
+  // h_{t+1} = cell(h_t); y_t = head(h_t): the heads depend on their step's cell only, so the
+  // next cell need not wait for them; the loss reads every head.
+  Batch b(8);
+  b.kernel({0}, {1});    // 0: h1 = cell(h0)
+  b.kernel({1}, {4});    // 1: y1 = head(h1)
+  b.kernel({1}, {2});    // 2: h2 = cell(h1)
+  b.kernel({2}, {5});    // 3: y2 = head(h2)
+  b.kernel({2}, {3});    // 4: h3 = cell(h2)
+  b.kernel({4, 5}, {6}); // 5: loss
+  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {0}, {2}, {2}, {1, 3}}));
+}
+
+} // namespace
+} // namespace kiln::detail
