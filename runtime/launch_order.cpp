@@ -4,10 +4,12 @@
 #include "ir/index_step.h"
 #include "ir/settings.h"
 
+#include <llvm/ADT/BitVector.h>
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/STLExtras.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace kiln::detail {
 
@@ -31,20 +33,24 @@ void item_slots(const BatchItem& it, llvm::SmallVectorImpl<int>& reads,
 
 } // namespace
 
-std::vector<llvm::SmallVector<int, 4>> launch_dependencies(llvm::ArrayRef<BatchItem> items,
-                                                           llvm::ArrayRef<Buffer*> buffers,
-                                                           llvm::ArrayRef<bool> launched,
-                                                           bool chain) {
-  std::vector<llvm::SmallVector<int, 4>> deps(items.size());
-  if (chain) {
-    int last = -1;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (!launched[i]) continue;
-      if (last >= 0) deps[i].push_back(last);
-      last = static_cast<int>(i);
-    }
-    return deps;
+namespace {
+
+using Deps = std::vector<llvm::SmallVector<int, 4>>;
+
+Deps plan_order(llvm::ArrayRef<bool> launched) {
+  Deps deps(launched.size());
+  int last = -1;
+  for (size_t i = 0; i < launched.size(); ++i) {
+    if (!launched[i]) continue;
+    if (last >= 0) deps[i].push_back(last);
+    last = static_cast<int>(i);
   }
+  return deps;
+}
+
+Deps data_dependencies(llvm::ArrayRef<BatchItem> items, llvm::ArrayRef<Buffer*> buffers,
+                       llvm::ArrayRef<bool> launched) {
+  Deps deps(items.size());
   // Per buffer: its last writer and the readers since. Keyed by the Buffer; a slot without one
   // by an odd number (no Buffer's address), and cuBLAS's workspace by `workspace`.
   struct Use {
@@ -58,14 +64,12 @@ std::vector<llvm::SmallVector<int, 4>> launch_dependencies(llvm::ArrayRef<BatchI
     return reinterpret_cast<const void*>(uintptr_t(slot) * 2 + 3);
   };
   llvm::SmallVector<int, 8> reads, writes;
-  llvm::SmallVector<const void*, 8> read_mem, write_mem;
   for (size_t i = 0; i < items.size(); ++i) {
     if (!launched[i]) continue;
     reads.clear();
     writes.clear();
     item_slots(items[i], reads, writes);
-    read_mem.clear();
-    write_mem.clear();
+    llvm::SmallVector<const void*, 8> read_mem, write_mem;
     for (int s : reads) read_mem.push_back(memory(s));
     for (int s : writes) write_mem.push_back(memory(s));
     if (items[i].gemm) write_mem.push_back(workspace);
@@ -85,8 +89,40 @@ std::vector<llvm::SmallVector<int, 4>> launch_dependencies(llvm::ArrayRef<BatchI
       u.writer = static_cast<int>(i);
       u.readers.clear();
     }
-    std::sort(deps[i].begin(), deps[i].end());
   }
+  return deps;
+}
+
+// Drops each edge that other edges imply (j -> i where i also follows some k that follows j):
+// every edge that crosses between the graph's branches costs the replay a wait, and an
+// optimizer's in-place update would otherwise wait for every earlier reader of its parameter.
+void drop_implied(Deps& deps) {
+  std::vector<llvm::BitVector> reach(deps.size()); // launches each launch follows, transitively
+  for (size_t i = 0; i < deps.size(); ++i) {
+    reach[i].resize(deps.size());
+    llvm::SmallVector<int, 4>& d = deps[i];
+    std::sort(d.begin(), d.end(), std::greater<>());
+    llvm::SmallVector<int, 4> kept;
+    for (int j : d) { // latest first: a later dependency may imply an earlier one, never back
+      if (reach[i].test(j)) continue;
+      kept.push_back(j);
+      reach[i].set(j);
+      reach[i] |= reach[j];
+    }
+    std::sort(kept.begin(), kept.end());
+    d = std::move(kept);
+  }
+}
+
+} // namespace
+
+std::vector<llvm::SmallVector<int, 4>> launch_dependencies(llvm::ArrayRef<BatchItem> items,
+                                                           llvm::ArrayRef<Buffer*> buffers,
+                                                           llvm::ArrayRef<bool> launched,
+                                                           bool chain) {
+  if (chain) return plan_order(launched);
+  Deps deps = data_dependencies(items, buffers, launched);
+  drop_implied(deps);
   return deps;
 }
 

@@ -11,7 +11,8 @@
 namespace kiln::detail {
 
 /// One batch item's earlier items that it must follow (indices, ascending): the last writer of
-/// every buffer it reads, and the last writer and the readers since of every buffer it writes.
+/// every buffer it reads, and the last writer and the readers since of every buffer it writes,
+/// less those that the others follow already (each edge across branches costs a replay a wait).
 /// Slots that share a Buffer are one buffer (a realized node's slot and its views' slots, an
 /// in-place output and the input it takes over); distinct Buffers never overlap (memory a user
 /// handed kiln is never written, Buffer::external). GEMMs also follow each other: they share

@@ -74,9 +74,9 @@ TEST(LaunchOrder, OverwritingWaitsForEveryReaderAndTheLastWriter) {
   b.kernel({0}, {1}); // 0: writes s1
   b.kernel({1}, {2}); // 1: reads s1
   b.kernel({1}, {3}); // 2: reads s1
-  b.kernel({0}, {1}); // 3: writes s1 again: after the write and both reads
-  b.kernel({1}, {2}); // 4: reads the new s1, overwrites s2 (written by 1)
-  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {0}, {0, 1, 2}, {1, 3}}));
+  b.kernel({0}, {1}); // 3: writes s1 again: after both reads (which follow the first write)
+  b.kernel({1}, {2}); // 4: reads the new s1, overwrites s2 (written by 1, which 3 follows)
+  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {0}, {1, 2}, {3}}));
 }
 
 TEST(LaunchOrder, SlotsOfOneBufferAreOneMemory) {
@@ -88,6 +88,17 @@ TEST(LaunchOrder, SlotsOfOneBufferAreOneMemory) {
   b.kernel({0}, {1}); // 1: overwrites it through slot 1: after 0
   b.kernel({3}, {0}); // 2: reads it again: after 1; overwrites s0, which 1 read
   EXPECT_EQ(b.deps(), (Deps{{}, {0}, {1}}));
+}
+
+TEST(LaunchOrder, EdgesThatOthersImplyAreDropped) {
+  // A recurrence reads the weight w (slot 0) at every step; the update of w in place waits for
+  // the last step only, which follows all the others.
+  Batch b(5);
+  b.kernel({0, 1}, {2}); // 0: h1 = f(w, h0)
+  b.kernel({0, 2}, {3}); // 1: h2 = f(w, h1)
+  b.kernel({0, 3}, {4}); // 2: h3 = f(w, h2)
+  b.kernel({0, 4}, {0}); // 3: w -= g(h3): reads and overwrites w after every reader
+  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {1}, {2}}));
 }
 
 TEST(LaunchOrder, GemmsFollowEachOtherForTheirWorkspace) {
