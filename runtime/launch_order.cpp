@@ -5,7 +5,6 @@
 #include "ir/settings.h"
 
 #include <llvm/ADT/BitVector.h>
-#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/STLExtras.h>
 
 #include <algorithm>
@@ -48,46 +47,72 @@ Deps plan_order(llvm::ArrayRef<bool> launched) {
   return deps;
 }
 
+// Per slot, the memory it stands for: slots whose buffers' bytes overlap are one memory (a
+// realized node's slot and the slots of other nodes over its buffer, each a view at its own
+// offset; an in-place output and the input it takes over), numbered from 0. A slot without a
+// buffer is a memory of its own.
+std::vector<int> memory_of_slots(llvm::ArrayRef<Buffer*> buffers) {
+  struct Range {
+    uintptr_t begin, end;
+    int slot;
+  };
+  std::vector<Range> ranges;
+  std::vector<int> memory(buffers.size(), -1);
+  for (size_t s = 0; s < buffers.size(); ++s)
+    if (const Buffer* b = buffers[s]; b && b->bytes > 0) {
+      const auto begin = reinterpret_cast<uintptr_t>(b->data);
+      ranges.push_back({begin, begin + b->bytes, static_cast<int>(s)});
+    }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  int next = 0;
+  uintptr_t end = 0;
+  for (const Range& r : ranges) {
+    if (r.begin >= end || next == 0) ++next; // no overlap with the ranges before: a new memory
+    end = std::max(end, r.end);
+    memory[r.slot] = next - 1;
+  }
+  for (int& m : memory)
+    if (m < 0) m = next++;
+  return memory;
+}
+
 Deps data_dependencies(llvm::ArrayRef<BatchItem> items, llvm::ArrayRef<Buffer*> buffers,
                        llvm::ArrayRef<bool> launched) {
   Deps deps(items.size());
-  // Per buffer: its last writer and the readers since. Keyed by the Buffer; a slot without one
-  // by an odd number (no Buffer's address), and cuBLAS's workspace by `workspace`.
+  // Per memory: its last writer and the readers since. Two more memories: cuBLAS's workspace,
+  // which every GEMM uses, and the index error record, which an index kernel that meets an
+  // index out of range fills (its report must be one kernel's).
+  const std::vector<int> memory = memory_of_slots(buffers);
+  const int workspace = static_cast<int>(buffers.size()), index_error = workspace + 1;
   struct Use {
     int writer = -1;
     llvm::SmallVector<int, 4> readers;
   };
-  llvm::DenseMap<const void*, Use> uses;
-  const void* const workspace = reinterpret_cast<const void*>(uintptr_t(1));
-  auto memory = [&](int slot) -> const void* {
-    if (const Buffer* b = buffers[slot]) return b;
-    return reinterpret_cast<const void*>(uintptr_t(slot) * 2 + 3);
-  };
+  std::vector<Use> uses(buffers.size() + 2);
   llvm::SmallVector<int, 8> reads, writes;
   for (size_t i = 0; i < items.size(); ++i) {
     if (!launched[i]) continue;
     reads.clear();
     writes.clear();
     item_slots(items[i], reads, writes);
-    llvm::SmallVector<const void*, 8> read_mem, write_mem;
-    for (int s : reads) read_mem.push_back(memory(s));
-    for (int s : writes) write_mem.push_back(memory(s));
-    if (items[i].gemm) write_mem.push_back(workspace);
+    for (int& s : reads) s = memory[s];
+    for (int& s : writes) s = memory[s];
+    if (items[i].gemm) writes.push_back(workspace);
+    if (items[i].index) writes.push_back(index_error);
     auto after = [&](int j) {
       if (j >= 0 && j != static_cast<int>(i) && !llvm::is_contained(deps[i], j))
         deps[i].push_back(j);
     };
-    for (const void* m : read_mem) after(uses[m].writer);
-    for (const void* m : write_mem) {
-      const Use& u = uses[m];
-      after(u.writer);
-      for (int r : u.readers) after(r);
+    for (int m : reads) after(uses[m].writer);
+    for (int m : writes) {
+      after(uses[m].writer);
+      for (int r : uses[m].readers) after(r);
     }
-    for (const void* m : read_mem) uses[m].readers.push_back(static_cast<int>(i));
-    for (const void* m : write_mem) {
-      Use& u = uses[m];
-      u.writer = static_cast<int>(i);
-      u.readers.clear();
+    for (int m : reads) uses[m].readers.push_back(static_cast<int>(i));
+    for (int m : writes) {
+      uses[m].writer = static_cast<int>(i);
+      uses[m].readers.clear();
     }
   }
   return deps;

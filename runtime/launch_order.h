@@ -11,12 +11,13 @@
 namespace kiln::detail {
 
 /// One batch item's earlier items that it must follow (indices, ascending): the last writer of
-/// every buffer it reads, and the last writer and the readers since of every buffer it writes,
-/// less those that the others follow already (each edge across branches costs a replay a wait).
-/// Slots that share a Buffer are one buffer (a realized node's slot and its views' slots, an
-/// in-place output and the input it takes over); distinct Buffers never overlap (memory a user
-/// handed kiln is never written, Buffer::external). GEMMs also follow each other: they share
-/// the stream's cuBLAS workspace. Items where `launched` is false run nothing and are skipped.
+/// every memory it reads, and the last writer and the readers since of every memory it writes,
+/// less those that the others follow already (each edge across branches costs a replay a wait;
+/// sound because no launch completes before the launches it follows). Slots whose buffers'
+/// bytes overlap are one memory (views of one buffer at different offsets, an in-place output
+/// and the input it takes over, memory a user handed kiln over kiln's own). GEMMs also follow
+/// each other (they share the stream's cuBLAS workspace), and so do index kernels (the record
+/// of an index out of range). Items where `launched` is false run nothing and are skipped.
 /// With `chain`, each launched item follows the launched item before it (plan order).
 std::vector<llvm::SmallVector<int, 4>> launch_dependencies(llvm::ArrayRef<BatchItem> items,
                                                            llvm::ArrayRef<Buffer*> buffers,

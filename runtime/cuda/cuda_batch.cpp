@@ -34,21 +34,22 @@ size_t operand_span(const Layout& l, DType t) {
   return static_cast<size_t>(last + 1) * itemsize(t);
 }
 
-// Adds a kernel node after the nodes `after` names. An edge from another kernel node is
-// programmatic with `pdl`: the node may launch as soon as that kernel's blocks have exited
-// rather than after its completion is signalled; every generated kernel's first instruction
+// Adds a kernel node after the nodes `after` names, each edge programmatic where `after` says.
+// A programmatic edge lets the node launch as soon as its predecessor's blocks have exited
+// rather than after its completion is signalled: every generated kernel's first instruction
 // waits for the kernels before it to complete and their writes to be visible
-// (griddepcontrol.wait, codegen), so only the launch's latency is overlapped (a chain of small
-// kernels replayed 1.08 -> 0.82 us per kernel on the H100, bench/results/
-// 2026-11-26-h100-session21.md). A cuBLAS child graph does not wait: full edges from it.
+// (griddepcontrol.wait, codegen/device/common.cuh), so only the launch's latency is overlapped,
+// and a kernel cannot complete before its predecessors (launch_dependencies drops edges that
+// others imply on that ground). Needs the kernels compiled for sm_90+, which every NVRTC that
+// kiln loads (12 and later) targets for an sm_90+ device.
 void add_kernel_node(cudaGraphNode_t* node, cudaGraph_t graph, const GraphPredecessors& after,
-                     bool pdl, const cudaKernelNodeParams& p, const char* what) {
+                     const cudaKernelNodeParams& p, const char* what) {
   cuda_check(cudaGraphAddKernelNode(node, graph, nullptr, 0, &p), "eval", what);
   if (after.nodes.empty()) return;
   llvm::SmallVector<cudaGraphNode_t, 4> to(after.nodes.size(), *node);
   llvm::SmallVector<cudaGraphEdgeData, 4> edges(after.nodes.size());
   for (size_t k = 0; k < edges.size(); ++k)
-    if (pdl && after.kernel[k]) {
+    if (after.programmatic[k]) {
       edges[k].from_port = cudaGraphKernelNodePortProgrammatic;
       edges[k].type = cudaGraphDependencyTypeProgrammatic;
     }
@@ -223,6 +224,10 @@ bool CudaBatch::has_gemms() const {
 // The graph's edges follow the launches' data dependencies (launch_order.h): a launch waits
 // only for the launches whose results it reads or whose inputs it overwrites, so independent
 // work (an RNN's loss at each time step beside the next step's gates) runs side by side.
+// Programmatic edges (PDL, sm_90+) only on the links of chains, from a kernel node whose only
+// successor it is to a node with no other predecessor: with them at forks and joins as well,
+// an LSTM's training step replayed at 0.63 or at 0.81-0.91 ms from one run to the next, with
+// them on links only at 0.66 every time (bench/results/2026-11-26-h100-session21.md, call 6).
 CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<Buffer*> buffers) {
   // GEMMs are captured on the stream. wait(), not drain(): an error of an earlier launch is
   // not this build's (run() reports it).
@@ -241,13 +246,18 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<
   }
   const auto deps = launch_dependencies(items, buffers, launched, !graph_dependencies());
   const bool pdl = programmatic_launch() && kernels_.target().arch >= 90;
+  std::vector<int> successors(launches_.size(), 0);
+  for (const auto& d : deps)
+    for (int j : d) successors[j]++;
   cuda_check(cudaGraphCreate(&in.graph, 0), "eval", "cudaGraphCreate");
   try {
     for (size_t i = 0; i < launches_.size(); ++i) {
       if (!launched[i]) continue;
       GraphPredecessors after;
-      for (int j : deps[i]) after.add(in.nodes[j], !launches_[j].item.gemm);
-      in.nodes[i] = add_launch(in, i, base, after, pdl);
+      for (int j : deps[i])
+        after.add(in.nodes[j],
+                  pdl && !launches_[j].item.gemm && deps[i].size() == 1 && successors[j] == 1);
+      in.nodes[i] = add_launch(in, i, base, after);
     }
     cuda_check(cudaGraphInstantiate(&in.exec, in.graph, 0), "eval", "cudaGraphInstantiate");
   } catch (...) {
@@ -258,7 +268,7 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<
 }
 
 cudaGraphNode_t CudaBatch::add_launch(Instance& in, size_t i, llvm::ArrayRef<void*> base,
-                                      GraphPredecessors& after, bool pdl) {
+                                      const GraphPredecessors& after) {
   Launch& l = launches_[i];
   cudaGraphNode_t node = nullptr;
   if (const GemmStep* g = l.item.gemm) {
@@ -268,7 +278,7 @@ cudaGraphNode_t CudaBatch::add_launch(Instance& in, size_t i, llvm::ArrayRef<voi
     GraphPredecessors gemm_after = after;
     for (int j = 0; j < 2; ++j) {
       if (!l.staged_bytes[j]) continue;
-      gemm_after.add(add_copy(in, i, j, base, after, pdl), true);
+      gemm_after.add(add_copy(in, i, j, base, after), false);
       const Layout& lay = j == 0 ? g->a : g->b;
       operand[j] =
           static_cast<const char*>(in.staging[i][j].buffer) - lay.offset * itemsize(g->dtype);
@@ -280,7 +290,7 @@ cudaGraphNode_t CudaBatch::add_launch(Instance& in, size_t i, llvm::ArrayRef<voi
   ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
   in.args[i] = l.params.bytes;
   void* args[] = {in.args[i].data()};
-  add_kernel_node(&node, in.graph, after, pdl, kernel_node_params(l.shape, l.fn, args),
+  add_kernel_node(&node, in.graph, after, kernel_node_params(l.shape, l.fn, args),
                   "cudaGraphAddKernelNode");
   return node;
 }
@@ -393,7 +403,7 @@ void CudaBatch::prepare_copy(Launch& l, int which) {
 }
 
 cudaGraphNode_t CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
-                                    const GraphPredecessors& after, bool pdl) {
+                                    const GraphPredecessors& after) {
   const Launch& l = launches_[i];
   Instance::Staging& st = in.staging[i][which];
   cuda_check(cudaMalloc(&st.buffer, l.staged_bytes[which]), "eval",
@@ -402,7 +412,7 @@ cudaGraphNode_t CudaBatch::add_copy(Instance& in, size_t i, int which, llvm::Arr
   st.args = l.copy[which].params.bytes;
   ParamTemplate::patch_pointers(st.args, l.copy[which].params.pointers, ends);
   void* args[] = {st.args.data()};
-  add_kernel_node(&st.copy, in.graph, after, pdl,
+  add_kernel_node(&st.copy, in.graph, after,
                   kernel_node_params(l.copy[which].shape, l.copy[which].fn, args),
                   "cudaGraphAddKernelNode (GEMM operand staging)");
   return st.copy;

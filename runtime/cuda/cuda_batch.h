@@ -35,14 +35,14 @@
 
 namespace kiln::detail {
 
-/// The nodes a new graph node follows, and whether each is a kernel node (programmatic edges
-/// may leave only kernel nodes).
+/// The nodes a new graph node follows, and whether each edge is programmatic (only from a
+/// kernel node to a kernel node).
 struct GraphPredecessors {
   llvm::SmallVector<cudaGraphNode_t, 4> nodes;
-  llvm::SmallVector<bool, 4> kernel;
-  void add(cudaGraphNode_t n, bool is_kernel) {
+  llvm::SmallVector<bool, 4> programmatic;
+  void add(cudaGraphNode_t n, bool is_programmatic) {
     nodes.push_back(n);
-    kernel.push_back(is_kernel);
+    programmatic.push_back(is_programmatic);
   }
 };
 
@@ -101,7 +101,7 @@ private:
   Instance build(llvm::ArrayRef<void*> base, llvm::ArrayRef<Buffer*> buffers);
   // Launch i's node(s) in `in`, after `after`: its kernel node, or its staging copies and GEMM.
   cudaGraphNode_t add_launch(Instance& in, size_t i, llvm::ArrayRef<void*> base,
-                             GraphPredecessors& after, bool pdl);
+                             const GraphPredecessors& after);
   // Point `in` at this run's buffers; true if anything changed. Kernel node updates go into
   // `queued` when the launch thread issues the replay (else they are made at once).
   bool update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* queued);
@@ -120,7 +120,7 @@ private:
   void prepare_copy(Launch& l, int which);
   // The copy kernel node of a staged operand: add it to the graph after `after`, or repoint it.
   cudaGraphNode_t add_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
-                           const GraphPredecessors& after, bool pdl);
+                           const GraphPredecessors& after);
   bool repoint_copy(Instance& in, size_t i, int which, llvm::ArrayRef<void*> base,
                     GraphLaunch* queued);
   void destroy(Instance& in); // waits for queued launches (they may name it)

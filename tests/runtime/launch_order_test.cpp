@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -19,22 +20,38 @@ namespace {
 
 using Deps = std::vector<std::vector<int>>;
 
-// A batch under construction: kernels and GEMMs over slots, each slot with a Buffer of its own
-// unless shared with share().
+// A batch under construction: kernels and GEMMs over slots, each slot with a buffer of its own
+// (4 KiB apart, 2 KiB each: no byte in common) unless made a view of another's with view().
 struct Batch {
   std::deque<FusedKernel> kernels;
   std::deque<GemmStep> gemms;
+  std::deque<IndexStep> indexes;
   std::vector<BatchItem> items;
   std::vector<std::unique_ptr<Buffer>> owned;
   std::vector<Buffer*> buffers;
 
   explicit Batch(int slots) {
-    for (int i = 0; i < slots; ++i) {
-      owned.push_back(std::make_unique<Buffer>());
-      buffers.push_back(owned.back().get());
-    }
+    for (int i = 0; i < slots; ++i)
+      buffers.push_back(buffer(reinterpret_cast<char*>(uintptr_t(4096) * (i + 1)), 2048));
   }
-  void share(int slot, int with) { buffers[slot] = buffers[with]; }
+  Buffer* buffer(char* data, size_t bytes) {
+    owned.push_back(std::make_unique<Buffer>());
+    owned.back()->data = data;
+    owned.back()->bytes = bytes;
+    return owned.back().get();
+  }
+  // Slot `slot` sees the memory of slot `of` from `offset` bytes on, through a Buffer of its own
+  // (as the executor binds a realized node that sits at another offset than when planned).
+  void view(int slot, int of, size_t offset) {
+    buffers[slot] = buffer(static_cast<char*>(buffers[of]->data) + offset, buffers[of]->bytes);
+  }
+  void index(int x, int idx, int out) {
+    IndexStep& s = indexes.emplace_back();
+    s.x_slot = x;
+    s.index_slot = idx;
+    s.out_slot = out;
+    items.push_back(BatchItem{.index = &s});
+  }
   void kernel(std::vector<int> reads, std::vector<int> writes) {
     FusedKernel& k = kernels.emplace_back();
     for (int r : reads) k.inputs.push_back(KernelInput{.slot = r});
@@ -79,15 +96,24 @@ TEST(LaunchOrder, OverwritingWaitsForEveryReaderAndTheLastWriter) {
   EXPECT_EQ(b.deps(), (Deps{{}, {0}, {0}, {1, 2}, {3}}));
 }
 
-TEST(LaunchOrder, SlotsOfOneBufferAreOneMemory) {
-  // Slot 3 is another view of slot 1's buffer (a row of a sequence); an output written in
-  // place shares its input's buffer.
-  Batch b(4);
-  b.share(3, 1);
+TEST(LaunchOrder, SlotsOverOneMemoryAreOneMemory) {
+  // Slot 3 sees slot 1's buffer from 512 bytes on (a row of a sequence, bound as a Buffer of
+  // its own); slot 4 starts where slot 2's buffer ends (no byte in common).
+  Batch b(5);
+  b.view(3, 1, 512);
+  b.buffers[4] = b.buffer(static_cast<char*>(b.buffers[2]->data) + 2048, 64);
   b.kernel({3}, {2}); // 0: reads the buffer through slot 3
   b.kernel({0}, {1}); // 1: overwrites it through slot 1: after 0
   b.kernel({3}, {0}); // 2: reads it again: after 1; overwrites s0, which 1 read
-  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {1}}));
+  b.kernel({0}, {4}); // 3: writes the memory just past slot 2's: after 2 only (reads s0)
+  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {1}, {2}}));
+}
+
+TEST(LaunchOrder, IndexKernelsFollowEachOtherForTheirErrorRecord) {
+  Batch b(6);
+  b.index(0, 1, 2); // 0
+  b.index(3, 4, 5); // 1: independent data, but one record of an index out of range
+  EXPECT_EQ(b.deps(), (Deps{{}, {0}}));
 }
 
 TEST(LaunchOrder, EdgesThatOthersImplyAreDropped) {
