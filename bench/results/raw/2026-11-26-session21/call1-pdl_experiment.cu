@@ -1,17 +1,32 @@
 // Experiment: graph of a chain of N small dependent kernels; normal edges vs programmatic
 // (PDL) edges. Prints us per kernel (median of replays) and checks the result.
-#include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
+#include <cuda_runtime.h>
 #include <vector>
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1);} } while (0)
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e = (x);                                                                           \
+    if (e != cudaSuccess) {                                                                        \
+      printf("%s: %s\n", #x, cudaGetErrorString(e));                                               \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
 
 template <int Mode> // 0 plain, 1 wait then trigger, 2 trigger then wait, 3 wait only
 __global__ void step(const float* in, float* out, int n) {
-  if (Mode == 1) { asm volatile("griddepcontrol.wait;" ::: "memory"); asm volatile("griddepcontrol.launch_dependents;"); }
-  if (Mode == 2) { asm volatile("griddepcontrol.launch_dependents;"); asm volatile("griddepcontrol.wait;" ::: "memory"); }
-  if (Mode == 3) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+  if (Mode == 1) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;");
+  }
+  if (Mode == 2) {
+    asm volatile("griddepcontrol.launch_dependents;");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
+  if (Mode == 3) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     float v = in[i];
@@ -39,7 +54,10 @@ float run(int chain, int n, float** bufs, bool programmatic, unsigned char port,
     CK(cudaGraphAddKernelNode(&node, g, nullptr, 0, &p));
     if (prev) {
       cudaGraphEdgeData ed{};
-      if (programmatic) { ed.from_port = port; ed.type = cudaGraphDependencyTypeProgrammatic; }
+      if (programmatic) {
+        ed.from_port = port;
+        ed.type = cudaGraphDependencyTypeProgrammatic;
+      }
       CK(cudaGraphAddDependencies(g, &prev, &node, &ed, 1));
     }
     prev = node;
@@ -71,7 +89,8 @@ float run(int chain, int n, float** bufs, bool programmatic, unsigned char port,
   float err = 0;
   for (int i = 0; i < n; ++i) err = std::max(err, std::abs(h[i] - ref[i]));
   std::sort(t.begin(), t.end());
-  printf("  median %.3f us/kernel (min %.3f max %.3f), max err %.2e\n", t[t.size() / 2], t[0], t.back(), err);
+  printf("  median %.3f us/kernel (min %.3f max %.3f), max err %.2e\n", t[t.size() / 2], t[0],
+         t.back(), err);
   cudaGraphExecDestroy(ex);
   cudaGraphDestroy(g);
   return t[t.size() / 2];
@@ -84,12 +103,18 @@ int main() {
     CK(cudaMalloc(&bufs[0], n * 4));
     CK(cudaMalloc(&bufs[1], n * 4));
     printf("n = %d (%d blocks)\n", n, (n + 255) / 256);
-    printf(" plain kernel, normal edges:"); run<0>(chain, n, bufs, false, 0, 20);
-    printf(" wait+trigger kernel, normal edges:"); run<1>(chain, n, bufs, false, 0, 20);
-    printf(" wait+trigger, programmatic port:"); run<1>(chain, n, bufs, true, cudaGraphKernelNodePortProgrammatic, 20);
-    printf(" trigger+wait, programmatic port:"); run<2>(chain, n, bufs, true, cudaGraphKernelNodePortProgrammatic, 20);
-    printf(" wait only, programmatic port:"); run<3>(chain, n, bufs, true, cudaGraphKernelNodePortProgrammatic, 20);
-    printf(" wait only, launch-completion port:"); run<3>(chain, n, bufs, true, cudaGraphKernelNodePortLaunchCompletion, 20);
+    printf(" plain kernel, normal edges:");
+    run<0>(chain, n, bufs, false, 0, 20);
+    printf(" wait+trigger kernel, normal edges:");
+    run<1>(chain, n, bufs, false, 0, 20);
+    printf(" wait+trigger, programmatic port:");
+    run<1>(chain, n, bufs, true, cudaGraphKernelNodePortProgrammatic, 20);
+    printf(" trigger+wait, programmatic port:");
+    run<2>(chain, n, bufs, true, cudaGraphKernelNodePortProgrammatic, 20);
+    printf(" wait only, programmatic port:");
+    run<3>(chain, n, bufs, true, cudaGraphKernelNodePortProgrammatic, 20);
+    printf(" wait only, launch-completion port:");
+    run<3>(chain, n, bufs, true, cudaGraphKernelNodePortLaunchCompletion, 20);
     cudaFree(bufs[0]);
     cudaFree(bufs[1]);
   }
