@@ -68,7 +68,7 @@ std::vector<int> memory_of_slots(llvm::ArrayRef<Buffer*> buffers) {
   int next = 0;
   uintptr_t end = 0;
   for (const Range& r : ranges) {
-    if (r.begin >= end || next == 0) ++next; // no overlap with the ranges before: a new memory
+    if (r.begin >= end) ++next; // no overlap with the ranges before: a new memory
     end = std::max(end, r.end);
     memory[r.slot] = next - 1;
   }

@@ -208,7 +208,7 @@ bool CudaBatch::update_constants(Instance& in, GraphLaunch* queued) {
   return changed;
 }
 
-// One node per step, each depending on the one before: steps read what earlier ones wrote.
+// Where a GEMM operand's first element is, in this run's buffers.
 const void* CudaBatch::operand_start(const GemmStep& g, int which, llvm::ArrayRef<void*> base) {
   const Layout& l = which == 0 ? g.a : g.b;
   const char* p = static_cast<const char*>(base[which == 0 ? g.a_slot : g.b_slot]);
@@ -223,7 +223,11 @@ bool CudaBatch::has_gemms() const {
 
 // The graph's edges follow the launches' data dependencies (launch_order.h): a launch waits
 // only for the launches whose results it reads or whose inputs it overwrites, so independent
-// work (an RNN's loss at each time step beside the next step's gates) runs side by side.
+// work (an RNN's loss at each time step beside the next step's gates) runs side by side. The
+// edges are computed from the buffers of the run that builds the instance and kept when an
+// update points it at other addresses: which slots share memory is fixed by the plan (outputs
+// are new buffers, an input's buffer is taken over in place only where that slot alone reads
+// it, and the plan key records which realized inputs share a buffer).
 // Programmatic edges (PDL, sm_90+) only on the links of chains, from a kernel node whose only
 // successor it is to a node with no other predecessor: with them at forks and joins as well,
 // an LSTM's training step replayed at 0.63 or at 0.81-0.91 ms from one run to the next, with
@@ -254,9 +258,10 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<
     for (size_t i = 0; i < launches_.size(); ++i) {
       if (!launched[i]) continue;
       GraphPredecessors after;
+      // (A GEMM's staging copies take its edges: plain ones, as into the GEMM itself.)
+      const bool link = pdl && !launches_[i].item.gemm && deps[i].size() == 1;
       for (int j : deps[i])
-        after.add(in.nodes[j],
-                  pdl && !launches_[j].item.gemm && deps[i].size() == 1 && successors[j] == 1);
+        after.add(in.nodes[j], link && !launches_[j].item.gemm && successors[j] == 1);
       in.nodes[i] = add_launch(in, i, base, after);
     }
     cuda_check(cudaGraphInstantiate(&in.exec, in.graph, 0), "eval", "cudaGraphInstantiate");

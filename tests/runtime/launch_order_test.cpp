@@ -109,6 +109,20 @@ TEST(LaunchOrder, SlotsOverOneMemoryAreOneMemory) {
   EXPECT_EQ(b.deps(), (Deps{{}, {0}, {1}, {2}}));
 }
 
+TEST(LaunchOrder, AViewInsideALongerBufferJoinsItsMemory) {
+  // Slot 1: a long buffer; slot 2 a short one inside it; slot 3 starts inside slot 1 past slot
+  // 2's end: all one memory. Slot 4 has no bytes (an empty tensor): a memory of its own.
+  Batch b(5);
+  b.buffers[1] = b.buffer(static_cast<char*>(b.buffers[1]->data), 8192);
+  b.buffers[2] = b.buffer(static_cast<char*>(b.buffers[1]->data) + 1024, 512);
+  b.buffers[3] = b.buffer(static_cast<char*>(b.buffers[1]->data) + 4096, 8192);
+  b.buffers[4] = b.buffer(nullptr, 0);
+  b.kernel({0}, {3}); // 0: writes slot 3
+  b.kernel({2}, {4}); // 1: reads slot 2: one memory with slot 3, so after 0
+  b.kernel({0}, {4}); // 2: writes slot 4 again: after 1, which wrote it
+  EXPECT_EQ(b.deps(), (Deps{{}, {0}, {1}}));
+}
+
 TEST(LaunchOrder, IndexKernelsFollowEachOtherForTheirErrorRecord) {
   Batch b(6);
   b.index(0, 1, 2); // 0
