@@ -30,10 +30,6 @@ void item_slots(const BatchItem& it, llvm::SmallVectorImpl<int>& reads,
   }
 }
 
-} // namespace
-
-namespace {
-
 using Deps = std::vector<llvm::SmallVector<int, 4>>;
 
 Deps plan_order(llvm::ArrayRef<bool> launched) {

@@ -611,11 +611,12 @@ TEST_F(GpuVsCpu, TrainingStepReplaysEveryBatchAsAGraph) {
   EXPECT_GE(stats().graph_replays, 3);
 }
 
-// Replayed CUDA graphs launch each generated kernel while the one before it ends (programmatic
-// dependent launch on sm_90+): every kernel must wait for its predecessors' writes before it
-// reads or overwrites anything. A step whose kernels each read the last one's result (every
-// layout: elementwise, row and column reductions, dots, GEMM tiles, a cuBLAS GEMM between them,
-// a buffer updated in place), replayed, matches the CPU step for step.
+// Replayed CUDA graphs order kernels by their data dependencies only (independent ones run side
+// by side) and launch a chain's next kernel while the one before it ends (programmatic
+// dependent launch on sm_90+): every kernel must still see its predecessors' writes and never
+// overwrite what a kernel not yet done reads. A step of every layout (elementwise, row and
+// column reductions, a dot beside GEMM tiles, a cuBLAS GEMM between them, a buffer replaced in
+// place), replayed, matches the CPU step for step (launch_order_test.cpp tests the edges).
 TEST_F(GpuVsCpu, ReplayedGraphsOfDependentKernelsMatchTheCpu) {
   auto step = [](Tensor& x, const Tensor& w, const Tensor& big) {
     Tensor r = tanh(x * 0.9f + 0.1f);                              // elementwise
