@@ -4,6 +4,7 @@
 #include <kiln/autograd.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace kiln {
 
@@ -22,20 +23,37 @@ uint32_t axes_mask(const char* op, const std::vector<int>& axes, int rank) {
   return mask;
 }
 
+Shape reduced_shape(const Shape& s, uint32_t mask, bool keepdim) {
+  Shape os;
+  for (int i = 0; i < s.size(); ++i)
+    if (!(mask & (1u << i)))
+      os.push_back(s[i]);
+    else if (keepdim)
+      os.push_back(1);
+  return os;
+}
+
+// A floating sum or mean over dims of extent 1 adds up one element: x + 0, what the reduction
+// computes from its zero start (-0.0 becomes +0.0; x / 1 is x), as an elementwise op that fuses
+// into its neighbours where a reduction would be a kernel of its own (a loss's mean at batch 1,
+// at every time step of an RNN). Null where a dim reduced is not of extent 1.
+std::optional<Tensor> sum_of_one(const Tensor& a, uint32_t mask, bool keepdim) {
+  const Shape& s = a.node()->layout.shape;
+  if (!is_floating(a.dtype())) return std::nullopt;
+  for (int i = 0; i < s.size(); ++i)
+    if ((mask & (1u << i)) && s[i] != 1) return std::nullopt;
+  return add(reshape(a, reduced_shape(s, mask, keepdim)), Scalar(0.0));
+}
+
 Tensor reduce(OpCode op, const Tensor& a, uint32_t mask, bool keepdim, DType out) {
   const char* name = op_name(op);
   Node* in = a.node();
   const Shape& s = in->layout.shape;
-  Shape os;
-  for (int i = 0; i < s.size(); ++i) {
-    bool reduced = mask & (1u << i);
-    if (reduced && s[i] == 0 && (op == OpCode::max || op == OpCode::min || op == OpCode::argmax))
+  for (int i = 0; i < s.size(); ++i)
+    if ((mask & (1u << i)) && s[i] == 0 &&
+        (op == OpCode::max || op == OpCode::min || op == OpCode::argmax))
       fail(name, "cannot reduce over the zero-size dim {} of shape {}", i, s);
-    if (!reduced)
-      os.push_back(s[i]);
-    else if (keepdim)
-      os.push_back(1);
-  }
+  const Shape os = reduced_shape(s, mask, keepdim);
   Node* n = new_node(op, out, in->device, os);
   n->axes = mask;
   n->keepdim = keepdim;
@@ -60,15 +78,18 @@ Tensor empty_like(const Tensor& x) {
 Tensor sum(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
   Node* n = arg(a, "sum");
   DType out = is_floating(n->dtype) ? n->dtype : DType::i64;
-  return reduce(OpCode::sum, a, axes_mask("sum", axes, n->layout.shape.size()), keepdim, out);
+  const uint32_t mask = axes_mask("sum", axes, n->layout.shape.size());
+  if (auto one = sum_of_one(a, mask, keepdim)) return *one;
+  return reduce(OpCode::sum, a, mask, keepdim, out);
 }
 
 Tensor mean(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
   Node* n = arg(a, "mean");
   if (!is_floating(n->dtype))
     fail("mean", "needs a floating-point input, got {} (cast first)", dtype_name(n->dtype));
-  return reduce(OpCode::mean, a, axes_mask("mean", axes, n->layout.shape.size()), keepdim,
-                n->dtype);
+  const uint32_t mask = axes_mask("mean", axes, n->layout.shape.size());
+  if (auto one = sum_of_one(a, mask, keepdim)) return *one;
+  return reduce(OpCode::mean, a, mask, keepdim, n->dtype);
 }
 
 Tensor max(const Tensor& a, const std::vector<int>& axes, bool keepdim) {

@@ -158,6 +158,40 @@ TEST_F(Reductions, IntegerAndBoolSumsGiveI64) {
   EXPECT_EQ(kiln::min(x, {0}).dtype(), DType::i32);
 }
 
+// A floating sum or mean over dims of extent 1 is x + 0 (engine/ops_reduce.cpp): the values a
+// reduction from a zero start gives (-0.0 becomes +0.0, NaN and infinities stay), the same
+// shapes with and without keepdim, gradients of one, and an elementwise op that fuses with its
+// neighbours: one kernel where a reduction would be a kernel of its own.
+TEST_F(Reductions, SumAndMeanOverDimsOfOneAreElementwise) {
+  const double nan = std::nan(""), inf = INFINITY;
+  for (DType t : {DType::f32, DType::f64, DType::bf16}) {
+    Tensor x = make(Vals{-0.0, 2.5, nan, -inf}, Shape{4, 1}, t);
+    for (bool keepdim : {false, true}) {
+      for (Tensor r : {kiln::sum(x, {1}, keepdim), kiln::mean(x, {1}, keepdim)}) {
+        EXPECT_EQ(r.shape(), keepdim ? Shape({4, 1}) : Shape({4})) << name(t);
+        const std::vector<double> v = r.astype(DType::f64).to_vector<double>();
+        EXPECT_EQ(v[0], 0.0);
+        EXPECT_FALSE(std::signbit(v[0])) << name(t) << ": a sum starts at +0";
+        EXPECT_EQ(v[1], 2.5);
+        EXPECT_TRUE(std::isnan(v[2]));
+        EXPECT_EQ(v[3], -inf);
+      }
+    }
+  }
+  Tensor y = make(Vals{0.25, -1.5, 3.0}, Shape{1, 3, 1}, DType::f32);
+  kiln::reset_stats();
+  Tensor loss = kiln::mean(tanh(y * 2.0f), {0, 2}) * 3.0f;
+  const std::vector<float> l = loss.to_vector<float>();
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_NEAR(l[0], std::tanh(0.5f) * 3.0f, 1e-6);
+  EXPECT_NEAR(l[1], std::tanh(-3.0f) * 3.0f, 1e-6);
+  EXPECT_NEAR(l[2], std::tanh(6.0f) * 3.0f, 1e-6);
+  EXPECT_EQ(kiln::stats().kernels_run, 1) << "the mean over dims of one fuses into one kernel";
+  Tensor w = make(Vals{0.5, -2.0}, Shape{2, 1}, DType::f64).requires_grad_();
+  std::vector<Tensor> g = kiln::grad(kiln::sum(kiln::sum(w * w, {1})), {w});
+  EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{1.0, -4.0}));
+}
+
 // Reductions over leading dims with at least 256 kept columns take the CPU's column walk
 // (runtime/cpu/interpreter.cpp), which folds each column in the same order as the row walk:
 // the same values as the reference, NaN propagation included.
