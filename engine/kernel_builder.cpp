@@ -37,6 +37,14 @@ std::pair<int, Layout> operand(StepBuilder& p, Node* x) {
 
 namespace {
 
+// A shape without its dims of one.
+Shape squeezed(const Shape& s) {
+  Shape out;
+  for (int d = 0; d < s.size(); ++d)
+    if (s[d] != 1) out.push_back(s[d]);
+  return out;
+}
+
 void note_outputs(StepBuilder& p, Step& st) {
   for (int i : st.realizes) {
     Node* n = p.node(i);
@@ -309,6 +317,12 @@ private:
     if (tiled_matmul(n) && (t != -1 || kr < 2 || k_.inputs[d.a].strides[kr - 1] != 0 ||
                             k_.inputs[d.b].strides[kr - 2] != 0)) {
       retry = Retry{viewed(n, t), Why::tiled_matmul_elsewhere};
+      return 0;
+    }
+    // So is a few-column one, except through a view that only adds or drops dims of one (a
+    // matrix times a vector): the dot layout splits K by the kernel's size (small_matmul.cpp).
+    if (few_column_matmul(n) && t != -1 && squeezed(k_.shape) != squeezed(n->shape())) {
+      retry = Retry{viewed(n, t), Why::few_column_matmul_viewed};
       return 0;
     }
     d.K = la.shape[r - 1];

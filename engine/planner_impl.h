@@ -135,6 +135,8 @@ bool small_matmul(const Node* n);
 /// A small matmul with more rows and columns than a dot per element suits: its kernel must read
 /// it at its own (row, column), so that the GEMM-tile layout computes it tile by tile.
 bool tiled_matmul(const Node* n);
+/// A small matmul of a few columns and more rows: its reader must not see it through a view.
+bool few_column_matmul(const Node* n);
 /// A small matmul, computed in a kernel: where a kernel cannot compute it (read by a
 /// reduction, through a view or a broadcast), in a kernel of its own. Whether a matmul is a
 /// GEMM step never depends on its readers, so that lazy and eager give the same bits.

@@ -19,7 +19,10 @@ namespace kiln::detail {
 //
 // A few columns (at most kDotRows: a read-out head's Linear(hidden, 1) at batch 32) with more
 // rows are dots as well, up to kDotMaxMacs: each element's K is a row of A, read by threads
-// side by side; alone, such a dot kernel beat cuBLAS's GEMV at every size measured up to 2^20. As a
+// side by side; alone, such a dot kernel beat cuBLAS's GEMV at every size measured up to 2^20.
+// Read through a view (a slice, a reshape), such a matmul gets a kernel of its own, as a tiled
+// one does: the dot layout splits each element's K by the reading kernel's size, so a reader of
+// another size would sum it in another order than eager mode's kernel of its own. As a
 // cuBLAS GEMV the head of an LSTM trained at batch 32 was a graph node and a staging copy per time
 // step (bench/results/2026-11-26-h100-session21.md).
 //
@@ -56,6 +59,12 @@ bool small_matmul(const Node* n) {
   // even with the epilogue as a kernel of its own.
   if (s[s.size() - 2] <= kDotRows) return false;
   return s.numel() * K <= kTileMaxMacs && (n->dtype == DType::f32 || n->dtype == DType::f64);
+}
+
+bool few_column_matmul(const Node* n) {
+  const Shape& s = n->shape();
+  const int64_t N = s.size() > 0 ? s[s.size() - 1] : 1;
+  return N > 0 && N <= kDotRows && s.numel() / N > kDotRows;
 }
 
 bool tiled_matmul(const Node* n) {

@@ -439,6 +439,32 @@ TEST_F(SmallMatmulTest, AReductionJoiningTheDotsKernelIsSplitOff) {
   EXPECT_EQ(v11.shape(), (Shape{1}));
 }
 
+// A few-column matmul read through a view that changes its shape (a slice, a reshape to other
+// dims) is computed by a kernel of its own, as eager mode computes it: the dot layout splits
+// each element's K by the reading kernel's size, so a reader of another size would round it
+// otherwise on CUDA. Through a view that only drops a dim of one (matrix times vector) it stays
+// in its reader's kernel.
+TEST_F(SmallMatmulTest, AFewColumnMatmulReadThroughAViewGetsAKernelOfItsOwn) {
+  Stats sliced = check(
+      {{64, 32}, {32, 1}}, DType::f32,
+      [](const std::vector<Tensor>& t) { return slice(matmul(t[0], t[1]), 0, 0, 10) + 1.0f; }, 2e-5,
+      "sliced");
+  EXPECT_EQ(sliced.gemms_run, 0);
+  EXPECT_EQ(sliced.kernels_run, 2);
+  Stats reshaped = check(
+      {{512, 32}, {32, 1}, {64, 32}, {32, 8}}, DType::f32,
+      [](const std::vector<Tensor>& t) {
+        return reshape(matmul(t[0], t[1]), {64, 8}) + matmul(t[2], t[3]);
+      },
+      2e-5, "reshaped beside a tiled matmul");
+  EXPECT_EQ(reshaped.gemms_run, 0);
+  EXPECT_EQ(reshaped.kernels_run, 2);
+  Stats vector = check(
+      {{64, 32}, {32}}, DType::f32,
+      [](const std::vector<Tensor>& t) { return tanh(matmul(t[0], t[1])); }, 2e-5, "vector");
+  EXPECT_EQ(vector.kernels_run, 1);
+}
+
 TEST_F(SmallMatmulTest, ReadersOfAMatmulDoNotChangeItsBits) {
   // Lazy and eager agree bit for bit whoever reads the matmul: a reduction, a view, a
   // broadcast or an elementwise op in the same evaluation. (Read by a reduction, a tiled matmul
