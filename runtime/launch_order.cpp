@@ -147,6 +147,19 @@ std::vector<llvm::SmallVector<int, 4>> launch_dependencies(llvm::ArrayRef<BatchI
   return deps;
 }
 
+std::vector<llvm::SmallVector<bool, 4>> chain_links(llvm::ArrayRef<llvm::SmallVector<int, 4>> deps,
+                                                    llvm::ArrayRef<BatchItem> items) {
+  std::vector<int> successors(deps.size(), 0);
+  for (const auto& d : deps)
+    for (int j : d) successors[j]++;
+  std::vector<llvm::SmallVector<bool, 4>> links(deps.size());
+  for (size_t i = 0; i < deps.size(); ++i) {
+    const bool only_in = deps[i].size() == 1 && !items[i].gemm;
+    for (int j : deps[i]) links[i].push_back(only_in && successors[j] == 1 && !items[j].gemm);
+  }
+  return links;
+}
+
 bool& graph_dependencies() {
   static bool on = [] { return setting_flag(Setting::graph_dependencies).value_or(true); }();
   return on;

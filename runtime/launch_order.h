@@ -24,6 +24,14 @@ std::vector<llvm::SmallVector<int, 4>> launch_dependencies(llvm::ArrayRef<BatchI
                                                            llvm::ArrayRef<bool> launched,
                                                            bool chain);
 
+/// Per item, per edge of deps[i]: whether it is a link of a chain, the only edge out of its
+/// source and the only edge into item i, both items kernels (not GEMMs). Only such edges are
+/// programmatic (PDL): with them at forks and joins as well, an LSTM's training step replayed
+/// at 0.63 or 0.81-0.91 ms from one run to the next, on links only at 0.66 every time
+/// (bench/results/2026-11-26-h100-session21.md, call 6).
+std::vector<llvm::SmallVector<bool, 4>> chain_links(llvm::ArrayRef<llvm::SmallVector<int, 4>> deps,
+                                                    llvm::ArrayRef<BatchItem> items);
+
 /// Whether graph edges follow data dependencies (KILN_GRAPH_DEPENDENCIES=0: plan order).
 bool& graph_dependencies();
 

@@ -228,10 +228,7 @@ bool CudaBatch::has_gemms() const {
 // update points it at other addresses: which slots share memory is fixed by the plan (outputs
 // are new buffers, an input's buffer is taken over in place only where that slot alone reads
 // it, and the plan key records which realized inputs share a buffer).
-// Programmatic edges (PDL, sm_90+) only on the links of chains, from a kernel node whose only
-// successor it is to a node with no other predecessor: with them at forks and joins as well,
-// an LSTM's training step replayed at 0.63 or at 0.81-0.91 ms from one run to the next, with
-// them on links only at 0.66 every time (bench/results/2026-11-26-h100-session21.md, call 6).
+// Programmatic edges (PDL, sm_90+) only on the links of chains (chain_links).
 CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<Buffer*> buffers) {
   // GEMMs are captured on the stream. wait(), not drain(): an error of an earlier launch is
   // not this build's (run() reports it).
@@ -249,19 +246,15 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<
     launched.push_back(l.item.gemm ? !empty_gemm(*l.item.gemm) : l.fn != nullptr);
   }
   const auto deps = launch_dependencies(items, buffers, launched, !graph_dependencies());
+  const auto links = chain_links(deps, items);
   const bool pdl = programmatic_launch() && kernels_.target().arch >= 90;
-  std::vector<int> successors(launches_.size(), 0);
-  for (const auto& d : deps)
-    for (int j : d) successors[j]++;
   cuda_check(cudaGraphCreate(&in.graph, 0), "eval", "cudaGraphCreate");
   try {
     for (size_t i = 0; i < launches_.size(); ++i) {
       if (!launched[i]) continue;
-      GraphPredecessors after;
-      // (A GEMM's staging copies take its edges: plain ones, as into the GEMM itself.)
-      const bool link = pdl && !launches_[i].item.gemm && deps[i].size() == 1;
-      for (int j : deps[i])
-        after.add(in.nodes[j], link && !launches_[j].item.gemm && successors[j] == 1);
+      GraphPredecessors after; // (a GEMM's staging copies take its edges, none programmatic)
+      for (size_t k = 0; k < deps[i].size(); ++k)
+        after.add(in.nodes[deps[i][k]], pdl && links[i][k]);
       in.nodes[i] = add_launch(in, i, base, after);
     }
     cuda_check(cudaGraphInstantiate(&in.exec, in.graph, 0), "eval", "cudaGraphInstantiate");

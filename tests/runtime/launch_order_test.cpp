@@ -65,6 +65,16 @@ struct Batch {
     g.out_slot = out;
     items.push_back(BatchItem{.gemm = &g});
   }
+  // Per item, per dependency: whether the edge is a chain link (chain_links).
+  std::vector<std::vector<bool>> links() const {
+    std::unique_ptr<bool[]> all(new bool[items.size()]);
+    std::fill(all.get(), all.get() + items.size(), true);
+    const auto d =
+        launch_dependencies(items, buffers, llvm::ArrayRef<bool>(all.get(), items.size()), false);
+    std::vector<std::vector<bool>> out;
+    for (const auto& l : chain_links(d, items)) out.emplace_back(l.begin(), l.end());
+    return out;
+  }
   Deps deps(std::vector<bool> launched = {}, bool chain = false) const {
     if (launched.empty()) launched.assign(items.size(), true);
     std::unique_ptr<bool[]> l(new bool[launched.size()]); // (no LLVM in the tests' link)
@@ -178,6 +188,23 @@ TEST(LaunchOrder, ARecurrenceWithAReadOutPerStep) {
   b.kernel({2}, {3});    // 4: h3 = cell(h2)
   b.kernel({4, 5}, {6}); // 5: loss
   EXPECT_EQ(b.deps(), (Deps{{}, {0}, {0}, {2}, {2}, {1, 3}}));
+}
+
+TEST(LaunchOrder, OnlyLinksOfChainsAreProgrammatic) {
+  // 0 -> 1 -> 2 a chain; 2 forks to 3 and 4; 5 joins them; 6 follows a GEMM (5 -> G 6 -> 7).
+  using Links = std::vector<std::vector<bool>>;
+  Batch b(9);
+  b.kernel({0}, {1});    // 0
+  b.kernel({1}, {2});    // 1: link from 0
+  b.kernel({2}, {3});    // 2: link from 1
+  b.kernel({3}, {4});    // 3: 2 forks (2 has two successors): plain
+  b.kernel({3}, {5});    // 4: plain
+  b.kernel({4, 5}, {6}); // 5: a join: plain
+  b.gemm(6, 6, 7);       // 6: into a GEMM: plain
+  b.kernel({7}, {8});    // 7: out of a GEMM: plain
+  ASSERT_EQ(b.deps(), (Deps{{}, {0}, {1}, {2}, {2}, {3, 4}, {5}, {6}}));
+  EXPECT_EQ(b.links(),
+            (Links{{}, {true}, {true}, {false}, {false}, {false, false}, {false}, {false}}));
 }
 
 } // namespace
