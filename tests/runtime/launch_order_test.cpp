@@ -65,24 +65,24 @@ struct Batch {
     g.out_slot = out;
     items.push_back(BatchItem{.gemm = &g});
   }
-  // Per item, per dependency: whether the edge is a chain link (chain_links).
-  std::vector<std::vector<bool>> links() const {
-    std::unique_ptr<bool[]> all(new bool[items.size()]);
-    std::fill(all.get(), all.get() + items.size(), true);
-    const auto d =
-        launch_dependencies(items, buffers, llvm::ArrayRef<bool>(all.get(), items.size()), false);
-    std::vector<std::vector<bool>> out;
-    for (const auto& l : chain_links(d, items)) out.emplace_back(l.begin(), l.end());
-    return out;
-  }
-  Deps deps(std::vector<bool> launched = {}, bool chain = false) const {
+  // launch_dependencies over the items (every one launched unless `launched` says otherwise).
+  std::vector<llvm::SmallVector<int, 4>> raw_deps(std::vector<bool> launched, bool chain) const {
     if (launched.empty()) launched.assign(items.size(), true);
     std::unique_ptr<bool[]> l(new bool[launched.size()]); // (no LLVM in the tests' link)
     std::copy(launched.begin(), launched.end(), l.get());
+    return launch_dependencies(items, buffers, llvm::ArrayRef<bool>(l.get(), launched.size()),
+                               chain);
+  }
+  Deps deps(std::vector<bool> launched = {}, bool chain = false) const {
     Deps out;
-    for (const auto& d :
-         launch_dependencies(items, buffers, llvm::ArrayRef<bool>(l.get(), launched.size()), chain))
-      out.emplace_back(d.begin(), d.end());
+    for (const auto& d : raw_deps(launched, chain)) out.emplace_back(d.begin(), d.end());
+    return out;
+  }
+  // Per item, per dependency: whether the edge is a chain link (chain_links).
+  std::vector<std::vector<bool>> links() const {
+    std::vector<std::vector<bool>> out;
+    for (const auto& l : chain_links(raw_deps({}, false), items))
+      out.emplace_back(l.begin(), l.end());
     return out;
   }
 };
