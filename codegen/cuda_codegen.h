@@ -73,6 +73,10 @@ struct CudaVariant {
   // (16, 4 or 1 of them); dot_cluster blocks split K as in the dot layout.
   // 0: not this layout.
   int gemm_tile = 0;
+  // GEMM tile: the dots (a mask) with K at most 4 and at most a K group's share of a chunk
+  // (an RNN's input of one feature). Each element of the epilogue sums them itself, in the
+  // order the tile would have: no chunk, barrier or partial sums for them.
+  uint32_t gemm_short_dots = 0;
   // A segmented kernel (FusedKernel::segments): each segment's variant of the elementwise
   // layout, in order; the fields above are unused but index32 (the same in every segment).
   std::vector<CudaVariant> segments;

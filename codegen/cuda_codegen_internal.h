@@ -206,7 +206,9 @@ private:
   void gemm_load_chunk(const GemmShape& g, int ind, int d, const std::string& k0);
   void gemm_k_loops(const GemmShape& g);
   void gemm_dot_k_loop(const GemmShape& g, int d);
-  void gemm_stage_chunk(const GemmShape& g);
+  void gemm_chunk_coords(const GemmShape& g, int ind);
+  void gemm_chunk_loop(const GemmShape& g, int ind, const std::string& body);
+  void gemm_stage_chunk(const GemmShape& g, int d);
   std::string gemm_vec_load(const GemmShape& g, const std::string& dst,
                             const std::string& at) const;
   void gemm_multiply(const GemmShape& g, int ind, int d, const std::string& end, bool whole);
@@ -214,7 +216,8 @@ private:
   void gemm_park(const GemmShape& g, const std::string& off, const std::string& what);
   void gemm_combine_groups(const GemmShape& g, int d);
   void gemm_epilogue(const GemmShape& g);
-  void gemm_finish(const GemmShape& g, int ind, const Load& load);
+  void gemm_finish(const GemmShape& g, int ind, const std::string& q, const Load& load);
+  void gemm_short_dot(const GemmShape& g, int ind, int d, const std::string& dst);
   void gemm_cluster_sum(const GemmShape& g, int ind, int d);
 
   // Reductions (cuda_emit_reduce.cpp) and the row layout (layouts/row_reduce.cpp).

@@ -96,6 +96,8 @@ template <class Sink> void visit_variant(const FusedKernel& k, const CudaVariant
   optional(v.dot_bx != 0, v.dot_bx, [&] { return fmt::format("dot{}", v.dot_bx); });
   optional(v.dot_cluster > 1, v.dot_cluster, [&] { return fmt::format("cl{}", v.dot_cluster); });
   optional(v.gemm_tile > 0, v.gemm_tile, [&] { return fmt::format("gemm{}", v.gemm_tile); });
+  optional(v.gemm_short_dots != 0, v.gemm_short_dots,
+           [&] { return fmt::format("sd{:x}", v.gemm_short_dots); });
 }
 
 } // namespace

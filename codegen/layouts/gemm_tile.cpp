@@ -25,7 +25,7 @@ int gemm_groups(const CudaVariant& v) {
 
 int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v) {
   const int T = v.gemm_tile, BK = gemm_bk(k, v), G = gemm_groups(v);
-  const int64_t chunks = int64_t(2) * BK * (T + kGemmRegTile + T);
+  const int64_t chunks = int64_t(2) * BK * 2 * (T + kGemmRegTile); // two buffers of A and B
   const int64_t sums = int64_t(k.dots.size()) * T * T + (G > 1 ? int64_t(G) * T * T : 0);
   return std::max(chunks, sums);
 }
@@ -44,6 +44,8 @@ int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v) {
 // with clusters of 8; 512 x 128 x 256 (512 tiles of 16) is fastest in tiles of 32. False when no
 // tile's shared memory fits the 48 KB a launch gets without opting in.
 constexpr int64_t kGemmMinRows = 4, kGemmMinCols = 4;
+// Dots with K at most this (and at most a K group's share of a chunk) are short: see gemm_body.
+constexpr int64_t kGemmShortK = 4;
 // 48 KB less the 1 KB sm_80+ reserves per block, which ptxas counts against the static limit.
 constexpr int64_t kGemmMaxSharedBytes = int64_t(47) << 10;
 
@@ -76,6 +78,12 @@ bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
   if (T == 0) return false;
   v.gemm_tile = T;
   const int BK = gemm_bk(k, v);
+  const int64_t short_k = std::min<int64_t>(kGemmShortK, BK / gemm_groups(v));
+  for (size_t d = 0; d < k.dots.size() && d < 32; ++d)
+    if (k.dots[d].K <= short_k) v.gemm_short_dots |= uint32_t(1) << d;
+  max_k = 0; // the cluster splits the K of the dots that the tile sums
+  for (size_t d = 0; d < k.dots.size(); ++d)
+    if (!(v.gemm_short_dots >> d & 1)) max_k = std::max(max_k, k.dots[d].K);
   while (v.dot_cluster < 8 && tiles(T) * v.dot_cluster * 2 <= blocks &&
          max_k >= int64_t(v.dot_cluster) * 4 * BK)
     v.dot_cluster *= 2;
@@ -109,14 +117,16 @@ CudaLaunch launch_gemm_tile(const FusedKernel& k, const CudaVariant& v, const Cu
 // the 4 x 4 elements at rows ty * 4.., columns tx * 4.. of every dot in registers, over group
 // kg's share of each chunk's K, reading them from shared memory as 4-wide vectors (a 4 x 4
 // tile feeds 16 multiply-adds per two vector loads, where smaller register tiles were bound by
-// shared-memory wavefronts). K goes in chunks of BK: each chunk of A (T x BK, stored k-major
-// with rows padded by 4 so that the transposed stores conflict less) and of B (BK x T) is
-// loaded into registers while the previous chunk is multiplied out of shared memory, one
+// shared-memory wavefronts). K goes in chunks of BK: each chunk of A (T x BK) and of B (BK x T)
+// is loaded into registers while the previous chunk is multiplied out of shared memory, one
 // barrier per chunk (two buffers); the last chunk of a dot prefetches the first of the next
-// dot. Loads run along k for A and along n for B: coalesced for row-major operands, strided
-// but correct for transposed ones. With dot_cluster = C > 1 (sm_90) the C blocks of a cluster
-// take the same tile and split K in BK-aligned ranges (choose_gemm_tile leaves each block two
-// chunks: a block's setup and epilogue cost more than a longer K).
+// dot. Both are stored k-major, rows padded to P = T + 4. An operand with stride 1 along k (A
+// row-major, B transposed: a weight read as W^T) is loaded by warps of 8 k x 4 rows: whole
+// 32-byte sectors from memory, and with the padding every lane of a warp stores to a bank of
+// its own; any other operand along its rows (coalesced when they have stride 1). Which of the
+// two is a uniform test of the runtime strides. With dot_cluster = C > 1 (sm_90) the C blocks
+// of a cluster take the same tile and split K in BK-aligned ranges (choose_gemm_tile leaves
+// each block two chunks: a block's setup and epilogue cost more than a longer K).
 //
 // The epilogue goes through shared memory: each thread parks its sums there (with G > 1 the
 // groups' partial tiles first, which each element adds in group order); after a (cluster)
@@ -126,6 +136,11 @@ CudaLaunch launch_gemm_tile(const FusedKernel& k, const CudaVariant& v, const Cu
 // thread has at most kPrefetchElems elements, the inputs its tape loads are read before the K
 // loop (after the first chunk's loads, which are on the critical path), so that their round
 // trip overlaps the multiply-adds.
+//
+// Short dots (CudaVariant::gemm_short_dots: K of at most 4 within group 0's share of a chunk,
+// an RNN's input of one feature) take no part in the chunks: each element of the epilogue sums
+// its own along k from +0 (before the K loop when it prefetches), the bits the tile would give
+// without a chunk's round trip, two barriers and the partial sums.
 //
 // Why not cuBLAS with a separate epilogue kernel: for the small GEMMs of a recurrent step (the
 // seed loop's 256 x 256 x 256) cuBLAS's kernel plus the epilogue kernel are two graph nodes and
@@ -144,7 +159,7 @@ struct Emitter::GemmShape {
     TM = kGemmRegTile;
     TR = T / TM;
     BK = gemm_bk(k, v);
-    PA = T + TM;
+    P = T + TM;
     G = gemm_groups(v);
     KG = BK / G;
     C = std::max(1, v.dot_cluster);
@@ -156,6 +171,7 @@ struct Emitter::GemmShape {
     share = T * T / C;
     E = (share + kBlock - 1) / kBlock;
     prefetch = E <= kPrefetchElems;
+    for (int d = 0; d < nd; ++d) is_short.push_back(v.gemm_short_dots >> d & 1);
     loaded.assign(pl.in.size(), false);
     for (const TapeInst& in : k.tape)
       if (in.op == OpCode::load && pl.in[in.a].mode != M::scalar) loaded[in.a] = true;
@@ -164,7 +180,7 @@ struct Emitter::GemmShape {
   int TM;          // a thread's register tile is TM x TM
   int TR;          // threads along each side of a group's tile
   int BK;          // the K chunk staged per step
-  int PA;          // the padded row of A's k-major chunk in shared memory
+  int P;           // the padded row of A's and B's k-major chunks in shared memory
   int G, KG;       // K groups, and each one's share of a chunk
   int C;           // blocks per cluster, each taking a range of K
   int r;           // the rank of the iteration space
@@ -174,7 +190,13 @@ struct Emitter::GemmShape {
   int nd;          // dot products
   int share, E;    // a block's share of the tile's elements, and epilogue elements per thread
   bool prefetch;   // the epilogue's inputs are loaded before the K loop
-  std::vector<bool> loaded; // the inputs the tape loads (not scalars: those are hoisted already)
+  std::vector<bool> loaded;   // the inputs the tape loads (not scalars: those are hoisted already)
+  std::vector<bool> is_short; // dots each element sums itself (CudaVariant::gemm_short_dots)
+  // The first dot from `d` on that the tile sums (not short); nd if none.
+  int next_long(int d) const {
+    while (d < nd && is_short[d]) ++d;
+    return d;
+  }
 };
 
 void Emitter::gemm_body() {
@@ -274,6 +296,10 @@ void Emitter::gemm_tile_operands(const GemmShape& g) {
     line(2, fmt::format("const {0}* B{1} = p.in{2} + {3} + n0 * {4};",
                         cg::st_name(k_.inputs[kd.b].dtype), d, kd.b, gemm_in_base(kd.b),
                         gemm_in_stride(kd.b, r - 1)));
+    if (g.is_short[d]) {
+      if (g.prefetch) line(2, fmt::format("{} k_sd{}[{}];", g.acc, d, g.E));
+      continue;
+    }
     line(2, fmt::format("const idx_t kspan{0} = ((idx_t)p.d{0}_K + {1}) / {2} * {3};", d,
                         C * BK - 1, C * BK, BK));
     line(2,
@@ -284,8 +310,9 @@ void Emitter::gemm_tile_operands(const GemmShape& g) {
   }
 }
 
-// The epilogue's loads into k_p, issued right after the first chunk's (those are on the
-// critical path, these are not), so that their round trip overlaps the multiply-adds.
+// The epilogue's loads into k_p, and the short dots into k_sd, issued right after the first
+// chunk's (those are on the critical path, these are not), so that their round trip overlaps
+// the multiply-adds.
 void Emitter::gemm_prefetch_epilogue(const GemmShape& g) {
   for (int q = 0; q < g.E; ++q) {
     line(2, "{");
@@ -293,6 +320,8 @@ void Emitter::gemm_prefetch_epilogue(const GemmShape& g) {
     line(3, "if (valid) {");
     for (size_t j = 0; j < pl_.in.size(); ++j)
       if (g.loaded[j]) line(4, fmt::format("k_p{}[{}] = {};", j, q, element_load(j)));
+    for (int d = 0; d < g.nd; ++d)
+      if (g.is_short[d]) gemm_short_dot(g, 4, d, fmt::format("k_sd{}[{}]", d, q));
     line(3, "}");
     line(2, "}");
   }
@@ -308,6 +337,7 @@ void Emitter::gemm_load_chunk(const GemmShape& g, int ind, int d, const std::str
   line(ind + 1, fmt::format("const idx_t am = {}, bn = {}, ak = (idx_t)p.d{}_ak, bk = "
                             "(idx_t)p.d{}_bk;",
                             gemm_in_stride(kd.a, g.r - 2), gemm_in_stride(kd.b, g.r - 1), d, d));
+  line(ind + 1, "const bool ka1 = ak == 1, kb1 = bk == 1;");
   const std::string a_el =
       cg::load_cvt(k_.inputs[kd.a].dtype, fmt::format("A{}[ma * am + (kc + ka) * ak]", d));
   const std::string b_el =
@@ -315,21 +345,14 @@ void Emitter::gemm_load_chunk(const GemmShape& g, int ind, int d, const std::str
   for (bool edge : {false, true}) {
     line(ind + 1,
          edge ? std::string("else {") : fmt::format("if (whole && kc + {} <= ke{}) {{", g.BK, d));
-    line(ind + 2, "#pragma unroll");
-    line(ind + 2, fmt::format("for (int q = 0; q < {}; ++q) {{", g.LA));
-    line(ind + 3, fmt::format("const int e = tid + q * {};", kBlock));
-    line(ind + 3, fmt::format("const int ka = e % {0}, ma = e / {0};", g.BK));
-    line(ind + 3, fmt::format("const int nb = e % {0}, kq = e / {0};", g.T));
-    if (edge) {
-      line(ind + 3,
-           fmt::format("ra[q] = ma < mr && kc + ka < ke{} ? ({}){} : ({})0;", d, acc, a_el, acc));
-      line(ind + 3,
-           fmt::format("rb[q] = nb < nr && kc + kq < ke{} ? ({}){} : ({})0;", d, acc, b_el, acc));
-    } else {
-      line(ind + 3, fmt::format("ra[q] = ({}){};", acc, a_el));
-      line(ind + 3, fmt::format("rb[q] = ({}){};", acc, b_el));
-    }
-    line(ind + 2, "}");
+    if (edge)
+      gemm_chunk_loop(g, ind + 2,
+                      fmt::format("ra[q] = ma < mr && kc + ka < ke{0} ? ({1}){2} : ({1})0; rb[q] = "
+                                  "nb < nr && kc + kq < ke{0} ? ({1}){3} : ({1})0;",
+                                  d, acc, a_el, b_el));
+    else
+      gemm_chunk_loop(g, ind + 2,
+                      fmt::format("ra[q] = ({0}){1}; rb[q] = ({0}){2};", acc, a_el, b_el));
     line(ind + 1, "}");
   }
   line(ind, "}");
@@ -341,7 +364,8 @@ void Emitter::gemm_k_loops(const GemmShape& g) {
   line(2, fmt::format("{0} ra[{1}], rb[{1}];", g.acc, g.LA));
   line(2, "int buf = 0;     // the shared buffer the next chunk goes to (alternates across dots)");
   line(2, "bool pre = false; // ra, rb hold the next dot's first chunk");
-  for (int d = 0; d < g.nd; ++d) gemm_dot_k_loop(g, d);
+  if (g.prefetch && g.next_long(0) == g.nd) gemm_prefetch_epilogue(g); // no chunk to load first
+  for (int d = g.next_long(0); d < g.nd; d = g.next_long(d + 1)) gemm_dot_k_loop(g, d);
 }
 
 // Dot d's K loop: its first chunk's loads (unless the previous dot prefetched them), then per
@@ -350,18 +374,19 @@ void Emitter::gemm_k_loops(const GemmShape& g) {
 // nothing but time).
 void Emitter::gemm_dot_k_loop(const GemmShape& g, int d) {
   const int BK = g.BK, KG = g.KG;
+  const int next = g.next_long(d + 1);
   line(2, fmt::format("if (!pre && kb{0} < ke{0})", d));
   gemm_load_chunk(g, 3, d, fmt::format("kb{}", d));
-  if (d == 0 && g.prefetch) gemm_prefetch_epilogue(g);
+  if (d == g.next_long(0) && g.prefetch) gemm_prefetch_epilogue(g);
   line(2, "pre = false;");
   line(2, fmt::format("for (idx_t k0 = kb{0}; k0 < ke{0}; k0 += {1}) {{", d, BK));
-  gemm_stage_chunk(g);
+  gemm_stage_chunk(g, d);
   line(3, "// The next chunk's loads fly while this one is multiplied.");
   line(3, fmt::format("if (k0 + {} < ke{})", BK, d));
   gemm_load_chunk(g, 4, d, fmt::format("k0 + {}", BK));
-  if (d + 1 < g.nd) {
-    line(3, fmt::format("else if (kb{0} < ke{0}) {{", d + 1));
-    gemm_load_chunk(g, 4, d + 1, fmt::format("kb{}", d + 1));
+  if (next < g.nd) {
+    line(3, fmt::format("else if (kb{0} < ke{0}) {{", next));
+    gemm_load_chunk(g, 4, next, fmt::format("kb{}", next));
     line(4, "pre = true;");
     line(3, "}");
   }
@@ -377,18 +402,37 @@ void Emitter::gemm_dot_k_loop(const GemmShape& g, int d) {
   line(2, "}");
 }
 
-// Stores the chunk in ra, rb into shared buffer `buf`: A k-major with rows padded to PA (so that
-// the transposed stores conflict less), B as it is; then the one barrier per chunk.
-void Emitter::gemm_stage_chunk(const GemmShape& g) {
-  const int BK = g.BK, PA = g.PA, T = g.T;
-  line(3, fmt::format("{0}* As = k_sm + buf * {1}; {0}* Bs = As + {2};", g.acc, BK * (PA + T),
-                      BK * PA));
-  line(3, "#pragma unroll");
-  line(3, fmt::format("for (int q = 0; q < {}; ++q) {{", g.LA));
-  line(4, fmt::format("const int e = tid + q * {};", kBlock));
-  line(4, fmt::format("As[(e % {0}) * {1} + e / {0}] = ra[q];", BK, PA));
-  line(4, fmt::format("Bs[(e / {0}) * {0} + e % {0}] = rb[q];", T));
-  line(3, "}");
+// Element e of a chunk (an expression of q) as (ka, ma) of A and (kq, nb) of B: along k in warps
+// of 8 k x 4 rows for an operand with stride 1 along k (ka1, kb1: uniform), else along the rows.
+// (A select per element: two unrolled loops under a branch took more registers and were
+// slower, bench/results/2026-11-26-h100-session22.md.)
+void Emitter::gemm_chunk_coords(const GemmShape& g, int ind) {
+  const std::string along_k = fmt::format("e % 8 + e / 32 % {} * 8", g.BK / 8);
+  const std::string k_row = fmt::format("e / 8 % 4 + e / {} * 4", 4 * g.BK);
+  line(ind, fmt::format("const int ka = ka1 ? {0} : e / {2}, ma = ka1 ? {1} : e % {2};", along_k,
+                        k_row, g.T));
+  line(ind, fmt::format("const int kq = kb1 ? {0} : e / {2}, nb = kb1 ? {1} : e % {2};", along_k,
+                        k_row, g.T));
+}
+
+// `body` (one statement per element, of ka, ma, kq, nb) over this thread's elements of a chunk.
+void Emitter::gemm_chunk_loop(const GemmShape& g, int ind, const std::string& body) {
+  line(ind, "#pragma unroll");
+  line(ind, fmt::format("for (int q = 0; q < {}; ++q) {{", g.LA));
+  line(ind + 1, fmt::format("const int e = tid + q * {};", kBlock));
+  gemm_chunk_coords(g, ind + 1);
+  line(ind + 1, body);
+  line(ind, "}");
+}
+
+// Stores dot d's chunk in ra, rb into shared buffer `buf`, both k-major with rows padded to P
+// (gemm_chunk_loop's elements, as gemm_load_chunk loaded them); then the one barrier per chunk.
+void Emitter::gemm_stage_chunk(const GemmShape& g, int d) {
+  const int BK = g.BK, P = g.P;
+  line(3,
+       fmt::format("{0}* As = k_sm + buf * {1}; {0}* Bs = As + {2};", g.acc, 2 * BK * P, BK * P));
+  line(3, fmt::format("const bool ka1 = (idx_t)p.d{0}_ak == 1, kb1 = (idx_t)p.d{0}_bk == 1;", d));
+  gemm_chunk_loop(g, 3, fmt::format("As[ka * {0} + ma] = ra[q]; Bs[kq * {0} + nb] = rb[q];", P));
   line(3, "__syncthreads();");
 }
 
@@ -422,8 +466,8 @@ void Emitter::gemm_multiply(const GemmShape& g, int ind, int d, const std::strin
   else
     line(ind, fmt::format("for (int kk = {}; kk < {}; ++kk) {{", first, end));
   line(ind + 1, fmt::format("{} a[{}], b[{}];", g.acc, TM, TM));
-  line(ind + 1, gemm_vec_load(g, "a", fmt::format("As[kk * {} + ty * {}]", g.PA, TM)));
-  line(ind + 1, gemm_vec_load(g, "b", fmt::format("Bs[kk * {} + tx * {}]", g.T, TM)));
+  line(ind + 1, gemm_vec_load(g, "a", fmt::format("As[kk * {} + ty * {}]", g.P, TM)));
+  line(ind + 1, gemm_vec_load(g, "b", fmt::format("Bs[kk * {} + tx * {}]", g.P, TM)));
   line(ind + 1, "#pragma unroll");
   line(ind + 1, fmt::format("for (int i = 0; i < {0}; ++i)", TM));
   line(ind + 2, "#pragma unroll");
@@ -439,8 +483,9 @@ void Emitter::gemm_multiply(const GemmShape& g, int ind, int d, const std::strin
 // (cluster) barrier after which every block's sums can be read.
 void Emitter::gemm_park_sums(const GemmShape& g) {
   const int T = g.T, nd = g.nd;
+  if (g.next_long(0) == nd) return; // only short dots: nothing parked
   line(2, "__syncthreads();");
-  for (int d = 0; d < nd; ++d) {
+  for (int d = g.next_long(0); d < nd; d = g.next_long(d + 1)) {
     if (g.G == 1) {
       gemm_park(g, std::to_string(d * T * T), fmt::format("acc{}[i][j]", d));
       continue;
@@ -448,7 +493,8 @@ void Emitter::gemm_park_sums(const GemmShape& g) {
     gemm_park(g, fmt::format("{} + kg * {}", nd * T * T, T * T), fmt::format("acc{}[i][j]", d));
     line(2, "__syncthreads();");
     gemm_combine_groups(g, d);
-    if (d + 1 < nd) line(2, "__syncthreads(); // the next dot's groups park in the same place");
+    if (g.next_long(d + 1) < nd)
+      line(2, "__syncthreads(); // the next dot's groups park in the same place");
   }
   line(2, g.C > 1 ? "k_cluster_sync(); // every block's sums are in its shared memory"
                   : "__syncthreads();");
@@ -488,7 +534,7 @@ void Emitter::gemm_epilogue(const GemmShape& g) {
       line(2, "{");
       gemm_element(g, 3, std::to_string(q));
       line(3, "if (valid) {");
-      gemm_finish(g, 4, [&](int j) {
+      gemm_finish(g, 4, std::to_string(q), [&](int j) {
         return g.loaded[j] ? fmt::format("k_p{}[{}]", j, q) : element_load(j);
       });
       line(3, "}");
@@ -498,7 +544,7 @@ void Emitter::gemm_epilogue(const GemmShape& g) {
     line(2, fmt::format("for (int q = 0; q < {}; ++q) {{", g.E));
     gemm_element(g, 3, "q");
     line(3, "if (!valid) continue;");
-    gemm_finish(g, 3, [&](int j) { return element_load(j); });
+    gemm_finish(g, 3, "", [&](int j) { return element_load(j); });
     line(2, "}");
   }
   line(2, g.C > 1 ? "k_cluster_sync_relaxed(); // the others have read this block's sums: free to "
@@ -506,9 +552,19 @@ void Emitter::gemm_epilogue(const GemmShape& g) {
                   : "__syncthreads(); // k_sm is written again for the next tile");
 }
 
-// One element of the epilogue: every dot's sum as k_dot<d>, then the tape and the stores.
-void Emitter::gemm_finish(const GemmShape& g, int ind, const Load& load) {
-  for (int d = 0; d < g.nd; ++d) gemm_cluster_sum(g, ind, d);
+// One element of the epilogue: every dot's sum as k_dot<d>, then the tape and the stores. `q`:
+// the element's number when the short dots were summed before the K loop (into k_sd), else "".
+void Emitter::gemm_finish(const GemmShape& g, int ind, const std::string& q, const Load& load) {
+  for (int d = 0; d < g.nd; ++d) {
+    if (!g.is_short[d]) {
+      gemm_cluster_sum(g, ind, d);
+    } else if (!q.empty()) {
+      line(ind, fmt::format("const {0} k_dot{1} = k_sd{1}[{2}];", g.acc, d, q));
+    } else {
+      line(ind, fmt::format("{} k_dot{};", g.acc, d));
+      gemm_short_dot(g, ind, d, fmt::format("k_dot{}", d));
+    }
+  }
   tape(ind, load);
   store_outputs(ind);
 }
@@ -530,6 +586,25 @@ void Emitter::gemm_cluster_sum(const GemmShape& g, int ind, int d) {
   line(ind, fmt::format("{0} k_dot{1} = k_s{1}[0];", g.acc, d));
   line(ind, "#pragma unroll");
   line(ind, fmt::format("for (unsigned q = 1; q < {}; ++q) k_dot{} += k_s{}[q];", C, d, d));
+}
+
+// Short dot d of element (mm, nn) of the tile into `dst`: fmas from zero along k, in order. The
+// tile would give the same bits: its K (at most a K group's share of a chunk) falls to group 0
+// of cluster rank 0, which adds it up in this order from +0; the other groups' and blocks' +0
+// partial sums leave it unchanged (the fmas from +0 never make -0).
+void Emitter::gemm_short_dot(const GemmShape& g, int ind, int d, const std::string& dst) {
+  const KernelDot& kd = k_.dots[d];
+  const std::string a =
+      cg::load_cvt(k_.inputs[kd.a].dtype, fmt::format("A{}[mm * {} + kk * (idx_t)p.d{}_ak]", d,
+                                                      gemm_in_stride(kd.a, g.r - 2), d));
+  const std::string b =
+      cg::load_cvt(k_.inputs[kd.b].dtype, fmt::format("B{}[kk * (idx_t)p.d{}_bk + nn * {}]", d, d,
+                                                      gemm_in_stride(kd.b, g.r - 1)));
+  line(ind, fmt::format("{} = 0;", dst));
+  line(ind, "#pragma unroll");
+  line(ind, fmt::format("for (int kk = 0; kk < {}; ++kk)", kGemmShortK));
+  line(ind + 1, fmt::format("if (kk < (int)p.d{}_K) {} = {}(({}){}, ({}){}, {});", d, dst,
+                            g.f64 ? "fma" : "fmaf", g.acc, a, g.acc, b, dst));
 }
 
 } // namespace kiln::detail::cg

@@ -111,6 +111,12 @@ TEST_F(Codegen, GoldenSources) {
   eval(sx, sw, sb);
   FusedKernel seed =
       kernel_of([&] { return sigmoid(tanh(matmul(sx, sw) + sb) * 0.5f + sx) - 0.5f; });
+  // An LSTM's gates at batch 32, input of one feature: a short dot (K 1) beside a long one,
+  // weights read transposed.
+  Tensor gx = randn({32, 1}), gh = randn({32, 64}), gwx = randn({256, 1}), gwh = randn({256, 64});
+  eval(gx, gh, gwx, gwh);
+  FusedKernel gates = kernel_of(
+      [&] { return matmul(gx, transpose(gwx, 0, 1)) + matmul(gh, transpose(gwh, 0, 1)); });
   set_small_matmul(SmallMatmul::on_gpu);
   EXPECT_EQ(lstm.dots.size(), 8u);
   EXPECT_EQ(seed.dots.size(), 1u);
@@ -166,6 +172,10 @@ TEST_F(Codegen, GoldenSources) {
       {"seed_step_gemm16_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 16}},
       {"seed_step_gemm32_cluster4_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 4, 32}},
       {"seed_step_gemm64_f32", seed, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 64}},
+      {"lstm_gates_gemm16_cluster2_short_f32",
+       gates,
+       {true, false, 1, -1, 0, 0, false, 0, 0, 0, 2, 16, 1u}},
+      {"lstm_gates_gemm64_short_f32", gates, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 64, 1u}},
       {"reproducible_lstm_cell_cluster4_f32",
        lstm_r,
        {true, false, 1, -1, 0, 0, false, 0, 0, 8, 4}},
@@ -192,7 +202,7 @@ TEST_F(Codegen, EveryVariantFieldReachesBothKeys) {
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
-  std::vector<CudaVariant> changed(12, base);
+  std::vector<CudaVariant> changed(13, base);
   changed[0].index32 = false;
   changed[1].vec = true;
   changed[2].rows_per_block = 32;
@@ -205,6 +215,7 @@ TEST_F(Codegen, EveryVariantFieldReachesBothKeys) {
   changed[9].dot_bx = 8;
   changed[10].dot_cluster = 4;
   changed[11].gemm_tile = 32;
+  changed[12].gemm_short_dots = 1;
   for (size_t i = 0; i < changed.size(); ++i) {
     EXPECT_NE(key(changed[i]), key(base)) << "field " << i;
     EXPECT_NE(variant_key(k, changed[i]), variant_key(k, base)) << "field " << i;
@@ -364,6 +375,18 @@ TEST_F(Codegen, GemmTileChoice) {
   CudaTarget small = target();
   small.sm_count = 40;
   EXPECT_EQ(choose_variant(k, aligned, small).gemm_tile, 32);
+  // Dots of K <= 4 are short (summed by each element); the cluster splits the others' K.
+  Tensor x = randn({64, 1}), wx = randn({1, 96}), h = randn({64, 256}), wh = randn({256, 96});
+  eval(x, wx, h, wh);
+  FusedKernel lstm = kernel_of([&] { return matmul(x, wx) + matmul(h, wh); });
+  CudaVariant lv = choose_variant(lstm, aligned, target());
+  EXPECT_EQ(lv.gemm_tile, 16);
+  EXPECT_EQ(lv.gemm_short_dots, 1u);
+  EXPECT_EQ(lv.dot_cluster, 2); // as {64, 256, 96} alone
+  Tensor x5 = randn({64, 5}), w5 = randn({5, 96});
+  eval(x5, w5);
+  FusedKernel five = kernel_of([&] { return matmul(h, wh) + matmul(x5, w5); });
+  EXPECT_EQ(choose_variant(five, aligned, target()).gemm_short_dots, 0u);
   set_small_matmul(SmallMatmul::on_gpu);
 }
 

@@ -280,6 +280,23 @@ TEST_F(SmallMatmulTest, TiledMatmulLayoutsAndSizes) {
       {"two dots, K 1024 and 10 (clusters of 8: seven blocks have no K of the second)",
        {{32, 1024}, {1024, 32}, {32, 10}, {10, 32}},
        [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) + matmul(t[2], t[3]); }},
+      {"a short dot (K 1) beside a long one, B transposed: an LSTM's gates",
+       {{32, 1}, {1024, 1}, {32, 256}, {1024, 256}, {1024}},
+       [](const std::vector<Tensor>& t) {
+         return matmul(t[0], transpose(t[1], 0, 1)) + matmul(t[2], transpose(t[3], 0, 1)) + t[4];
+       }},
+      {"short dots (K 3 and 4) at tile 64, not prefetched",
+       {{1024, 3}, {3, 1024}, {1024, 4}, {4, 1024}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) * matmul(t[2], t[3]); }},
+      {"f64, a short dot (K 2) beside a long one in clusters",
+       {{32, 2}, {2, 96}, {32, 512}, {512, 96}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) + matmul(t[2], t[3]); },
+       DType::f64},
+      {"K 5 (not short) beside K 100, A transposed",
+       {{5, 64}, {5, 64}, {64, 100}, {100, 64}},
+       [](const std::vector<Tensor>& t) {
+         return matmul(transpose(t[0], 0, 1), t[1]) + matmul(t[2], t[3]);
+       }},
       {"two dots at tile 64 (16 epilogue elements per thread, not prefetched)",
        {{1024, 16}, {16, 1024}, {1024, 16}, {16, 1024}},
        [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) - matmul(t[2], t[3]); }},
@@ -495,6 +512,37 @@ TEST_F(SmallMatmulTest, ReadersOfAMatmulDoNotChangeItsBits) {
     set_eager(false);
     for (size_t i = 0; i < lazy.size(); ++i)
       EXPECT_EQ(lazy[i], eager[i]) << "value " << i << " of a " << c.a << " x " << c.b << " matmul";
+  }
+}
+
+TEST_F(SmallMatmulTest, ShortDotsSumInOrderFromZero) {
+  // A tiled matmul's dots of K <= 4 are summed by each element itself (gemm_short_dots): along
+  // k from +0 with fmas, the bits the tile's K groups give. Beside a long dot, in one kernel,
+  // both keep the bits each has alone (eager mode).
+  if (default_device().is_cpu()) GTEST_SKIP() << "the CUDA kernels' sum order";
+  const Device dev = default_device();
+  for (int64_t K : {1, 2, 3, 4, 5}) {
+    Tensor x = rnd({48, K}, DType::f32, dev, 3), w = rnd({K, 80}, DType::f32, dev, 4);
+    Tensor h = rnd({48, 300}, DType::f32, dev, 5), u = rnd({80, 300}, DType::f32, dev, 6);
+    const std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>();
+    const std::vector<float> y = matmul(x, w).to_vector<float>();
+    for (int64_t m = 0; m < 48; ++m)
+      for (int64_t n = 0; n < 80; ++n) {
+        float want = 0;
+        for (int64_t k = 0; k < K; ++k) want = std::fmaf(xs[m * K + k], ws[k * 80 + n], want);
+        if (K <= 4)
+          ASSERT_EQ(y[m * 80 + n], want) << "K " << K << " at " << m << ", " << n;
+        else
+          ASSERT_NEAR(y[m * 80 + n], want, 1e-5) << "K " << K << " at " << m << ", " << n;
+      }
+    auto program = [&] { return bits(matmul(x, w) + matmul(h, transpose(u, 0, 1))); };
+    reset_stats();
+    const auto lazy = program();
+    EXPECT_EQ(stats().kernels_run, 1) << "K " << K;
+    set_eager(true);
+    const auto eager = program();
+    set_eager(false);
+    EXPECT_EQ(lazy, eager) << "K " << K;
   }
 }
 
