@@ -77,6 +77,9 @@ struct CudaVariant {
   // (an RNN's input of one feature). Each element of the epilogue sums them itself, in the
   // order the tile would have: no chunk, barrier or partial sums for them.
   uint32_t gemm_short_dots = 0;
+  // GEMM tile: the dots (masks) whose A, or B, has stride 1 along k (A row-major, B a weight
+  // read transposed): their chunks load along k, the others along their rows.
+  uint32_t gemm_a_along_k = 0, gemm_b_along_k = 0;
   // A segmented kernel (FusedKernel::segments): each segment's variant of the elementwise
   // layout, in order; the fields above are unused but index32 (the same in every segment).
   std::vector<CudaVariant> segments;

@@ -206,6 +206,7 @@ private:
   void gemm_load_chunk(const GemmShape& g, int ind, int d, const std::string& k0);
   void gemm_k_loops(const GemmShape& g);
   void gemm_dot_k_loop(const GemmShape& g, int d);
+  void gemm_along_k(int ind, int d);
   void gemm_chunk_coords(const GemmShape& g, int ind);
   void gemm_chunk_loop(const GemmShape& g, int ind, const std::string& body);
   void gemm_stage_chunk(const GemmShape& g, int d);

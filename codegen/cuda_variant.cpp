@@ -98,6 +98,10 @@ template <class Sink> void visit_variant(const FusedKernel& k, const CudaVariant
   optional(v.gemm_tile > 0, v.gemm_tile, [&] { return fmt::format("gemm{}", v.gemm_tile); });
   optional(v.gemm_short_dots != 0, v.gemm_short_dots,
            [&] { return fmt::format("sd{:x}", v.gemm_short_dots); });
+  optional(v.gemm_a_along_k != 0, v.gemm_a_along_k,
+           [&] { return fmt::format("ak{:x}", v.gemm_a_along_k); });
+  optional(v.gemm_b_along_k != 0, v.gemm_b_along_k,
+           [&] { return fmt::format("bk{:x}", v.gemm_b_along_k); });
 }
 
 } // namespace

@@ -36,9 +36,9 @@ int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v) {
 // and column n of B at element (m, n), through strided index maps, all with one accumulator type.
 // The tile: the smallest of 16, 32 and 64 that keeps the grid within ~two blocks per SM (`blocks`;
 // 264 on the H100); a block's 256 threads then split each K chunk between 16, 4 or 1 groups
-// (gemm_groups). Clusters of up to 8 blocks split K further while the grid stays within that and
-// every block keeps two chunks of K. Measured by hand-written variants of the seed step and seven
-// other shapes, side by side (tools/gemm-tile/seed_lab.cu;
+// (gemm_groups). Clusters of up to kGemmMaxCluster blocks split K further while the grid stays
+// within that and every block keeps two chunks of K. Measured by hand-written variants of the seed
+// step and seven other shapes, side by side (tools/gemm-tile/seed_lab.cu;
 // bench/results/2026-11-22-h100-gemm-k-groups.md): the seed loop's 256 x 256 x 256 takes 5.5 us per
 // step in tiles of 16 (256 blocks), 5.8 in tiles of 32 with clusters of 2 and 7.1 in tiles of 64
 // with clusters of 8; 512 x 128 x 256 (512 tiles of 16) is fastest in tiles of 32. False when no
@@ -46,6 +46,17 @@ int64_t gemm_smem_elems(const FusedKernel& k, const CudaVariant& v) {
 constexpr int64_t kGemmMinRows = 4, kGemmMinCols = 4;
 // Dots with K at most this (and at most a K group's share of a chunk) are short: see gemm_body.
 constexpr int64_t kGemmShortK = 4;
+// Clusters of 8 were slower than of 4 where the rule picked them: an LSTM's backward step at
+// batch 32 (32 x 1024 x 256) took 1.128 ms per training step, 1.040 with at most 4
+// (bench/results/2026-11-26-h100-session22.md).
+constexpr int kGemmMaxCluster = 4;
+
+namespace {
+// Bit d of a per-dot mask (CudaVariant): dots past the 32nd have none.
+bool has_bit(uint32_t mask, int d) {
+  return d < 32 && (mask >> d & 1);
+}
+} // namespace
 // 48 KB less the 1 KB sm_80+ reserves per block, which ptxas counts against the static limit.
 constexpr int64_t kGemmMaxSharedBytes = int64_t(47) << 10;
 
@@ -79,12 +90,15 @@ bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
   v.gemm_tile = T;
   const int BK = gemm_bk(k, v);
   const int64_t short_k = std::min<int64_t>(kGemmShortK, BK / gemm_groups(v));
-  for (size_t d = 0; d < k.dots.size() && d < 32; ++d)
+  for (size_t d = 0; d < k.dots.size() && d < 32; ++d) {
     if (k.dots[d].K <= short_k) v.gemm_short_dots |= uint32_t(1) << d;
+    if (k.dots[d].a_k == 1) v.gemm_a_along_k |= uint32_t(1) << d;
+    if (k.dots[d].b_k == 1) v.gemm_b_along_k |= uint32_t(1) << d;
+  }
   max_k = 0; // the cluster splits the K of the dots that the tile sums
   for (size_t d = 0; d < k.dots.size(); ++d)
-    if (!(v.gemm_short_dots >> d & 1)) max_k = std::max(max_k, k.dots[d].K);
-  while (v.dot_cluster < 8 && tiles(T) * v.dot_cluster * 2 <= blocks &&
+    if (!has_bit(v.gemm_short_dots, static_cast<int>(d))) max_k = std::max(max_k, k.dots[d].K);
+  while (v.dot_cluster < kGemmMaxCluster && tiles(T) * v.dot_cluster * 2 <= blocks &&
          max_k >= int64_t(v.dot_cluster) * 4 * BK)
     v.dot_cluster *= 2;
   return true;
@@ -123,10 +137,11 @@ CudaLaunch launch_gemm_tile(const FusedKernel& k, const CudaVariant& v, const Cu
 // dot. Both are stored k-major, rows padded to P = T + 4. An operand with stride 1 along k (A
 // row-major, B transposed: a weight read as W^T) is loaded by warps of 8 k x 4 rows: whole
 // 32-byte sectors from memory, and with the padding every lane of a warp stores to a bank of
-// its own; any other operand along its rows (coalesced when they have stride 1). Which of the
-// two is a uniform test of the runtime strides. With dot_cluster = C > 1 (sm_90) the C blocks
-// of a cluster take the same tile and split K in BK-aligned ranges (choose_gemm_tile leaves
-// each block two chunks: a block's setup and epilogue cost more than a longer K).
+// its own; any other operand along its rows (coalesced when they have stride 1); the variant
+// says which (a select per element between the two cost registers and time, as did a branch
+// between two loops: bench/results/2026-11-26-h100-session22.md). With dot_cluster = C > 1 (sm_90)
+// the C blocks of a cluster take the same tile and split K in BK-aligned ranges (choose_gemm_tile
+// leaves each block two chunks: a block's setup and epilogue cost more than a longer K).
 //
 // The epilogue goes through shared memory: each thread parks its sums there (with G > 1 the
 // groups' partial tiles first, which each element adds in group order); after a (cluster)
@@ -171,7 +186,7 @@ struct Emitter::GemmShape {
     share = T * T / C;
     E = (share + kBlock - 1) / kBlock;
     prefetch = E <= kPrefetchElems;
-    for (int d = 0; d < nd; ++d) is_short.push_back(v.gemm_short_dots >> d & 1);
+    for (int d = 0; d < nd; ++d) is_short.push_back(has_bit(v.gemm_short_dots, d));
     loaded.assign(pl.in.size(), false);
     for (const TapeInst& in : k.tape)
       if (in.op == OpCode::load && pl.in[in.a].mode != M::scalar) loaded[in.a] = true;
@@ -337,7 +352,7 @@ void Emitter::gemm_load_chunk(const GemmShape& g, int ind, int d, const std::str
   line(ind + 1, fmt::format("const idx_t am = {}, bn = {}, ak = (idx_t)p.d{}_ak, bk = "
                             "(idx_t)p.d{}_bk;",
                             gemm_in_stride(kd.a, g.r - 2), gemm_in_stride(kd.b, g.r - 1), d, d));
-  line(ind + 1, "const bool ka1 = ak == 1, kb1 = bk == 1;");
+  gemm_along_k(ind + 1, d);
   const std::string a_el =
       cg::load_cvt(k_.inputs[kd.a].dtype, fmt::format("A{}[ma * am + (kc + ka) * ak]", d));
   const std::string b_el =
@@ -402,10 +417,15 @@ void Emitter::gemm_dot_k_loop(const GemmShape& g, int d) {
   line(2, "}");
 }
 
+// Whether dot d's A and B load along k (ka1, kb1: CudaVariant::gemm_a_along_k, gemm_b_along_k).
+void Emitter::gemm_along_k(int ind, int d) {
+  line(ind, fmt::format("constexpr bool ka1 = {}, kb1 = {};",
+                        has_bit(v_.gemm_a_along_k, d) ? "true" : "false",
+                        has_bit(v_.gemm_b_along_k, d) ? "true" : "false"));
+}
+
 // Element e of a chunk (an expression of q) as (ka, ma) of A and (kq, nb) of B: along k in warps
-// of 8 k x 4 rows for an operand with stride 1 along k (ka1, kb1: uniform), else along the rows.
-// (A select per element: two unrolled loops under a branch took more registers and were
-// slower, bench/results/2026-11-26-h100-session22.md.)
+// of 8 k x 4 rows for an operand with stride 1 along k (ka1, kb1), else along the rows.
 void Emitter::gemm_chunk_coords(const GemmShape& g, int ind) {
   const std::string along_k = fmt::format("e % 8 + e / 32 % {} * 8", g.BK / 8);
   const std::string k_row = fmt::format("e / 8 % 4 + e / {} * 4", 4 * g.BK);
@@ -431,7 +451,7 @@ void Emitter::gemm_stage_chunk(const GemmShape& g, int d) {
   const int BK = g.BK, P = g.P;
   line(3,
        fmt::format("{0}* As = k_sm + buf * {1}; {0}* Bs = As + {2};", g.acc, 2 * BK * P, BK * P));
-  line(3, fmt::format("const bool ka1 = (idx_t)p.d{0}_ak == 1, kb1 = (idx_t)p.d{0}_bk == 1;", d));
+  gemm_along_k(3, d);
   gemm_chunk_loop(g, 3, fmt::format("As[ka * {0} + ma] = ra[q]; Bs[kq * {0} + nb] = rb[q];", P));
   line(3, "__syncthreads();");
 }

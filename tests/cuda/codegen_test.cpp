@@ -202,7 +202,7 @@ TEST_F(Codegen, EveryVariantFieldReachesBothKeys) {
     return std::string(s.begin(), s.end());
   };
   CudaVariant base;
-  std::vector<CudaVariant> changed(13, base);
+  std::vector<CudaVariant> changed(15, base);
   changed[0].index32 = false;
   changed[1].vec = true;
   changed[2].rows_per_block = 32;
@@ -216,6 +216,8 @@ TEST_F(Codegen, EveryVariantFieldReachesBothKeys) {
   changed[10].dot_cluster = 4;
   changed[11].gemm_tile = 32;
   changed[12].gemm_short_dots = 1;
+  changed[13].gemm_a_along_k = 1;
+  changed[14].gemm_b_along_k = 1;
   for (size_t i = 0; i < changed.size(); ++i) {
     EXPECT_NE(key(changed[i]), key(base)) << "field " << i;
     EXPECT_NE(variant_key(k, changed[i]), variant_key(k, base)) << "field " << i;
@@ -352,7 +354,7 @@ TEST_F(Codegen, GemmTileChoice) {
     int tile, cluster;
   } cases[] = {{256, 256, 256, DType::f32, 16, 1}, {64, 64, 64, DType::f32, 16, 1},
                {64, 512, 96, DType::f32, 16, 4},   {64, 256, 96, DType::f32, 16, 2},
-               {32, 1024, 32, DType::f32, 16, 8},  {512, 128, 256, DType::f32, 32, 1},
+               {32, 1024, 32, DType::f32, 16, 4},  {512, 128, 256, DType::f32, 32, 1},
                {512, 64, 512, DType::f32, 32, 1},  {1024, 16, 1024, DType::f32, 64, 1},
                {128, 128, 128, DType::f64, 16, 1}, {512, 40, 160, DType::f64, 32, 1}};
   std::vector<char> mem(64);
@@ -383,6 +385,15 @@ TEST_F(Codegen, GemmTileChoice) {
   EXPECT_EQ(lv.gemm_tile, 16);
   EXPECT_EQ(lv.gemm_short_dots, 1u);
   EXPECT_EQ(lv.dot_cluster, 2); // as {64, 256, 96} alone
+  // Operands with stride 1 along k load along k: A row-major here, B read transposed below.
+  EXPECT_EQ(lv.gemm_a_along_k, 3u);
+  EXPECT_EQ(lv.gemm_b_along_k, 0u);
+  Tensor ht = randn({256, 64}), wt = randn({96, 256});
+  eval(ht, wt);
+  FusedKernel bt = kernel_of([&] { return matmul(transpose(ht, 0, 1), transpose(wt, 0, 1)); });
+  const CudaVariant btv = choose_variant(bt, aligned, target());
+  EXPECT_EQ(btv.gemm_a_along_k, 0u);
+  EXPECT_EQ(btv.gemm_b_along_k, 1u);
   Tensor x5 = randn({64, 5}), w5 = randn({5, 96});
   eval(x5, w5);
   FusedKernel five = kernel_of([&] { return matmul(h, wh) + matmul(x5, w5); });

@@ -161,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(2, 1, 1) kiln
       {
         const idx_t kc = kb1;
         const idx_t am = (idx_t)p.in2_s0, bn = (idx_t)p.in3_s1, ak = (idx_t)p.d1_ak, bk = (idx_t)p.d1_bk;
-        const bool ka1 = ak == 1, kb1 = bk == 1;
+        constexpr bool ka1 = false, kb1 = false;
         if (whole && kc + 64 <= ke1) {
           #pragma unroll
           for (int q = 0; q < 4; ++q) {
@@ -201,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(2, 1, 1) kiln
     pre = false;
     for (idx_t k0 = kb1; k0 < ke1; k0 += 64) {
       float* As = k_sm + buf * 2560; float* Bs = As + 1280;
-      const bool ka1 = (idx_t)p.d1_ak == 1, kb1 = (idx_t)p.d1_bk == 1;
+      constexpr bool ka1 = false, kb1 = false;
       #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int e = tid + q * 256;
@@ -215,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(2, 1, 1) kiln
         {
           const idx_t kc = k0 + 64;
           const idx_t am = (idx_t)p.in2_s0, bn = (idx_t)p.in3_s1, ak = (idx_t)p.d1_ak, bk = (idx_t)p.d1_bk;
-          const bool ka1 = ak == 1, kb1 = bk == 1;
+          constexpr bool ka1 = false, kb1 = false;
           if (whole && kc + 64 <= ke1) {
             #pragma unroll
             for (int q = 0; q < 4; ++q) {

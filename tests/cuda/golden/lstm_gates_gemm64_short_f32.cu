@@ -130,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_matmul_add_f32_sm9
       {
         const idx_t kc = kb1;
         const idx_t am = (idx_t)p.in2_s0, bn = (idx_t)p.in3_s1, ak = (idx_t)p.d1_ak, bk = (idx_t)p.d1_bk;
-        const bool ka1 = ak == 1, kb1 = bk == 1;
+        constexpr bool ka1 = false, kb1 = false;
         if (whole && kc + 32 <= ke1) {
           #pragma unroll
           for (int q = 0; q < 8; ++q) {
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_matmul_add_f32_sm9
     pre = false;
     for (idx_t k0 = kb1; k0 < ke1; k0 += 32) {
       float* As = k_sm + buf * 4352; float* Bs = As + 2176;
-      const bool ka1 = (idx_t)p.d1_ak == 1, kb1 = (idx_t)p.d1_bk == 1;
+      constexpr bool ka1 = false, kb1 = false;
       #pragma unroll
       for (int q = 0; q < 8; ++q) {
         const int e = tid + q * 256;
@@ -167,7 +167,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_matmul_add_f32_sm9
         {
           const idx_t kc = k0 + 32;
           const idx_t am = (idx_t)p.in2_s0, bn = (idx_t)p.in3_s1, ak = (idx_t)p.d1_ak, bk = (idx_t)p.d1_bk;
-          const bool ka1 = ak == 1, kb1 = bk == 1;
+          constexpr bool ka1 = false, kb1 = false;
           if (whole && kc + 32 <= ke1) {
             #pragma unroll
             for (int q = 0; q < 8; ++q) {

@@ -128,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
       {
         const idx_t kc = kb0;
         const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-        const bool ka1 = ak == 1, kb1 = bk == 1;
+        constexpr bool ka1 = false, kb1 = false;
         if (whole && kc + 64 <= ke0) {
           #pragma unroll
           for (int q = 0; q < 4; ++q) {
@@ -165,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
     pre = false;
     for (idx_t k0 = kb0; k0 < ke0; k0 += 64) {
       float* As = k_sm + buf * 2560; float* Bs = As + 1280;
-      const bool ka1 = (idx_t)p.d0_ak == 1, kb1 = (idx_t)p.d0_bk == 1;
+      constexpr bool ka1 = false, kb1 = false;
       #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int e = tid + q * 256;
@@ -179,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
         {
           const idx_t kc = k0 + 64;
           const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-          const bool ka1 = ak == 1, kb1 = bk == 1;
+          constexpr bool ka1 = false, kb1 = false;
           if (whole && kc + 64 <= ke0) {
             #pragma unroll
             for (int q = 0; q < 4; ++q) {
