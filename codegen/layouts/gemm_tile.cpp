@@ -89,15 +89,12 @@ bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
   if (T == 0) return false;
   v.gemm_tile = T;
   const int BK = gemm_bk(k, v);
-  const int64_t short_k = std::min<int64_t>(kGemmShortK, BK / gemm_groups(v));
+  // Short dots: K <= 4 is within group 0's share of a chunk (BK / G >= 4 in every tile).
   for (size_t d = 0; d < k.dots.size() && d < 32; ++d) {
-    if (k.dots[d].K <= short_k) v.gemm_short_dots |= uint32_t(1) << d;
+    if (k.dots[d].K <= kGemmShortK) v.gemm_short_dots |= uint32_t(1) << d;
     if (k.dots[d].a_k == 1) v.gemm_a_along_k |= uint32_t(1) << d;
     if (k.dots[d].b_k == 1) v.gemm_b_along_k |= uint32_t(1) << d;
   }
-  max_k = 0; // the cluster splits the K of the dots that the tile sums
-  for (size_t d = 0; d < k.dots.size(); ++d)
-    if (!has_bit(v.gemm_short_dots, static_cast<int>(d))) max_k = std::max(max_k, k.dots[d].K);
   while (v.dot_cluster < kGemmMaxCluster && tiles(T) * v.dot_cluster * 2 <= blocks &&
          max_k >= int64_t(v.dot_cluster) * 4 * BK)
     v.dot_cluster *= 2;
@@ -417,22 +414,23 @@ void Emitter::gemm_dot_k_loop(const GemmShape& g, int d) {
   line(2, "}");
 }
 
-// Whether dot d's A and B load along k (ka1, kb1: CudaVariant::gemm_a_along_k, gemm_b_along_k).
+// Whether dot d's A and B load along k (a_along_k, b_along_k: CudaVariant::gemm_a_along_k,
+// gemm_b_along_k).
 void Emitter::gemm_along_k(int ind, int d) {
-  line(ind, fmt::format("constexpr bool ka1 = {}, kb1 = {};",
+  line(ind, fmt::format("constexpr bool a_along_k = {}, b_along_k = {};",
                         has_bit(v_.gemm_a_along_k, d) ? "true" : "false",
                         has_bit(v_.gemm_b_along_k, d) ? "true" : "false"));
 }
 
 // Element e of a chunk (an expression of q) as (ka, ma) of A and (kq, nb) of B: along k in warps
-// of 8 k x 4 rows for an operand with stride 1 along k (ka1, kb1), else along the rows.
+// of 8 k x 4 rows for an operand with stride 1 along k (a_along_k, b_along_k), else along the rows.
 void Emitter::gemm_chunk_coords(const GemmShape& g, int ind) {
   const std::string along_k = fmt::format("e % 8 + e / 32 % {} * 8", g.BK / 8);
   const std::string k_row = fmt::format("e / 8 % 4 + e / {} * 4", 4 * g.BK);
-  line(ind, fmt::format("const int ka = ka1 ? {0} : e / {2}, ma = ka1 ? {1} : e % {2};", along_k,
-                        k_row, g.T));
-  line(ind, fmt::format("const int kq = kb1 ? {0} : e / {2}, nb = kb1 ? {1} : e % {2};", along_k,
-                        k_row, g.T));
+  line(ind, fmt::format("const int ka = a_along_k ? {0} : e / {2}, ma = a_along_k ? {1} : e % {2};",
+                        along_k, k_row, g.T));
+  line(ind, fmt::format("const int kq = b_along_k ? {0} : e / {2}, nb = b_along_k ? {1} : e % {2};",
+                        along_k, k_row, g.T));
 }
 
 // `body` (one statement per element, of ka, ma, kq, nb) over this thread's elements of a chunk.
@@ -609,9 +607,10 @@ void Emitter::gemm_cluster_sum(const GemmShape& g, int ind, int d) {
 }
 
 // Short dot d of element (mm, nn) of the tile into `dst`: fmas from zero along k, in order. The
-// tile would give the same bits: its K (at most a K group's share of a chunk) falls to group 0
-// of cluster rank 0, which adds it up in this order from +0; the other groups' and blocks' +0
-// partial sums leave it unchanged (the fmas from +0 never make -0).
+// tile gives the same bits: its K (at most a K group's share of a chunk) falls to group 0 of
+// cluster rank 0, which adds it up in this order from +0; then, with more than one group or
+// block, the others' +0 partial sums are added, which changes nothing but a -0 (a product that
+// underflows), into +0: so is the `+ 0` here.
 void Emitter::gemm_short_dot(const GemmShape& g, int ind, int d, const std::string& dst) {
   const KernelDot& kd = k_.dots[d];
   const std::string a =
@@ -625,6 +624,7 @@ void Emitter::gemm_short_dot(const GemmShape& g, int ind, int d, const std::stri
   line(ind, fmt::format("for (int kk = 0; kk < {}; ++kk)", kGemmShortK));
   line(ind + 1, fmt::format("if (kk < (int)p.d{}_K) {} = {}(({}){}, ({}){}, {});", d, dst,
                             g.f64 ? "fma" : "fmaf", g.acc, a, g.acc, b, dst));
+  if (g.G > 1 || g.C > 1) line(ind, fmt::format("{0} = {0} + ({1})0;", dst, g.acc));
 }
 
 } // namespace kiln::detail::cg

@@ -117,6 +117,14 @@ TEST_F(Codegen, GoldenSources) {
   eval(gx, gh, gwx, gwh);
   FusedKernel gates = kernel_of(
       [&] { return matmul(gx, transpose(gwx, 0, 1)) + matmul(gh, transpose(gwh, 0, 1)); });
+  // The same with an input of 8 features (two long dots), in the variant choose_variant picks:
+  // both operands of both dots load along k.
+  Tensor g8 = randn({32, 8}), gw8 = randn({256, 8});
+  eval(g8, gw8);
+  FusedKernel gates8 = kernel_of(
+      [&] { return matmul(g8, transpose(gw8, 0, 1)) + matmul(gh, transpose(gwh, 0, 1)); });
+  const CudaVariant gates8_v = choose_variant(
+      gates8, std::vector<void*>(64, reinterpret_cast<void*>(uintptr_t(1) << 20)), target());
   set_small_matmul(SmallMatmul::on_gpu);
   EXPECT_EQ(lstm.dots.size(), 8u);
   EXPECT_EQ(seed.dots.size(), 1u);
@@ -176,6 +184,7 @@ TEST_F(Codegen, GoldenSources) {
        gates,
        {true, false, 1, -1, 0, 0, false, 0, 0, 0, 2, 16, 1u}},
       {"lstm_gates_gemm64_short_f32", gates, {true, false, 1, -1, 0, 0, false, 0, 0, 0, 1, 64, 1u}},
+      {"lstm_gates_in8_chosen_f32", gates8, gates8_v},
       {"reproducible_lstm_cell_cluster4_f32",
        lstm_r,
        {true, false, 1, -1, 0, 0, false, 0, 0, 8, 4}},

@@ -297,6 +297,19 @@ TEST_F(SmallMatmulTest, TiledMatmulLayoutsAndSizes) {
        [](const std::vector<Tensor>& t) {
          return matmul(transpose(t[0], 0, 1), t[1]) + matmul(t[2], t[3]);
        }},
+      {"two long dots, B transposed in both (an input of 8 features): the second dot's K start",
+       {{32, 8}, {1024, 8}, {32, 256}, {1024, 256}},
+       [](const std::vector<Tensor>& t) {
+         return matmul(t[0], transpose(t[1], 0, 1)) + matmul(t[2], transpose(t[3], 0, 1));
+       }},
+      {"two long dots in clusters of 4",
+       {{64, 512}, {512, 96}, {64, 512}, {512, 96}},
+       [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) - matmul(t[2], t[3]); }},
+      {"a long dot, a short one, a long one (B transposed), at tile 64",
+       {{1024, 16}, {16, 1024}, {1024, 2}, {2, 1024}, {1024, 12}, {1024, 12}},
+       [](const std::vector<Tensor>& t) {
+         return matmul(t[0], t[1]) + matmul(t[2], t[3]) * matmul(t[4], transpose(t[5], 0, 1));
+       }},
       {"two dots at tile 64 (16 epilogue elements per thread, not prefetched)",
        {{1024, 16}, {16, 1024}, {1024, 16}, {16, 1024}},
        [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]) - matmul(t[2], t[3]); }},
@@ -517,24 +530,39 @@ TEST_F(SmallMatmulTest, ReadersOfAMatmulDoNotChangeItsBits) {
 
 TEST_F(SmallMatmulTest, ShortDotsSumInOrderFromZero) {
   // A tiled matmul's dots of K <= 4 are summed by each element itself (gemm_short_dots): along
-  // k from +0 with fmas, the bits the tile's K groups give. Beside a long dot, in one kernel,
-  // both keep the bits each has alone (eager mode).
+  // k from +0 with fmas, then + 0 for the tile's other K groups' partial sums (16 groups at tile
+  // 16, as here): the bits the tile gives, a product that underflows to -0 ending as +0. Beside
+  // a long dot, in one kernel, both keep the bits each has alone (eager mode).
   if (default_device().is_cpu()) GTEST_SKIP() << "the CUDA kernels' sum order";
   const Device dev = default_device();
+  auto bits_of = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
   for (int64_t K : {1, 2, 3, 4, 5}) {
-    Tensor x = rnd({48, K}, DType::f32, dev, 3), w = rnd({K, 80}, DType::f32, dev, 4);
+    std::vector<float> xv = rnd({48, K}, DType::f32, Device::cpu(), 3).to_vector<float>();
+    std::vector<float> wv = rnd({K, 80}, DType::f32, Device::cpu(), 4).to_vector<float>();
+    for (int64_t k = 0; k < K; ++k) { // row 0 times column 0 underflows to -0 in every product
+      xv[size_t(k)] = -1e-30f;
+      wv[size_t(k * 80)] = 1e-30f;
+    }
+    Tensor x = from_vector(xv, {48, K}, dev), w = from_vector(wv, {K, 80}, dev);
     Tensor h = rnd({48, 300}, DType::f32, dev, 5), u = rnd({80, 300}, DType::f32, dev, 6);
-    const std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>();
+    eval(x, w);
     const std::vector<float> y = matmul(x, w).to_vector<float>();
     for (int64_t m = 0; m < 48; ++m)
       for (int64_t n = 0; n < 80; ++n) {
         float want = 0;
-        for (int64_t k = 0; k < K; ++k) want = std::fmaf(xs[m * K + k], ws[k * 80 + n], want);
+        for (int64_t k = 0; k < K; ++k) want = std::fmaf(xv[m * K + k], wv[k * 80 + n], want);
+        want = want + 0.0f;
         if (K <= 4)
-          ASSERT_EQ(y[m * 80 + n], want) << "K " << K << " at " << m << ", " << n;
+          ASSERT_EQ(bits_of(y[m * 80 + n]), bits_of(want))
+              << "K " << K << " at " << m << ", " << n << ": " << y[m * 80 + n] << " vs " << want;
         else
           ASSERT_NEAR(y[m * 80 + n], want, 1e-5) << "K " << K << " at " << m << ", " << n;
       }
+    EXPECT_EQ(bits_of(y[0]), 0u) << "K " << K << ": -0 (an underflow) plus the other groups' +0";
     auto program = [&] { return bits(matmul(x, w) + matmul(h, transpose(u, 0, 1))); };
     reset_stats();
     const auto lazy = program();

@@ -161,13 +161,13 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(2, 1, 1) kiln
       {
         const idx_t kc = kb1;
         const idx_t am = (idx_t)p.in2_s0, bn = (idx_t)p.in3_s1, ak = (idx_t)p.d1_ak, bk = (idx_t)p.d1_bk;
-        constexpr bool ka1 = false, kb1 = false;
+        constexpr bool a_along_k = false, b_along_k = false;
         if (whole && kc + 64 <= ke1) {
           #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-            const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+            const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+            const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
             ra[q] = (float)A1[ma * am + (kc + ka) * ak]; rb[q] = (float)B1[(kc + kq) * bk + nb * bn];
           }
         }
@@ -175,8 +175,8 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(2, 1, 1) kiln
           #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-            const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+            const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+            const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
             ra[q] = ma < mr && kc + ka < ke1 ? (float)A1[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke1 ? (float)B1[(kc + kq) * bk + nb * bn] : (float)0;
           }
         }
@@ -196,17 +196,18 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(2, 1, 1) kiln
         #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
           if (kk < (int)p.d0_K) k_sd0[0] = fmaf((float)A0[mm * (idx_t)p.in0_s0 + kk * (idx_t)p.d0_ak], (float)B0[kk * (idx_t)p.d0_bk + nn * (idx_t)p.in1_s1], k_sd0[0]);
+        k_sd0[0] = k_sd0[0] + (float)0;
       }
     }
     pre = false;
     for (idx_t k0 = kb1; k0 < ke1; k0 += 64) {
       float* As = k_sm + buf * 2560; float* Bs = As + 1280;
-      constexpr bool ka1 = false, kb1 = false;
+      constexpr bool a_along_k = false, b_along_k = false;
       #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int e = tid + q * 256;
-        const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-        const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+        const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+        const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
         As[ka * 20 + ma] = ra[q]; Bs[kq * 20 + nb] = rb[q];
       }
       __syncthreads();
@@ -215,13 +216,13 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(2, 1, 1) kiln
         {
           const idx_t kc = k0 + 64;
           const idx_t am = (idx_t)p.in2_s0, bn = (idx_t)p.in3_s1, ak = (idx_t)p.d1_ak, bk = (idx_t)p.d1_bk;
-          constexpr bool ka1 = false, kb1 = false;
+          constexpr bool a_along_k = false, b_along_k = false;
           if (whole && kc + 64 <= ke1) {
             #pragma unroll
             for (int q = 0; q < 4; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-              const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+              const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+              const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
               ra[q] = (float)A1[ma * am + (kc + ka) * ak]; rb[q] = (float)B1[(kc + kq) * bk + nb * bn];
             }
           }
@@ -229,8 +230,8 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(2, 1, 1) kiln
             #pragma unroll
             for (int q = 0; q < 4; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-              const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+              const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+              const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
               ra[q] = ma < mr && kc + ka < ke1 ? (float)A1[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke1 ? (float)B1[(kc + kq) * bk + nb * bn] : (float)0;
             }
           }

@@ -130,13 +130,13 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_matmul_add_f32_sm9
       {
         const idx_t kc = kb1;
         const idx_t am = (idx_t)p.in2_s0, bn = (idx_t)p.in3_s1, ak = (idx_t)p.d1_ak, bk = (idx_t)p.d1_bk;
-        constexpr bool ka1 = false, kb1 = false;
+        constexpr bool a_along_k = false, b_along_k = false;
         if (whole && kc + 32 <= ke1) {
           #pragma unroll
           for (int q = 0; q < 8; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-            const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+            const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+            const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
             ra[q] = (float)A1[ma * am + (kc + ka) * ak]; rb[q] = (float)B1[(kc + kq) * bk + nb * bn];
           }
         }
@@ -144,8 +144,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_matmul_add_f32_sm9
           #pragma unroll
           for (int q = 0; q < 8; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-            const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+            const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+            const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
             ra[q] = ma < mr && kc + ka < ke1 ? (float)A1[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke1 ? (float)B1[(kc + kq) * bk + nb * bn] : (float)0;
           }
         }
@@ -153,12 +153,12 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_matmul_add_f32_sm9
     pre = false;
     for (idx_t k0 = kb1; k0 < ke1; k0 += 32) {
       float* As = k_sm + buf * 4352; float* Bs = As + 2176;
-      constexpr bool ka1 = false, kb1 = false;
+      constexpr bool a_along_k = false, b_along_k = false;
       #pragma unroll
       for (int q = 0; q < 8; ++q) {
         const int e = tid + q * 256;
-        const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-        const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+        const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+        const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
         As[ka * 68 + ma] = ra[q]; Bs[kq * 68 + nb] = rb[q];
       }
       __syncthreads();
@@ -167,13 +167,13 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_matmul_add_f32_sm9
         {
           const idx_t kc = k0 + 32;
           const idx_t am = (idx_t)p.in2_s0, bn = (idx_t)p.in3_s1, ak = (idx_t)p.d1_ak, bk = (idx_t)p.d1_bk;
-          constexpr bool ka1 = false, kb1 = false;
+          constexpr bool a_along_k = false, b_along_k = false;
           if (whole && kc + 32 <= ke1) {
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-              const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+              const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+              const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
               ra[q] = (float)A1[ma * am + (kc + ka) * ak]; rb[q] = (float)B1[(kc + kq) * bk + nb * bn];
             }
           }
@@ -181,8 +181,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_matmul_add_f32_sm9
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-              const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+              const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+              const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
               ra[q] = ma < mr && kc + ka < ke1 ? (float)A1[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke1 ? (float)B1[(kc + kq) * bk + nb * bn] : (float)0;
             }
           }

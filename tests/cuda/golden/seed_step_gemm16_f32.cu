@@ -128,13 +128,13 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
       {
         const idx_t kc = kb0;
         const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-        constexpr bool ka1 = false, kb1 = false;
+        constexpr bool a_along_k = false, b_along_k = false;
         if (whole && kc + 64 <= ke0) {
           #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-            const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+            const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+            const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
             ra[q] = (float)A0[ma * am + (kc + ka) * ak]; rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
           }
         }
@@ -142,8 +142,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
           #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-            const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+            const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+            const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
             ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
           }
         }
@@ -165,12 +165,12 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
     pre = false;
     for (idx_t k0 = kb0; k0 < ke0; k0 += 64) {
       float* As = k_sm + buf * 2560; float* Bs = As + 1280;
-      constexpr bool ka1 = false, kb1 = false;
+      constexpr bool a_along_k = false, b_along_k = false;
       #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int e = tid + q * 256;
-        const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-        const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+        const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+        const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
         As[ka * 20 + ma] = ra[q]; Bs[kq * 20 + nb] = rb[q];
       }
       __syncthreads();
@@ -179,13 +179,13 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
         {
           const idx_t kc = k0 + 64;
           const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-          constexpr bool ka1 = false, kb1 = false;
+          constexpr bool a_along_k = false, b_along_k = false;
           if (whole && kc + 64 <= ke0) {
             #pragma unroll
             for (int q = 0; q < 4; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-              const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+              const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+              const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
               ra[q] = (float)A0[ma * am + (kc + ka) * ak]; rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
             }
           }
@@ -193,8 +193,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
             #pragma unroll
             for (int q = 0; q < 4; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
-              const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 16;
+              const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
+              const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 16, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 16;
               ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
             }
           }

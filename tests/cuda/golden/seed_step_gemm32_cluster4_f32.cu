@@ -158,13 +158,13 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
       {
         const idx_t kc = kb0;
         const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-        constexpr bool ka1 = false, kb1 = false;
+        constexpr bool a_along_k = false, b_along_k = false;
         if (whole && kc + 64 <= ke0) {
           #pragma unroll
           for (int q = 0; q < 8; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
-            const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
+            const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
+            const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
             ra[q] = (float)A0[ma * am + (kc + ka) * ak]; rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
           }
         }
@@ -172,8 +172,8 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
           #pragma unroll
           for (int q = 0; q < 8; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
-            const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
+            const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
+            const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
             ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
           }
         }
@@ -195,12 +195,12 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
     pre = false;
     for (idx_t k0 = kb0; k0 < ke0; k0 += 64) {
       float* As = k_sm + buf * 4608; float* Bs = As + 2304;
-      constexpr bool ka1 = false, kb1 = false;
+      constexpr bool a_along_k = false, b_along_k = false;
       #pragma unroll
       for (int q = 0; q < 8; ++q) {
         const int e = tid + q * 256;
-        const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
-        const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
+        const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
+        const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
         As[ka * 36 + ma] = ra[q]; Bs[kq * 36 + nb] = rb[q];
       }
       __syncthreads();
@@ -209,13 +209,13 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
         {
           const idx_t kc = k0 + 64;
           const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-          constexpr bool ka1 = false, kb1 = false;
+          constexpr bool a_along_k = false, b_along_k = false;
           if (whole && kc + 64 <= ke0) {
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
-              const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
+              const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
+              const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
               ra[q] = (float)A0[ma * am + (kc + ka) * ak]; rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
             }
           }
@@ -223,8 +223,8 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(4, 1, 1) kiln
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = ka1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
-              const int kq = kb1 ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = kb1 ? e / 8 % 4 + e / 256 * 4 : e % 32;
+              const int ka = a_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, ma = a_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
+              const int kq = b_along_k ? e % 8 + e / 32 % 8 * 8 : e / 32, nb = b_along_k ? e / 8 % 4 + e / 256 * 4 : e % 32;
               ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
             }
           }

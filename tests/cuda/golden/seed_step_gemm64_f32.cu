@@ -126,13 +126,13 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
       {
         const idx_t kc = kb0;
         const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-        constexpr bool ka1 = false, kb1 = false;
+        constexpr bool a_along_k = false, b_along_k = false;
         if (whole && kc + 32 <= ke0) {
           #pragma unroll
           for (int q = 0; q < 8; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-            const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+            const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+            const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
             ra[q] = (float)A0[ma * am + (kc + ka) * ak]; rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
           }
         }
@@ -140,8 +140,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
           #pragma unroll
           for (int q = 0; q < 8; ++q) {
             const int e = tid + q * 256;
-            const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-            const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+            const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+            const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
             ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
           }
         }
@@ -149,12 +149,12 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
     pre = false;
     for (idx_t k0 = kb0; k0 < ke0; k0 += 32) {
       float* As = k_sm + buf * 4352; float* Bs = As + 2176;
-      constexpr bool ka1 = false, kb1 = false;
+      constexpr bool a_along_k = false, b_along_k = false;
       #pragma unroll
       for (int q = 0; q < 8; ++q) {
         const int e = tid + q * 256;
-        const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-        const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+        const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+        const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
         As[ka * 68 + ma] = ra[q]; Bs[kq * 68 + nb] = rb[q];
       }
       __syncthreads();
@@ -163,13 +163,13 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
         {
           const idx_t kc = k0 + 32;
           const idx_t am = (idx_t)p.in0_s0, bn = (idx_t)p.in1_s1, ak = (idx_t)p.d0_ak, bk = (idx_t)p.d0_bk;
-          constexpr bool ka1 = false, kb1 = false;
+          constexpr bool a_along_k = false, b_along_k = false;
           if (whole && kc + 32 <= ke0) {
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-              const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+              const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+              const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
               ra[q] = (float)A0[ma * am + (kc + ka) * ak]; rb[q] = (float)B0[(kc + kq) * bk + nb * bn];
             }
           }
@@ -177,8 +177,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_matmul_add_tanh_mul_etc_f
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
               const int e = tid + q * 256;
-              const int ka = ka1 ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = ka1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
-              const int kq = kb1 ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = kb1 ? e / 8 % 4 + e / 128 * 4 : e % 64;
+              const int ka = a_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, ma = a_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
+              const int kq = b_along_k ? e % 8 + e / 32 % 4 * 8 : e / 64, nb = b_along_k ? e / 8 % 4 + e / 128 * 4 : e % 64;
               ra[q] = ma < mr && kc + ka < ke0 ? (float)A0[ma * am + (kc + ka) * ak] : (float)0; rb[q] = nb < nr && kc + kq < ke0 ? (float)B0[(kc + kq) * bk + nb * bn] : (float)0;
             }
           }
