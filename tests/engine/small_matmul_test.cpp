@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <random>
+#include <string>
 #include <vector>
 
 using namespace kiln;
@@ -318,6 +320,48 @@ TEST_F(SmallMatmulTest, TiledMatmulLayoutsAndSizes) {
     Stats s = check(c.shapes, c.dt, c.f, c.dt == DType::f32 ? 2e-5 : tolerance(c.dt), c.name);
     EXPECT_EQ(s.gemms_run, 0) << c.name;
     EXPECT_EQ(s.kernels_run, 1) << c.name;
+  }
+}
+
+// Random tiled kernels of one to three dots: shapes, K (short, within a chunk, across chunks
+// and clusters), transposed operands and dtypes drawn from a fixed seed, each against BLAS on
+// the CPU. Every dot's K loop, the prefetch of the next dot's first chunk, the along-k loads and
+// the short dots meet each other here in combinations no hand-written case lists.
+TEST_F(SmallMatmulTest, RandomTiledKernelsMatchBlas) {
+  std::mt19937 rng(22);
+  auto pick = [&](std::initializer_list<int64_t> from) {
+    return *(from.begin() + std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng));
+  };
+  for (int c = 0; c < 24; ++c) {
+    const int64_t M = pick({5, 16, 33, 64, 100}), N = pick({5, 17, 48, 96, 130});
+    const DType dt = c % 5 == 4 ? DType::f64 : DType::f32;
+    const int dots = 1 + c % 3;
+    std::vector<Shape> shapes;
+    std::vector<bool> ta, tb;
+    std::string what =
+        std::to_string(M) + " x " + std::to_string(N) + (dt == DType::f64 ? " f64:" : ":");
+    for (int d = 0; d < dots; ++d) {
+      const int64_t K = pick({1, 2, 4, 5, 17, 64, 65, 130, 300});
+      ta.push_back(rng() % 3 == 0);
+      tb.push_back(rng() % 2 == 0);
+      shapes.push_back(ta.back() ? Shape{K, M} : Shape{M, K});
+      shapes.push_back(tb.back() ? Shape{N, K} : Shape{K, N});
+      what += " K " + std::to_string(K) + (ta.back() ? " A^T" : "") + (tb.back() ? " B^T" : "");
+    }
+    auto f = [&](const std::vector<Tensor>& t) {
+      Tensor y;
+      for (int d = 0; d < dots; ++d) {
+        Tensor a = ta[d] ? transpose(t[2 * d], 0, 1) : t[2 * d];
+        Tensor b = tb[d] ? transpose(t[2 * d + 1], 0, 1) : t[2 * d + 1];
+        Tensor p = matmul(a, b);
+        y = !y.defined() ? p : d == 1 ? y + p : y * p;
+      }
+      return tanh(y);
+    };
+    SCOPED_TRACE(what);
+    Stats st = check(shapes, dt, f, dt == DType::f32 ? 2e-5 : tolerance(dt), what.c_str());
+    EXPECT_EQ(st.gemms_run, 0);
+    EXPECT_EQ(st.kernels_run, 1);
   }
 }
 
