@@ -54,15 +54,17 @@ double rounded_to(double v, DType dt) {
 
 void check_representable(const char* op, Scalar s, DType dt, bool finite_range) {
   const bool floating = s.kind == Scalar::Kind::floating;
-  const std::string text = floating ? fmt::format("{}", s.f) : fmt::format("{}", s.i);
+  // The value as text only for the error: formatting it on every scalar op cost ~4% of recording.
+  auto overflow = [&] {
+    const std::string text = floating ? fmt::format("{}", s.f) : fmt::format("{}", s.i);
+    fail(op, "value {} cannot be converted to {} without overflow", text, dtype_name(dt));
+  };
   if (is_integral(dt)) {
     auto v = floating ? truncated(s.f) : std::optional<int64_t>(s.i);
-    if (!v || !fits_integer(*v, dt))
-      fail(op, "value {} cannot be converted to {} without overflow", text, dtype_name(dt));
+    if (!v || !fits_integer(*v, dt)) overflow();
   } else if (finite_range && is_floating(dt)) {
     const double v = floating ? s.f : static_cast<double>(s.i);
-    if (std::isfinite(v) && !std::isfinite(rounded_to(v, dt)))
-      fail(op, "value {} cannot be converted to {} without overflow", text, dtype_name(dt));
+    if (std::isfinite(v) && !std::isfinite(rounded_to(v, dt))) overflow();
   }
 }
 
