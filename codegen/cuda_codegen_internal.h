@@ -52,7 +52,8 @@ void choose_dot(const FusedKernel& k, CudaVariant& v, int64_t blocks);
 bool choose_column_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v);
 void choose_row_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v);
 bool choose_tiled(const FusedKernel& k, CudaVariant& v);
-void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v);
+void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int sm_count,
+                        CudaVariant& v);
 // Launch shapes.
 CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 CudaLaunch launch_tiled(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);

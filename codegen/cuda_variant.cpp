@@ -147,7 +147,7 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
   } else if (k.kind == FusedKernel::Kind::reduce) {
     if (!choose_column_reduce(k, slot_base, v)) choose_row_reduce(k, slot_base, v);
   } else if (!choose_tiled(k, v)) {
-    choose_elementwise(k, slot_base, v);
+    choose_elementwise(k, slot_base, t.sm_count, v);
   }
   return v;
 }

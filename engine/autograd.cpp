@@ -138,10 +138,51 @@ private:
   llvm::DenseMap<Node*, Pending> pending_;
 };
 
+// The stacks below are summed in chunks of consecutive steps (backward order) once they are
+// large: a chunk's product or reduction can run as soon as the backward has passed its steps,
+// beside the steps still to come, where one over the whole stack waited for the last step and
+// then ran alone (an LSTM at batch 32, hidden 256, window 64: its weight's 1024 x 256 x 2048
+// GEMM took 39 us after the recurrence; in chunks the step took 1.017 ms instead of 1.030,
+// bench/results/2026-11-26-h100-session23.md). A chunk is whole steps of at least
+// kStackChunkRows rows; stacks of fewer than two chunks' rows, or of fewer than
+// kStackChunkMinElems elements in their widest operand, stay whole (a chunk would not be worth
+// its launch). Products and sums chunk a stack alike, so that each chunk's concat is shared
+// (CSE) by a weight's product and a bias's sum.
+constexpr int64_t kStackChunkRows = 512;
+constexpr int64_t kStackChunkMinElems = int64_t(1) << 19;
+
+// The ranges [first, last) of `pieces` (steps, in backward order) summed as one: pieces' rows
+// are their dim 0; `cols` is the widest operand's columns.
+std::vector<std::pair<size_t, size_t>> stack_chunks(const std::vector<Tensor>& pieces,
+                                                    int64_t cols) {
+  int64_t rows = 0;
+  for (const Tensor& t : pieces) rows += t.shape()[0];
+  if (rows < 2 * kStackChunkRows || rows * cols < kStackChunkMinElems) return {{0, pieces.size()}};
+  const int64_t target = rows / (rows / kStackChunkRows); // equal chunks of whole steps
+  std::vector<std::pair<size_t, size_t>> chunks;
+  size_t first = 0;
+  int64_t in_chunk = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    in_chunk += pieces[i].shape()[0];
+    if (in_chunk >= target || i + 1 == pieces.size()) {
+      chunks.push_back({first, i + 1});
+      first = i + 1;
+      in_chunk = 0;
+    }
+  }
+  return chunks;
+}
+
+Tensor stacked(const std::vector<Tensor>& pieces, std::pair<size_t, size_t> range) {
+  if (range.second - range.first == 1) return pieces[range.first];
+  return concat(std::vector<Tensor>(pieces.begin() + range.first, pieces.begin() + range.second),
+                0);
+}
+
 // A parameter's gradient summed over the steps of a recurrence (an RNN's weights over a
 // window): each step's matmul contribution P_t^T Q_t is kept as its factors, and the sum is one
-// matmul over the steps' rows stacked, concat(P)^T concat(Q), instead of a small matmul and an
-// add per step.
+// matmul over the steps' rows stacked, concat(P)^T concat(Q) (per chunk, above), instead of a
+// small matmul and an add per step.
 class StackedProducts {
 public:
   /// Whether r's contribution to its right operand, a parameter (no history of its own), was
@@ -168,10 +209,14 @@ public:
     auto it = factors_.find(n);
     if (it == factors_.end()) return Tensor();
     const Factors& f = it->second;
-    Tensor p = f.p.size() == 1 ? f.p[0] : concat(f.p, 0);
-    Tensor q = f.q.size() == 1 ? f.q[0] : concat(f.q, 0);
+    Tensor total;
+    const int64_t cols = std::max(f.p[0].shape()[1], f.q[0].shape()[1]);
+    for (auto range : stack_chunks(f.p, cols)) {
+      Tensor part = matmul(transpose(stacked(f.p, range), 0, 1), stacked(f.q, range));
+      total = total.defined() ? total + part : part;
+    }
     factors_.erase(it);
-    return matmul(transpose(p, 0, 1), q);
+    return total;
   }
 
 private:
@@ -184,8 +229,8 @@ private:
 // A parameter's gradient summed over the steps of a recurrence where an add broadcasts it over
 // leading dims (an RNN's biases over a window): each step's contribution is kept as its rows
 // (g as [rows, parameter elements]), and the gradient is one reduction over every step's rows
-// stacked, sum(concat(rows), 0), instead of a reduction and an add per step. The stack is the
-// same concat as the weights' stacked products (StackedProducts' P), which CSE then shares.
+// stacked, sum(concat(rows), 0) (per chunk), instead of a reduction and an add per step. The stack
+// is the same concat as the weights' stacked products (StackedProducts' P), which CSE then shares.
 class StackedSums {
 public:
   /// Whether r's contribution to input i, a parameter broadcast over g's leading dims, was taken.
@@ -212,9 +257,13 @@ public:
     auto it = rows_.find(n);
     if (it == rows_.end()) return Tensor();
     const std::vector<Tensor>& list = it->second;
-    Tensor all = list.size() == 1 ? list[0] : concat(list, 0);
+    Tensor total;
+    for (auto range : stack_chunks(list, list[0].shape()[1])) {
+      Tensor part = kiln::sum(stacked(list, range), {0});
+      total = total.defined() ? total + part : part;
+    }
     rows_.erase(it);
-    return reshape(kiln::sum(all, {0}), n->shape());
+    return reshape(total, n->shape());
   }
 
 private:

@@ -12,7 +12,8 @@ namespace kiln::detail {
 // creation (topological) order: each cut is a kernel of its own. The builder would find the
 // cuts one per planning pass over the whole graph, which made planning quadratic (100,000
 // chained ops: 34 s). Two measures, each the heaviest chain of pending inputs below a node:
-// - depth, its ops (views excepted: index maps, not computed), at most kMaxChainDepth;
+// - depth, its ops (views excepted: index maps, not computed), at most kMaxChainDepth; a chain
+//   ends at a value read from memory (a cut, or a matmul's operand);
 // - the Params fields of its leaves (each distinct view of a realized value or of a cut: its
 //   pointer and strides; each constant: two), cut at kMaxParamFields - 64 (the node that
 //   crosses that line still fits, with the leaves it adds). A loop such as `y = y * 0.5f + x[i]`
@@ -30,26 +31,35 @@ void split_long_chains(PlanGraph& pg) {
   llvm::DenseSet<std::pair<size_t, Node*>> counted; // (segment, leaf)
   // The Params fields of x if this kernel reads it as a leaf (from memory: a realized value,
   // or a cut, seen through views; or a constant), else 0: x is computed in the kernel.
+  auto in_memory = [&](Node* x) {
+    const Info* ri = pg.info(view_root(x));
+    return !ri || ri->no_merge;
+  };
   auto leaf_fields = [&](Node* x) -> int64_t {
-    Info* ri = pg.info(view_root(x));
-    if (!ri || ri->no_merge) return 1 + int64_t(x->shape().size());
+    if (in_memory(x)) return 1 + int64_t(x->shape().size());
     return op_kind(x->op) == OpKind::Source ? 2 : 0;
   };
   for (size_t i = 0; i < pg.infos.size(); ++i) {
     Info& in = pg.infos[i];
     Chain c{0, 0, i};
+    // A matmul's operands are in memory (a dot product's, or a BLAS call's), as is a kernel
+    // root's value: the chains below them are other kernels', and counting them cut an LSTM's
+    // training step wherever 512 ops of its time steps added up.
+    const bool operands_in_memory = in.n->op == OpCode::matmul;
     for (Node* x : in.n->inputs) {
       auto it = pg.index.find(x);
-      if (it == pg.index.end()) continue;
+      if (it == pg.index.end() || operands_in_memory) continue;
       const Chain& below = chain[it->second];
-      c.depth = std::max(c.depth, below.depth); // constants too: the builder recurses into them
+      if (!in_memory(x)) c.depth = std::max(c.depth, below.depth); // constants too
       if (leaf_fields(x) == 0 && below.fields >= c.fields) {
         c.fields = below.fields;
         c.segment = below.segment;
       }
     }
-    for (Node* x : in.n->inputs)
-      if (int64_t f = leaf_fields(x); f > 0 && counted.insert({c.segment, x}).second) c.fields += f;
+    for (Node* x : in.n->inputs) {
+      const int64_t f = operands_in_memory ? 1 + int64_t(x->shape().size()) : leaf_fields(x);
+      if (f > 0 && counted.insert({c.segment, x}).second) c.fields += f;
+    }
     if (in.n->op != OpCode::view) ++c.depth;
     if (c.depth >= kMaxChainDepth || c.fields >= kFieldBudget) {
       // n is a kernel's root: it and the chain below it

@@ -16,15 +16,21 @@ int elems_per_vec(const FusedKernel& k) {
   return std::clamp(16 / narrowest, 4, 8);
 }
 
-void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v) {
+void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int sm_count,
+                        CudaVariant& v) {
   const int64_t n = k.shape.numel();
+  // Too few elements to give every SM a block of vectors: one element per thread, so that
+  // more threads share the work. Such a kernel is bound by each thread's chain of dependent
+  // instructions, not by memory: an LSTM's gate nonlinearities over [32, 256] took 2.74 us on
+  // 8 blocks of vectors, 2.43 on 32 blocks of elements
+  // (bench/results/2026-11-26-h100-session23.md).
+  if (n < int64_t(elems_per_vec(k)) * kBlock * std::max(1, sm_count)) return;
   // Vector accesses: elementwise, every output contiguous and 16-byte aligned, every input
   // scalar, contiguous and aligned, or strided such that each vector's elements (consecutive
   // along the last dim, never straddling a row: its extent is a multiple of the vector) are
   // one aligned vector of it (stride 1 along the last dim, the other strides multiples of the
   // vector) or one element (stride 0 along the last dim).
   const int epv = elems_per_vec(k);
-  if (n < epv) return;
   const int last = k.shape.size() - 1;
   bool vec = true;
   for (size_t j = 0; j < k.inputs.size(); ++j) {

@@ -43,7 +43,7 @@ CudaVariant choose_segmented(const FusedKernel& k, llvm::ArrayRef<void*> slot_ba
     if (sv.tile_dim >= 0) { // the tiled layout indexes blocks its own way: the plain one here
       sv = CudaVariant{};
       sv.index32 = choose_variant(seg, slot_base, t).index32;
-      choose_elementwise(seg, slot_base, sv);
+      choose_elementwise(seg, slot_base, t.sm_count, sv);
     }
     v.index32 = v.index32 && sv.index32;
     v.segments.push_back(sv);

@@ -34,12 +34,15 @@ namespace kiln::detail {
 
 namespace {
 
-// Small blocks (at most 1 MiB, 64 MiB in all) are recycled: safe for the same reason as the
+// Blocks of at most 16 MiB (256 MiB in all) are recycled: safe for the same reason as the
 // pool's own reuse, since every block is released on the compute stream after all the work that
 // used it (uploads are joined into it first; a download holds its source until it has read it),
-// so work using a reused block is ordered after the work that used it before.
-constexpr size_t kRecycledBlock = size_t(1) << 20;
-constexpr size_t kRecycledBytes = size_t(64) << 20;
+// so work using a reused block is ordered after the work that used it before. A plan's buffers
+// then keep their addresses from run to run (the executor asks for the block a slot had last
+// time), where the pool's did not: a cuBLAS call in a replayed graph whose operand moved is
+// staged by a copy kernel (cuda_batch.cpp), and a moved kernel argument is an update.
+constexpr size_t kRecycledBlock = size_t(16) << 20;
+constexpr size_t kRecycledBytes = size_t(256) << 20;
 
 class CudaBackend final : public Backend {
 public:

@@ -323,6 +323,64 @@ TEST_F(Grad, WeightGradientOverStepsIsOneStackedProduct) {
   }
 }
 
+// A large stack is summed in chunks of whole steps (autograd.cpp, stack_chunks), so that a
+// chunk's product runs as soon as its steps' backward has: 8 steps of 256 rows, a weight of
+// 256 x 64 and a bias of 256, are four products and four reductions of two steps each, whose
+// stacks the weight and the bias share (one concat per chunk).
+TEST_F(Grad, LargeStacksAreSummedInChunksOfSteps) {
+  struct BlasMatmuls {
+    SmallMatmul before = small_matmul();
+    BlasMatmuls() { set_small_matmul(SmallMatmul::blas); }
+    ~BlasMatmuls() { set_small_matmul(before); }
+  } blas;
+  constexpr int64_t kSteps = 8, kRows = 256, kIn = 64, kOut = 256;
+  Tensor w = (randn({kOut, kIn}) * 0.1f).detach().requires_grad_();
+  Tensor b = randn({kOut}).requires_grad_();
+  Tensor xs = randn({kSteps, kRows, kIn});
+  eval(w, b, xs);
+  Tensor loss;
+  for (int64_t t = 0; t < kSteps; ++t) {
+    Tensor x = reshape(slice(xs, 0, t, t + 1), {kRows, kIn});
+    Tensor y = tanh(matmul(x, transpose(w, 0, 1)) + b);
+    loss = loss.defined() ? loss + sum(y * y) : sum(y * y);
+  }
+  eval(loss);
+  std::vector<Tensor> g = grad(loss, {w, b});
+  reset_stats();
+  eval(g[0], g[1]);
+  const std::string plan = last_plan();
+  EXPECT_EQ(stats().gemms_run, 4) << plan;
+  int sums = 0;
+  for (size_t at = plan.find("(reduction) over (512, 256)"); at != std::string::npos;
+       at = plan.find("(reduction) over (512, 256)", at + 1))
+    ++sums;
+  EXPECT_EQ(sums, 4) << plan;
+  // the inputs' rows (slices of a realized tensor) are copied into each chunk's stack; the
+  // gradient's rows are written there by the one kernel computing them
+  EXPECT_EQ(stats().copies_run, 4) << plan;
+  // the backward's kernel, the four reductions, and one kernel adding up the chunks' parts of
+  // both gradients (copies count apart)
+  EXPECT_EQ(stats().kernels_run, 1 + 4 + 1) << plan;
+  std::vector<float> xv = xs.to_vector<float>(), wv = w.to_vector<float>(),
+                     bv = b.to_vector<float>(), gw = g[0].to_vector<float>(),
+                     gb = g[1].to_vector<float>();
+  std::vector<double> want_w(kOut * kIn, 0), want_b(kOut, 0);
+  for (int64_t r = 0; r < kSteps * kRows; ++r) {
+    const float* x = &xv[r * kIn];
+    for (int64_t o = 0; o < kOut; ++o) {
+      double a = bv[o];
+      for (int64_t k = 0; k < kIn; ++k) a += double(x[k]) * wv[o * kIn + k];
+      const double y = std::tanh(a), dy = 2 * y * (1 - y * y);
+      want_b[o] += dy;
+      for (int64_t k = 0; k < kIn; ++k) want_w[o * kIn + k] += dy * x[k];
+    }
+  }
+  for (int64_t i = 0; i < kOut * kIn; ++i)
+    ASSERT_NEAR(gw[i], want_w[i], 1e-3 * std::max(1.0, std::fabs(want_w[i]))) << i;
+  for (int64_t o = 0; o < kOut; ++o)
+    ASSERT_NEAR(gb[o], want_b[o], 1e-3 * std::max(1.0, std::fabs(want_b[o]))) << o;
+}
+
 // A bias broadcast over the batch at every step of a window gets its gradient from one
 // reduction over the steps' rows stacked, not a reduction and an add per step.
 TEST_F(Grad, BiasGradientOverStepsIsOneStackedSum) {

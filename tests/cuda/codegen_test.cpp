@@ -432,6 +432,15 @@ TEST_F(Codegen, LaunchShapes) {
   EXPECT_FALSE(choose_variant(big, misaligned, target()).vec);
   EXPECT_TRUE(choose_variant(big, aligned, target()).index32);
   EXPECT_FALSE(choose_variant(rows, aligned, target()).vec);
+  // Fewer elements than a block of vectors per SM (132 x 256 x 4): one per thread, on more
+  // threads (an LSTM's gates at batch 32, [32, 256]); from there on, vectors.
+  const int64_t edge = int64_t(132) * 256 * 4;
+  Tensor below = randn({edge - 4}), at = randn({edge});
+  eval(below, at);
+  EXPECT_FALSE(choose_variant(kernel_of([&] { return sigmoid(below) * 2; }), aligned, t).vec);
+  EXPECT_TRUE(choose_variant(kernel_of([&] { return sigmoid(at) * 2; }), aligned, t).vec);
+  t.sm_count = 66; // the edge moves with the SMs
+  EXPECT_TRUE(choose_variant(kernel_of([&] { return sigmoid(below) * 2; }), aligned, t).vec);
 }
 
 // The column layout (reductions over outer axes): vectors along the kept innermost dim where
@@ -561,7 +570,8 @@ TEST_F(Codegen, KernelsStayWithinStaticSharedMemory) {
 // segment's own Params as that segment alone would have them; the grid is the segments' blocks
 // end to end; constants reach the right fields after a run rewrites the tape; NVRTC compiles it.
 TEST_F(Codegen, SegmentedKernelParamsAndLaunch) {
-  Tensor x = randn({10, 6}), y = randn({6}), z = randn({3000});
+  // z: enough elements for vectors (at least a block of them per SM: elementwise.cpp)
+  Tensor x = randn({10, 6}), y = randn({6}), z = randn({140000});
   eval(x, y, z);
   const FusedKernel a = kernel_of([&] { return x * y + 2.5; });
   const FusedKernel b = kernel_of([&] { return exp(z) - 0.25; });
@@ -580,8 +590,8 @@ TEST_F(Codegen, SegmentedKernelParamsAndLaunch) {
   EXPECT_TRUE(v.segments[1].vec) << "the contiguous segment reads 16-byte vectors";
   EXPECT_FALSE(v.segments[0].vec) << "the broadcast one (a strided input) element by element";
   const CudaLaunch l = launch_for(k, v, target());
-  // 60 elements: one block; 3000 by vectors of 4: 3 blocks of 1024.
-  EXPECT_EQ(l.grid, 4u);
+  // 60 elements: one block; 140,000 by vectors of 4: 137 blocks of 1024.
+  EXPECT_EQ(l.grid, 138u);
   EXPECT_EQ(l.block, 256u);
 
   ParamTemplate t = param_template(k, v);
@@ -591,7 +601,7 @@ TEST_F(Codegen, SegmentedKernelParamsAndLaunch) {
   int64_t ends[2];
   std::memcpy(ends, t.bytes.data(), 16);
   EXPECT_EQ(ends[0], 1);
-  EXPECT_EQ(ends[1], 4);
+  EXPECT_EQ(ends[1], 138);
   t.patch(bases);
   std::vector<std::byte> pa = ta.bytes, pb = tb.bytes;
   ParamTemplate::patch_pointers(pa, ta.pointers, bases);

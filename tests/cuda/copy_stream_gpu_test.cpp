@@ -145,7 +145,7 @@ TEST_F(CopyStreamGpu, AnUploadBesideARunningMatmulLeavesBothRight) {
 // stream's order; an upload on the copy stream that gets the same memory must wait for that
 // kernel, or the kernel reads the upload's values.
 TEST_F(CopyStreamGpu, AnUploadIntoMemoryAQueuedKernelStillReadsWaitsForIt) {
-  const int64_t d = 4096; // 64 MiB: above the recycled blocks, so it goes back to the pool
+  const int64_t d = 4096; // 64 MiB: above the recycled blocks (16 MiB), so it goes back to the pool
   const std::vector<float> x_host = values(d * d, 4);
   Tensor x = from_vector(x_host, {d, d}, Device::cuda(0)) * (1.0f / 8192);
   eval(x);

@@ -542,6 +542,37 @@ TEST_F(FusionPatterns, ALongChainIsCutInOnePlanningPass) {
     EXPECT_NEAR(got[e], want[e], 1e-5f * (1 + std::abs(want[e])));
 }
 
+// A recurrence through a matmul (an RNN's steps, its backward through time) is no long chain:
+// a matmul reads its operands from memory, so each step's kernel starts there. Counted as one
+// chain, an LSTM's training step was cut into extra kernels wherever 512 ops of its steps added
+// up (bench/results/2026-11-26-h100-session23.md).
+TEST_F(FusionPatterns, ARecurrenceThroughAMatmulIsNotALongChain) {
+  constexpr int kSteps = 300; // 4 ops per step: 1,200 in a row
+  Tensor w = realized_randn({8, 8}) * 0.3f, b = realized_randn({8}), h = realized_randn({4, 8});
+  eval(w, b, h);
+  set_pending_limits(40000, int64_t(1) << 30); // (TearDown restores the defaults)
+  Tensor x = h;
+  for (int i = 0; i < kSteps; ++i) x = tanh(matmul(x, w) + b) * 0.5f;
+  reset_stats();
+  eval(x);
+  EXPECT_EQ(written_for(kiln::detail::Why::long_chain), 0) << last_plan();
+  // one GEMM (or a kernel computing it, on a GPU) and one kernel per step
+  EXPECT_LE(stats().kernels_run + stats().gemms_run, 2 * kSteps) << stats();
+  std::vector<float> hv = h.to_vector<float>(), wv = w.to_vector<float>(),
+                     bv = b.to_vector<float>(), got = x.to_vector<float>();
+  for (int i = 0; i < kSteps; ++i) { // in double on the host
+    std::vector<float> next(32);
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 8; ++c) {
+        double acc = 0;
+        for (int k = 0; k < 8; ++k) acc += double(hv[r * 8 + k]) * wv[k * 8 + c];
+        next[r * 8 + c] = static_cast<float>(std::tanh(acc + bv[c]) * 0.5);
+      }
+    hv = next;
+  }
+  for (int e = 0; e < 32; ++e) EXPECT_NEAR(got[e], hv[e], 1e-4) << e;
+}
+
 TEST_F(FusionPatterns, AChainReadingANewInputEveryOpIsCutInOnePlanningPass) {
   // `y = y * 0.5f + x[i]` with a distinct realized x[i] per op: one kernel's parameters hold a
   // few hundred inputs (kMaxParamFields), and the cuts are found before grouping. Found by the

