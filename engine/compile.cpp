@@ -147,6 +147,7 @@ struct Compiled::Impl {
   Function fn;
   std::vector<Tensor*> state;
   std::vector<std::unique_ptr<Trace>> traces;
+  size_t last_replayed = 0; // index in traces
   Counts counts;
   std::string why_not;
 
@@ -222,13 +223,18 @@ std::vector<Tensor> Compiled::Impl::call(const std::vector<Tensor>& inputs) {
   // A signature may have several traces: the liveness of the inputs can differ between the
   // first call (the caller still holds the initial state) and the calls after it, and a first
   // trace may not be replayable where a later one is (an optimizer's first step differs).
+  // The trace replayed last is tried first: after the first call, every call replays the same
+  // one, and a try of another costs a key over every leaf of its plan.
   size_t same = 0;
-  for (auto& t : traces) {
-    if (t->signature != sig) continue;
+  for (size_t k = 0; k < traces.size(); ++k) {
+    const size_t i = (last_replayed + k) % traces.size();
+    Trace& t = *traces[i];
+    if (t.signature != sig) continue;
     ++same;
     std::vector<Tensor> out;
-    if (t->why_not.empty() && replay(*t, inputs, out)) {
+    if (t.why_not.empty() && replay(t, inputs, out)) {
       counts.replays++;
+      last_replayed = i;
       return out;
     }
   }
