@@ -180,7 +180,8 @@ void finish_step(Run& r, const Step& st, Stats& stats) {
   // Alive: the nodes realized below still use them.
   for (int i : st.fused) r.nodes[i]->fused = true;
   for (int i : st.realizes)
-    if (int w = r.slot_of_node[i]; w >= 0) mark_realized(r.nodes[i], r.buffers[w]);
+    if (int w = r.slot_of_node[i]; w >= 0 && r.nodes[i] != unbound_node())
+      mark_realized(r.nodes[i], r.buffers[w]);
 }
 
 void run_step(Run& r, const Step& st, Stats& stats) {
@@ -264,6 +265,16 @@ void find_batches(CachedPlan& p) {
 }
 
 } // namespace
+
+Node* unbound_node() {
+  static Node* n = [] {
+    Node* s = new Node;
+    s->handles = 1;
+    s->internal = true;
+    return s;
+  }();
+  return n;
+}
 
 KernelObserver set_kernel_observer(KernelObserver f) {
   std::swap(observer(), f);

@@ -13,4 +13,10 @@ namespace kiln::detail {
 /// after the last step, while those nodes are still pinned (a replay takes its outputs then).
 void run_plan(CachedPlan& p, llvm::ArrayRef<Node*> nodes, llvm::function_ref<void()> done = {});
 
+/// Stands in `nodes` for a value that no node needs to hold: one computed in registers (the run
+/// marks it fused), or one a replay binds to no node (engine/trace.h) because nothing reads it
+/// after the run: the run writes its buffer and frees it with the run's others, realizing
+/// nothing. Held and internal, so that the run's uses neither free nor count it.
+Node* unbound_node();
+
 } // namespace kiln::detail

@@ -7,6 +7,7 @@
 #include "ir/errors.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
 
 #include <stdexcept>
 
@@ -42,19 +43,6 @@ struct HeldUses {
     for (Node* n : nodes) release_use(n);
   }
 };
-
-// Stands for the walk's nodes a replay has no node for: values computed in registers (the run
-// marks them fused) and pending views realized as aliases (the run finds nothing to alias).
-// Held and internal, so that the run's uses neither free nor count it.
-Node* scratch() {
-  static Node* n = [] {
-    Node* s = new Node;
-    s->handles = 1;
-    s->internal = true;
-    return s;
-  }();
-  return n;
-}
 
 } // namespace
 
@@ -162,6 +150,14 @@ std::string TracedEval::plan_traced(llvm::ArrayRef<Node*> pending, llvm::ArrayRe
     views_.push_back({static_cast<int>(root->walk_index), {}, root_offset, t->dtype, t->device});
     view_results.push_back(t); // held by the caller's results
   }
+  // A replay makes nodes only for the values read after its run (the results, the roots of
+  // results that are views) and those that carry a constant's value for the kernels' tapes;
+  // the rest (most of a training step's hundreds of intermediates) it binds to no node.
+  llvm::DenseSet<int> read_after;
+  for (const Source& t : targets_)
+    if (t.kind == Source::produced) read_after.insert(t.index);
+  for (const View& v : views_) read_after.insert(v.root);
+  for (Produced& p : produced_) p.kept = p.constant >= 0 || read_after.contains(p.walk);
   run_plan(*plan_, w.nodes);
   for (size_t v = 0; v < view_results.size(); ++v) {
     Node* t = view_results[v];
@@ -280,10 +276,11 @@ bool TracedEval::replay(llvm::ArrayRef<Node*> known, llvm::ArrayRef<int> held,
   out.clear();
   std::vector<Node*> nodes;
   if (plan_) {
-    nodes.assign(walk_size_, scratch());
+    nodes.assign(walk_size_, unbound_node());
     for (size_t i = 0; i < leaves_.size(); ++i) nodes[leaves_[i]] = leaves[i];
     for (const Constant& c : constants_) nodes[c.walk] = c.value.get();
     for (const Produced& p : produced_) {
+      if (!p.kept) continue; // unbound: written and freed by the run
       Node* n = new_placeholder(p.op, p.dtype, p.device, p.shape);
       if (p.constant >= 0) {
         n->scalar = constants_[p.constant].value->scalar;

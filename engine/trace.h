@@ -60,6 +60,7 @@ private:
     Device device;
     Shape shape;
     int constant = -1; // a constant's value it carries (index into constants_), or -1
+    bool kept = true;  // a replay makes a node for it (else: unbound_node(), executor.h)
   };
   struct Alias { // a realized view of a known node (its buffer), made by the function
     int known = 0;
