@@ -144,21 +144,28 @@ private:
 // then ran alone (an LSTM at batch 32, hidden 256, window 64: its weight's 1024 x 256 x 2048
 // GEMM took 39 us after the recurrence; in chunks the step took 1.017 ms instead of 1.030,
 // bench/results/2026-11-26-h100-session23.md). A chunk is whole steps of at least
-// kStackChunkRows rows; stacks of fewer than two chunks' rows, or of fewer than
-// kStackChunkMinElems elements in their widest operand, stay whole (a chunk would not be worth
-// its launch). Products and sums chunk a stack alike, so that each chunk's concat is shared
-// (CSE) by a weight's product and a bias's sum.
+// kStackChunkRows rows, at most kMaxStackChunks of them (each chunk's part is a buffer the size
+// of the parameter until the sum). Stacks stay whole below two chunks' rows or below
+// kStackChunkMinElems elements in the widest operand (`cols`: a chunk would not be worth its
+// launch), and in f16/bf16 (their parts would round to the parameter's type before the sum).
+// A weight's product and a bias's sum over one stack (an RNN's gate gradients) chunk it alike
+// where their widest operands agree, and then share each chunk's concat (CSE).
 constexpr int64_t kStackChunkRows = 512;
+constexpr int64_t kMaxStackChunks = 8;
 constexpr int64_t kStackChunkMinElems = int64_t(1) << 19;
 
-// The ranges [first, last) of `pieces` (steps, in backward order) summed as one: pieces' rows
-// are their dim 0; `cols` is the widest operand's columns.
+// The ranges [first, last) of `pieces` (steps, in backward order, each [rows, ...]) summed as
+// one; `cols`: the widest operand's columns.
 std::vector<std::pair<size_t, size_t>> stack_chunks(const std::vector<Tensor>& pieces,
                                                     int64_t cols) {
   int64_t rows = 0;
   for (const Tensor& t : pieces) rows += t.shape()[0];
-  if (rows < 2 * kStackChunkRows || rows * cols < kStackChunkMinElems) return {{0, pieces.size()}};
-  const int64_t target = rows / (rows / kStackChunkRows); // equal chunks of whole steps
+  const DType t = pieces[0].dtype();
+  if (rows < 2 * kStackChunkRows || rows * cols < kStackChunkMinElems ||
+      (t != DType::f32 && t != DType::f64))
+    return {{0, pieces.size()}};
+  const int64_t n = std::min(rows / kStackChunkRows, kMaxStackChunks);
+  const int64_t target = rows / n; // equal chunks of whole steps
   std::vector<std::pair<size_t, size_t>> chunks;
   size_t first = 0;
   int64_t in_chunk = 0;

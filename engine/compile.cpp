@@ -317,6 +317,7 @@ std::vector<Tensor> Compiled::Impl::trace(std::vector<uint64_t> sig,
   why_not = t->why_not;
   counts.traces++;
   traces.push_back(std::move(t));
+  last_replayed = traces.size() - 1; // the next call most likely keys as this one
   return out;
 }
 

@@ -381,6 +381,35 @@ TEST_F(Grad, LargeStacksAreSummedInChunksOfSteps) {
     ASSERT_NEAR(gb[o], want_b[o], 1e-3 * std::max(1.0, std::fabs(want_b[o]))) << o;
 }
 
+// At most 8 chunks (each one's part is a buffer of the parameter's size until the sum), and
+// none in f16 / bf16 (the parts would round to the parameter's type before they are added).
+TEST_F(Grad, StackChunksAreBoundedAndOnlyInF32OrF64) {
+  struct BlasMatmuls {
+    SmallMatmul before = small_matmul();
+    BlasMatmuls() { set_small_matmul(SmallMatmul::blas); }
+    ~BlasMatmuls() { set_small_matmul(before); }
+  } blas;
+  auto gemms_for = [](DType t, int64_t steps) {
+    Tensor w = cast(randn({256, 16}) * 0.1f, t).detach().requires_grad_();
+    Tensor xs = cast(randn({steps, 256, 16}), t);
+    eval(w, xs);
+    Tensor loss;
+    for (int64_t s = 0; s < steps; ++s) {
+      Tensor y = matmul(reshape(slice(xs, 0, s, s + 1), {256, 16}), transpose(w, 0, 1));
+      Tensor l = sum(cast(y * y, DType::f32));
+      loss = loss.defined() ? loss + l : l;
+    }
+    eval(loss);
+    Tensor g = grad(loss, {w})[0];
+    reset_stats();
+    eval(g);
+    return stats().gemms_run;
+  };
+  EXPECT_EQ(gemms_for(DType::f32, 8), 4);  // 2,048 rows: chunks of 512
+  EXPECT_EQ(gemms_for(DType::f32, 40), 8); // 10,240 rows: 20 chunks of 512, capped at 8
+  EXPECT_EQ(gemms_for(DType::f16, 8), 1);  // one product, one rounding
+}
+
 // A bias broadcast over the batch at every step of a window gets its gradient from one
 // reduction over the steps' rows stacked, not a reduction and an add per step.
 TEST_F(Grad, BiasGradientOverStepsIsOneStackedSum) {
