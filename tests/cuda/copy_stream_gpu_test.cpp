@@ -74,15 +74,25 @@ void expect_times_three_plus_one(const Tensor& gpu_input, const std::vector<floa
 }
 
 // x * 3 + 1 of what `upload` returns, issued while a matmul runs; `beside`: whether the copy
-// must have run on the upload stream (else the test would not test it).
+// must have run on the upload stream (else the test would not test it). Whether the compute
+// stream is still busy when the upload is issued depends on the host's timing (in the whole
+// CUDA suite on the H100's host an upload found it idle in two runs of two, alone never): up to
+// three tries for one that runs beside the matmul, the values checked every time.
 void check_upload_during_matmul(const std::function<Tensor()>& upload,
                                 const std::vector<float>& host, bool beside = true) {
   warm_times_three_plus_one(static_cast<int64_t>(host.size()));
-  Tensor busy = keep_compute_stream_busy();
-  const int64_t before = stats().copies_overlapped;
-  expect_times_three_plus_one(upload(), host);
-  EXPECT_EQ(stats().copies_overlapped - before, beside ? 1 : 0)
-      << (beside ? "the upload did not run beside the matmul" : "the upload ran beside it");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Tensor busy = keep_compute_stream_busy();
+    const int64_t before = stats().copies_overlapped;
+    expect_times_three_plus_one(upload(), host);
+    const int64_t overlapped = stats().copies_overlapped - before;
+    if (!beside) {
+      EXPECT_EQ(overlapped, 0) << "the upload ran beside the matmul";
+      return;
+    }
+    if (overlapped == 1) return;
+  }
+  ADD_FAILURE() << "the upload did not run beside the matmul in three tries";
 }
 
 TEST_F(CopyStreamGpu, AKernelRightAfterAPinnedUploadReadsAllOfIt) {
