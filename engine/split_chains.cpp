@@ -29,12 +29,14 @@ void split_long_chains(PlanGraph& pg) {
   };
   std::vector<Chain> chain(pg.infos.size());
   llvm::DenseSet<std::pair<size_t, Node*>> counted; // (segment, leaf)
-  // The Params fields of x if this kernel reads it as a leaf (from memory: a realized value,
-  // or a cut, seen through views; or a constant), else 0: x is computed in the kernel.
+  // Whether x is read from memory: a realized value or a cut (a kernel's root), seen through
+  // views.
   auto in_memory = [&](Node* x) {
     const Info* ri = pg.info(view_root(x));
     return !ri || ri->no_merge;
   };
+  // The Params fields of x if this kernel reads it as a leaf (from memory, or a constant), else
+  // 0: x is computed in the kernel.
   auto leaf_fields = [&](Node* x) -> int64_t {
     if (in_memory(x)) return 1 + int64_t(x->shape().size());
     return op_kind(x->op) == OpKind::Source ? 2 : 0;
