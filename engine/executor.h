@@ -14,9 +14,10 @@ namespace kiln::detail {
 void run_plan(CachedPlan& p, llvm::ArrayRef<Node*> nodes, llvm::function_ref<void()> done = {});
 
 /// Stands in `nodes` for a value that no node needs to hold: one computed in registers (the run
-/// marks it fused), or one a replay binds to no node (engine/trace.h) because nothing reads it
-/// after the run: the run writes its buffer and frees it with the run's others, realizing
-/// nothing. Held and internal, so that the run's uses neither free nor count it.
+/// marks it fused), a pending view realized as an alias (the run finds nothing to alias), or a
+/// value a replay binds to no node (engine/trace.h) because nothing reads it after the run (the
+/// run writes its buffer and frees it with the run's others, realizing nothing). Held and
+/// internal, so that the run's uses neither free nor count it.
 Node* unbound_node();
 
 } // namespace kiln::detail
