@@ -171,7 +171,9 @@ std::vector<std::pair<size_t, size_t>> stack_chunks(const std::vector<Tensor>& p
   int64_t in_chunk = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
     in_chunk += pieces[i].shape()[0];
-    if (in_chunk >= target || i + 1 == pieces.size()) {
+    // the last of the n chunks takes the rest
+    const bool full = in_chunk >= target && static_cast<int64_t>(chunks.size()) + 1 < n;
+    if (full || i + 1 == pieces.size()) {
       chunks.push_back({first, i + 1});
       first = i + 1;
       in_chunk = 0;
