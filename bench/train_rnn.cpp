@@ -265,7 +265,8 @@ int main(int argc, char** argv) try {
       "lstm1/lstm32: nn::LSTMCell(1, 256) + nn::Linear(256, 1) at batch 1/32, MSE per "
       "step; Adam lr 1e-3\n");
   std::printf("- per step after warm-up: plan hits, plan misses, CUDA-graph replays, replays "
-              "that first patched moved pointers (`updates`), kernels (fused kernels + GEMMs) "
+              "that first patched moved pointers or run-time scalars (`updates`), kernels (fused "
+              "kernels + GEMMs) "
               "launched; `host ms/step`: one more loop timed without its final wait (recording, "
               "grad, planning, queueing)\n\n");
   std::printf("| model | form | ms/step | host ms/step | peak MB | plan hits | misses | graph "

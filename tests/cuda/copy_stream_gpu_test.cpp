@@ -41,8 +41,8 @@ std::vector<float> values(int64_t n, float salt) {
 // Queues four matmuls of about 3 ms each and returns the (pending) result: the next large upload
 // then finds the compute stream busy (the host plans it in well under that) and takes the upload
 // stream (an idle compute stream gets the copy itself), and a reader queued after both runs
-// before a 256 MiB copy ends unless it waits for it. (With one matmul, and about once in three
-// full suites with two, an upload found the GPU idle already on the H100's loaded host.)
+// before a 256 MiB copy ends unless it waits for it. (With one matmul, and in full suites with two,
+// an upload found the GPU idle already on the H100's loaded host.)
 Tensor keep_compute_stream_busy() {
   static Tensor a = [] {
     Tensor t = from_vector(values(4096 * 4096, 0), {4096, 4096}, Device::cuda(0)) * (1.0f / 8192);
