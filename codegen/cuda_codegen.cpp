@@ -24,15 +24,11 @@ namespace {
 // The whole key: structure, variant, target and versions (everything that changes the binary).
 std::string full_key(const std::string& structural, const FusedKernel& k, const CudaVariant& v,
                      const CudaTarget& t) {
-  return fmt::format("{}{} sm_{} nvrtc{}{} cg{} {}", structural, variant_key(k, v), t.arch,
-                     t.nvrtc_version, fast_compile_tag(t), kCodegenVersion, pasted_sources_tag());
+  return fmt::format("{}{} sm_{} nvrtc{} cg{} {}", structural, variant_key(k, v), t.arch,
+                     t.nvrtc_version, kCodegenVersion, pasted_sources_tag());
 }
 
 } // namespace
-
-std::string fast_compile_tag(const CudaTarget& t) {
-  return t.fast_compile > 0 ? fmt::format(" fc{}", t.fast_compile) : std::string();
-}
 
 CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
   CudaKernelSource src;

@@ -28,13 +28,7 @@ struct CudaTarget {
   int arch = 90;         // compute capability * 10 (sm_90 -> 90)
   int sm_count = 132;    // multiprocessors, for sizing grids
   int nvrtc_version = 0; // major * 1000 + minor * 10, as CUDA_VERSION; part of the key
-  // NVRTC's --Ofast-compile level (0 off, 1 min, 2 mid, 3 max; KILN_FAST_COMPILE): how much
-  // optimization effort a compile spends. It changes the binary, not the results (every float
-  // op is still rounded as written: --fmad=false). Part of the key when not 0.
-  int fast_compile = 0;
 };
-/// The key's token for t.fast_compile ("" for 0, else " fcN").
-std::string fast_compile_tag(const CudaTarget& t);
 
 /// Size/alignment-dependent choices, decided per launch and part of the key.
 struct CudaVariant {

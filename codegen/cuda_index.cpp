@@ -195,9 +195,8 @@ std::string index_kernel_id(const IndexStep& s) {
 
 CudaKernelSource render_index_cuda(const IndexStep& s, const CudaTarget& t) {
   CudaKernelSource src;
-  src.key =
-      fmt::format("{} sm_{} nvrtc{}{} cg{} ix{} {}", structural_key(s), t.arch, t.nvrtc_version,
-                  fast_compile_tag(t), kCodegenVersion, kIndexKernelVersion, pasted_sources_tag());
+  src.key = fmt::format("{} sm_{} nvrtc{} cg{} ix{} {}", structural_key(s), t.arch, t.nvrtc_version,
+                        kCodegenVersion, kIndexKernelVersion, pasted_sources_tag());
   const std::string words = is_scatter(s) ? fmt::format("scatter_add_{}", dtype_name(s.dtype))
                                           : fmt::format("gather_b{}", itemsize(s.dtype));
   src.name = fmt::format("kiln_{}_{}_sm{}_{:06x}", words, dtype_name(s.index_dtype), t.arch,

@@ -17,9 +17,6 @@ struct CudaBinary {
 
 /// NVRTC's version as major * 1000 + minor * 10 (13000 for 13.0); 0 if NVRTC is unusable.
 int nvrtc_version();
-/// KILN_FAST_COMPILE as CudaTarget::fast_compile, 0 where this NVRTC (`version`, as
-/// nvrtc_version()) predates --Ofast-compile (12.8).
-int fast_compile_level(int version);
 /// Compile; on failure throws kiln::Error with NVRTC's log and the path where the source
 /// was saved (under the system temp dir). The engine stays usable.
 CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t);

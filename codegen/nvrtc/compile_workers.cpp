@@ -29,11 +29,10 @@ extern char** environ;
 namespace kiln::detail {
 
 std::string manifest_line(const CudaKernelSource& src, const CudaTarget& t) {
-  return fmt::format("{{\"name\":{},\"arch\":{},\"nvrtc\":{},\"fast\":{},\"codegen\":{},\"key\":{},"
-                     "\"source\":{}}}\n",
-                     cache_files::json_quote(src.name), t.arch, t.nvrtc_version, t.fast_compile,
-                     kCodegenVersion, cache_files::json_quote(src.key),
-                     cache_files::json_quote(src.source));
+  return fmt::format(
+      "{{\"name\":{},\"arch\":{},\"nvrtc\":{},\"codegen\":{},\"key\":{},\"source\":{}}}\n",
+      cache_files::json_quote(src.name), t.arch, t.nvrtc_version, kCodegenVersion,
+      cache_files::json_quote(src.key), cache_files::json_quote(src.source));
 }
 
 // How long a worker may take to answer before it is given up (a compile takes milliseconds to

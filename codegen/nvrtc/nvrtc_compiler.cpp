@@ -3,7 +3,6 @@
 #include "codegen/nvrtc_compiler.h"
 
 #include "ir/errors.h"
-#include "ir/settings.h"
 
 #include "codegen/nvrtc/nvrtc_api.h"
 
@@ -12,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 
 #ifndef KILN_CUDA_INCLUDE_DIR
 #define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -96,12 +94,6 @@ int nvrtc_version() {
   return version;
 }
 
-int fast_compile_level(int version) {
-  const std::optional<std::string> level = setting_text(Setting::fast_compile);
-  if (!level || version < 12080) return 0;
-  return *level == "min" ? 1 : *level == "mid" ? 2 : *level == "max" ? 3 : 0;
-}
-
 CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
   auto t0 = std::chrono::steady_clock::now();
   // A cubin for the exact arch when NVRTC knows it; otherwise PTX for the newest known arch
@@ -120,11 +112,8 @@ CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
   std::string include_opt = "--include-path=" + cuda_include_dir();
   // --fmad=false: a*b+c stays two rounded ops, as on the CPU and in eager mode, so fusing a
   // chain never changes its result (the kernels are memory-bound; FMA buys nothing here).
-  std::vector<const char*> opts = {arch_opt.c_str(), "-std=c++17", include_opt.c_str(),
-                                   "-default-device", "--fmad=false"};
-  static const char* const kFastCompile[] = {"", "--Ofast-compile=min", "--Ofast-compile=mid",
-                                             "--Ofast-compile=max"};
-  if (t.fast_compile > 0 && t.fast_compile <= 3) opts.push_back(kFastCompile[t.fast_compile]);
+  const char* opts[] = {arch_opt.c_str(), "-std=c++17", include_opt.c_str(), "-default-device",
+                        "--fmad=false"};
 
   Program p;
   nvrtcResult r = nvrtc_api().nvrtcCreateProgram(&p.prog, src.source.c_str(),
@@ -132,7 +121,7 @@ CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
   if (r != NVRTC_SUCCESS)
     fail("compile", "nvrtcCreateProgram failed for kernel {}: {}", src.name,
          nvrtc_api().nvrtcGetErrorString(r));
-  r = nvrtc_api().nvrtcCompileProgram(p.prog, static_cast<int>(opts.size()), opts.data());
+  r = nvrtc_api().nvrtcCompileProgram(p.prog, static_cast<int>(std::size(opts)), opts);
   CudaBinary out;
   out.log = program_log(p.prog);
   if (r != NVRTC_SUCCESS) {

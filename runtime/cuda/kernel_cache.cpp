@@ -49,7 +49,6 @@ CudaTarget target_of(int device) {
              "cudaDeviceGetAttribute");
   t.arch = major * 10 + minor;
   t.nvrtc_version = nvrtc_version();
-  t.fast_compile = fast_compile_level(t.nvrtc_version);
   return t;
 }
 

@@ -206,37 +206,3 @@ TEST_F(JitParallel, ThreadCountFollowsTheSetting) {
 }
 
 } // namespace
-
-// KILN_FAST_COMPILE: the level is part of the key, and a worker compiles at the level the
-// manifest line names (its binary is the process's at that level, not the default one's).
-TEST_F(JitParallel, FastCompileIsInTheKeyAndReachesTheWorkers) {
-  {
-    ScopedEnv mid("KILN_FAST_COMPILE", "mid");
-    EXPECT_EQ(fast_compile_level(13000), 2);
-    EXPECT_EQ(fast_compile_level(12060), 0) << "NVRTC 12.6 has no --Ofast-compile";
-  }
-  EXPECT_EQ(fast_compile_level(13000), 0) << "off by default";
-  const std::vector<CudaKernelSource> plain = sources();
-  CudaTarget fast = target();
-  fast.fast_compile = 3;
-  Tensor x = randn({64});
-  eval(x);
-  std::vector<CudaKernelSource> srcs;
-  for (int i = 0; i < 2; ++i)
-    srcs.push_back(render_cuda(kernel_of([&] { return tanh(x * float(i + 2)) + exp(x); }),
-                               {true, false}, fast));
-  for (const CudaKernelSource& s : srcs) EXPECT_NE(s.key.find(" fc3 "), std::string::npos) << s.key;
-  EXPECT_EQ(plain[0].key.find(" fc"), std::string::npos) << plain[0].key;
-
-  ScopedEnv processes("KILN_COMPILE_PROCESSES", "2");
-  ScopedEnv worker("KILN_COMPILE_WORKER", KILN_CACHE_TOOL);
-  Jit jit(fast, new_dir());
-  const std::vector<JitKernel> built = jit.build_all(srcs);
-  EXPECT_EQ(jit.stats().worker_compiles, 2);
-  Jit here_fast(fast, new_dir()), here_default(target(), new_dir());
-  for (size_t i = 0; i < srcs.size(); ++i) {
-    EXPECT_EQ(built[i].binary.image, here_fast.build(srcs[i]).binary.image) << srcs[i].name;
-    EXPECT_NE(built[i].binary.image, here_default.build(srcs[i]).binary.image)
-        << "--Ofast-compile=max changes the binary of " << srcs[i].name;
-  }
-}

@@ -16,7 +16,6 @@ bool starts(const std::string& s, const char* prefix) {
 std::string variant_label(const std::string& tok) {
   if (starts(tok, "sm_")) return "target arch";
   if (starts(tok, "nvrtc")) return "NVRTC version";
-  if (starts(tok, "fc")) return "NVRTC --Ofast-compile level (KILN_FAST_COMPILE)";
   if (starts(tok, "cg")) return "codegen version";
   if (starts(tok, "dev")) return "hash of the pasted device code";
   if (starts(tok, "ix")) return "index kernel version";

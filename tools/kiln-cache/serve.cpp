@@ -41,7 +41,6 @@ std::string compile_one(kd::DiskCache& cache, const std::string& line) {
   kd::CudaTarget target;
   target.arch = j.value("arch", 0);
   target.nvrtc_version = j.value("nvrtc", 0);
-  target.fast_compile = j.value("fast", 0);
   if (target.nvrtc_version != kd::nvrtc_version())
     return fmt::format("error for NVRTC {}, this worker has {}", target.nvrtc_version,
                        kd::nvrtc_version());

@@ -52,7 +52,6 @@ std::vector<Job> jobs_of(const std::string& manifest, const Directory& d, int nv
     Job job{{j.value("name", ""), j["key"], j["source"]}, {}};
     job.target.arch = j.value("arch", 0);
     job.target.nvrtc_version = j.value("nvrtc", 0);
-    job.target.fast_compile = j.value("fast", 0);
     if (!seen.insert(job.src.key).second) continue;
     if (have.count(kd::entry_base_name(job.src.key))) {
       cached++;
