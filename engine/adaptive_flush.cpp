@@ -69,7 +69,7 @@ void note_flushed() {
 namespace {
 
 // Realize the pending nodes recorded before node id `cut` that anything recorded later reads,
-// or that a handle holds: as if the evaluation had come when the body ending there ended.
+// or that a handle holds: as if the evaluation had come just before node `cut` was recorded.
 // Constants are left to the later ops' kernels (they fuse; a buffer of one value would not).
 void flush_before(EngineState& e, uint64_t cut) {
   std::vector<Node*> targets;
@@ -111,16 +111,54 @@ bool flush_whole_bodies(uint64_t read_key_hash) {
 
 namespace {
 
-// In a loop (the user's ops repeat with period p): a flush only at a body's end, after 2^j
-// bodies (at least idle_flush_nodes nodes) when the device is idle, or after the most bodies
+// The values a flush before op `n` would write because a handle holds them.
+int64_t held_values_besides(const EngineState& e, const Node* n) {
+  int64_t held = 0;
+  for (const Node* x = e.pending_head; x; x = x->next_pending)
+    held += x != n && x->handles > 0 && !x->internal;
+  return held;
+}
+
+// Where a loop's bodies begin: before the op at which a flush writes the fewest held values,
+// seen over one body once the repetition is confirmed. The detector finds the repetition at
+// whatever op of the user's step it happens to; a flush there writes every temporary the step's
+// code still holds (an LSTM cell's gates and their chunks) and computes the ops that made them
+// in kernels of their own: 1.5 kernels per LSTM step at batch 1 instead of 1 (bench/results/
+// 2026-11-26-h100-session24.md). Before the step's first op only the loop's state is held.
+// Returns whether the choice is made (once per confirmation; the count walks the pending nodes
+// at each op of that one body).
+bool body_start_chosen(EngineState& e, const Node* n) {
+  LoopDetector& l = e.loop;
+  if (e.body_start_chosen_for == l.confirmations()) return true;
+  const int64_t pos = l.position();
+  if (e.body_start_sampling_for != l.confirmations()) {
+    e.body_start_sampling_for = l.confirmations();
+    e.body_start_sampled_from = pos;
+    e.body_start_fewest = INT64_MAX;
+  }
+  if (const int64_t held = held_values_besides(e, n); held < e.body_start_fewest) {
+    e.body_start_fewest = held;
+    e.body_start_best = pos;
+  }
+  if (pos - e.body_start_sampled_from + 1 < l.period()) return false;
+  l.anchor_at(e.body_start_best + l.period()); // the next body starts there
+  e.body_start_chosen_for = l.confirmations();
+  return true;
+}
+
+// In a loop (the user's ops repeat with period p): a flush only before a body's first op, after
+// 2^j bodies (at least idle_flush_nodes nodes) when the device is idle, or after the most bodies
 // allowed. So a loop's flushes come in a few sizes, each the same plan every time.
 void maybe_flush_loop(EngineState& e, Node* n) {
-  // Once per body end (maybe_flush_early also runs for the op of a CSE merge, noted already).
-  if (!e.loop.at_body_end() || e.loop.position() == e.loop_checked) return;
+  if (!body_start_chosen(e, n)) return;
+  // Once per body start (maybe_flush_early also runs for the op of a CSE merge, noted already).
+  if (!e.loop.at_body_start() || e.loop.position() == e.loop_checked) return;
   e.loop_checked = e.loop.position();
   const int64_t p = e.loop.period();
   const int64_t k = ++e.bodies_since_flush;
-  e.body_ends.push_back(e.next_id);
+  // The body's first op stays pending, unless CSE answered it with a node pending from before.
+  const uint64_t cut = n->id + 1 == e.next_id ? n->id : e.next_id;
+  e.body_ends.push_back(cut);
   e.body_device = n->device;
   const int64_t most =
       std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(kMaxLoopFlushNodes / p, 1)));
@@ -141,7 +179,8 @@ void maybe_flush_loop(EngineState& e, Node* n) {
   }
   e.stats.loop_flushes++;
   e.bodies_since_flush = 0; // first: if the flush fails (out of memory), it is not retried at once
-  flush_all();
+  flush_before(e, cut);
+  note_flushed(); // also where the flush had nothing to write
 }
 
 } // namespace

@@ -93,6 +93,7 @@ void set_loop_flush(bool on) {
   e.body_ends.clear();
   e.reads_cut.clear();
   e.loop_checked = -1;
+  e.body_start_chosen_for = e.body_start_sampling_for = 0; // the detector counts from 0 again
 }
 bool loop_flush() {
   return detail::engine().loop_flush;

@@ -45,7 +45,8 @@ struct EngineState {
   int64_t idle_flush_nodes = 64;
   int64_t next_idle_check = 64;
   // Loops without eval (engine/loop_detect.h): while the user's ops repeat, early flushes fall
-  // on body ends only, after a power of two of bodies (KILN_LOOP_FLUSH; false: node counts).
+  // before a body's first op only, after a power of two of bodies (KILN_LOOP_FLUSH; false: node
+  // counts).
   bool loop_flush = true;
   LoopDetector loop;
   int64_t bodies_since_flush = 0;
@@ -54,7 +55,11 @@ struct EngineState {
   std::vector<uint64_t> body_ends;
   Device body_device;
   llvm::DenseSet<uint64_t> reads_cut; // key hashes of reads cut so (planned whole if they recur)
-  int64_t loop_checked = -1;          // the loop position whose body end was last counted
+  int64_t loop_checked = -1;          // the loop position whose body start was last counted
+  // Where the bodies begin (adaptive_flush.cpp, choose_body_start): for the confirmation it was
+  // chosen for, and while choosing, the position with the fewest held values seen so far.
+  int64_t body_start_chosen_for = 0, body_start_sampling_for = 0;
+  int64_t body_start_sampled_from = 0, body_start_best = 0, body_start_fewest = 0;
   // kiln::grad recorded backward ops not evaluated yet: the rest of the step (the optimizer's
   // update) is being recorded, and an early flush would cut it in two. Cleared by evaluations.
   bool step_open = false;

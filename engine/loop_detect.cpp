@@ -43,6 +43,7 @@ void LoopDetector::note(Node* n) {
   if (period_ > 0 && ring_[static_cast<size_t>((pos_ - period_) % kMaxPeriod)] == sig) {
     if (++run_ == period_ && !confirmed_) { // one whole body matched the one before it
       confirmed_ = true;
+      ++confirmations_;
       anchor_ = pos_ + 1;
     }
     ring_[static_cast<size_t>(pos_ % kMaxPeriod)] = sig;
@@ -62,8 +63,8 @@ void LoopDetector::note(Node* n) {
   ring_[static_cast<size_t>(pos_ % kMaxPeriod)] = sig;
 }
 
-bool LoopDetector::at_body_end() const {
-  return confirmed_ && pos_ >= anchor_ && (pos_ - anchor_ + 1) % period_ == 0;
+bool LoopDetector::at_body_start() const {
+  return confirmed_ && pos_ >= anchor_ && (pos_ - anchor_) % period_ == 0;
 }
 
 void LoopDetector::reset() {

@@ -26,9 +26,14 @@ public:
   void note(Node* n); // sets n->loop_kind
   /// The body's length in ops while the stream repeats, else 0.
   int64_t period() const { return confirmed_ ? period_ : 0; }
-  /// Whether the op just noted ended a body (body boundaries stay where they were when the
-  /// repetition was found, so that every flush cut there covers whole bodies alike).
-  bool at_body_end() const;
+  /// Whether the op just noted begins a body. Body boundaries stay where they were put when the
+  /// repetition was found (anchor_at may move them once), so that every flush cut before a
+  /// body's first op covers whole bodies alike.
+  bool at_body_start() const;
+  /// How many times the repetition was confirmed (found, or found again after it was lost).
+  int64_t confirmations() const { return confirmations_; }
+  /// Bodies begin at `position` (and every period from it) instead; only while confirmed.
+  void anchor_at(int64_t position) { anchor_ = position; }
   /// Whether the stream repeats, or did until less than about four bodies ago: one op call that
   /// differs (a branch taken once) does not hand the loop back to node-count flushes while the
   /// repetition is found again.
@@ -47,6 +52,7 @@ private:
   int64_t run_ = 0;                            // ops in a row that matched the op one period before
   int64_t anchor_ = 0; // position where the bodies start, fixed when the period is confirmed
   bool confirmed_ = false;
+  int64_t confirmations_ = 0;
   int64_t lost_at_ = 0, lost_period_ = 0; // where the last confirmed repetition ended, its period
 };
 

@@ -325,6 +325,38 @@ TEST_F(AdaptiveLoopFlush, ABusyDeviceGetsTheLargestFlushesOnly) {
 // per chunk size and remainder; with 32 bodies a flush, 4-5 of reads 80-120 still planned)
 // every read finds its plans cached, where a plan per number of bodies would miss at almost
 // every read. Same bits as the loop read without loop flushes.
+// The repetition is found at whatever op of the step the detector happens to (here after the
+// step's first op, which reads only loop-invariant values: its signature repeats from the first
+// step on). Flushes still begin the bodies where the fewest values are held: before the step's
+// first op, where its temporaries are gone and only the state (h, c) is written.
+TEST_F(AdaptiveLoopFlush, BodiesBeginWhereOnlyTheLoopStateIsHeld) {
+  const Tensor xs = realized_randn({512, 8}), w = realized_randn({1, 8}),
+               u = realized_randn({1, 8});
+  const Tensor h0 = realized_randn({1, 8}), c0 = realized_randn({1, 8});
+  Tensor h = h0, c = c0;
+  probe(DeviceState::busy);
+  int t = 0;
+  auto step = [&] {
+    Tensor x = slice(xs, 0, t++ % 512, 1); // temporaries, held until the step's end
+    Tensor a = tanh(h * w + x);
+    Tensor b = sigmoid(c + u);
+    Tensor g = a * b;
+    c = c * b + g;
+    h = tanh(c) * a;
+  };
+  for (int i = 0; i < 100; ++i) step();
+  reset_stats();
+  for (int i = 0; i < 512; ++i) step();
+  const Stats s = stats();
+  EXPECT_GE(s.loop_flushes, 8) << s;
+  EXPECT_EQ(s.buffers_materialized, 2 * s.loop_flushes) << "h and c only: " << s;
+  const std::vector<float> got = h.to_vector<float>();
+  set_idle_flush(0); // the same steps evaluated once, at the end
+  h = h0, c = c0, t = 0;
+  for (int i = 0; i < 612; ++i) step();
+  EXPECT_EQ(h.to_vector<float>(), got);
+}
+
 TEST_F(AdaptiveLoopFlush, ReadsAfterAnyNumberOfBodiesReuseAFewPlans) {
   auto run = [](Rnn r, bool loops) {
     set_loop_flush(loops);
