@@ -111,44 +111,55 @@ bool flush_whole_bodies(uint64_t read_key_hash) {
 
 namespace {
 
-// The values a flush before op `n` would write because a handle holds them.
-int64_t held_values_besides(const EngineState& e, const Node* n) {
+// The values a flush before the op call that returned `n` would write because a handle holds
+// them, among those recorded since node id `since`.
+int64_t held_values_before(const EngineState& e, const Node* n, uint64_t since) {
   int64_t held = 0;
   for (const Node* x = e.pending_head; x; x = x->next_pending)
-    held += x != n && x->handles > 0 && !x->internal;
+    held += x != n && x->handles > 0 && !x->internal && x->id >= since && x->id < e.op_call_start;
   return held;
 }
 
-// Where a loop's bodies begin: before the op at which a flush writes the fewest held values,
-// seen over one body once the repetition is confirmed. The detector finds the repetition at
-// whatever op of the user's step it happens to; a flush there writes every temporary the step's
-// code still holds (an LSTM cell's gates and their chunks) and computes the ops that made them
-// in kernels of their own: 1.5 kernels per LSTM step at batch 1 instead of 1 (bench/results/
-// 2026-11-26-h100-session24.md). Before the step's first op only the loop's state is held.
-// Returns whether the choice is made (once per confirmation; the count walks the pending nodes
-// at each op of that one body).
+// Where a loop's bodies begin: before the op call at which a flush writes the fewest held values.
+// The detector finds the repetition at whatever op of the user's step it happens to; a flush
+// there writes every temporary the step's code still holds (an LSTM cell's gates and their
+// chunks) and computes the ops that made them in kernels of their own: 1.5 kernels per LSTM
+// step at batch 1 instead of 1 (bench/results/2026-11-26-h100-session24.md). Before the step's
+// first op only the loop's state is held. Counted over the second body after the confirmation,
+// among the values recorded within one body's length before each op (the first body notes where
+// each op call began), so that values a loop keeps from every step (outputs pushed to a vector)
+// count alike at every op. Returns whether the choice is made (once per confirmation; the count
+// walks the pending nodes at each op of that body).
 bool body_start_chosen(EngineState& e, const Node* n) {
   LoopDetector& l = e.loop;
   if (e.body_start_chosen_for == l.confirmations()) return true;
-  const int64_t pos = l.position();
+  const int64_t pos = l.position(), p = l.period();
   if (e.body_start_sampling_for != l.confirmations()) {
     e.body_start_sampling_for = l.confirmations();
     e.body_start_sampled_from = pos;
     e.body_start_fewest = INT64_MAX;
+    e.body_start_ids.assign(static_cast<size_t>(p), 0);
   }
-  if (const int64_t held = held_values_besides(e, n); held < e.body_start_fewest) {
-    e.body_start_fewest = held;
-    e.body_start_best = pos;
+  const int64_t i = pos - e.body_start_sampled_from;
+  if (p > 0 && i < 2 * p) { // (ops noted unseen here, or the repetition lost: decided now)
+    uint64_t& started = e.body_start_ids[static_cast<size_t>(i % p)];
+    if (i >= p) {
+      const int64_t held = held_values_before(e, n, started);
+      if (held < e.body_start_fewest) e.body_start_fewest = held, e.body_start_best = pos;
+    }
+    started = e.op_call_start;
+    if (i + 1 < 2 * p) return false;
   }
-  if (pos - e.body_start_sampled_from + 1 < l.period()) return false;
-  l.anchor_at(e.body_start_best + l.period()); // the next body starts there
+  // Bodies start at every period from there (at_body_start counts from the anchor).
+  if (e.body_start_fewest != INT64_MAX) l.anchor_at(e.body_start_best);
   e.body_start_chosen_for = l.confirmations();
   return true;
 }
 
 // In a loop (the user's ops repeat with period p): a flush only before a body's first op, after
-// 2^j bodies (at least idle_flush_nodes nodes) when the device is idle, or after the most bodies
-// allowed. So a loop's flushes come in a few sizes, each the same plan every time.
+// 2^j bodies (at least kMinLoopFlushChecks * idle_flush_nodes nodes) when the device is idle, or
+// after the most bodies allowed. So a loop's flushes come in a few sizes, each the same plan every
+// time.
 void maybe_flush_loop(EngineState& e, Node* n) {
   if (!body_start_chosen(e, n)) return;
   // Once per body start (maybe_flush_early also runs for the op of a CSE merge, noted already).
@@ -156,8 +167,8 @@ void maybe_flush_loop(EngineState& e, Node* n) {
   e.loop_checked = e.loop.position();
   const int64_t p = e.loop.period();
   const int64_t k = ++e.bodies_since_flush;
-  // The body's first op stays pending, unless CSE answered it with a node pending from before.
-  const uint64_t cut = n->id + 1 == e.next_id ? n->id : e.next_id;
+  // What the body's first op call recorded (its node, casts of its operands) stays pending.
+  const uint64_t cut = e.op_call_start;
   e.body_ends.push_back(cut);
   e.body_device = n->device;
   const int64_t most =

@@ -28,11 +28,11 @@ DeviceProbe set_device_probe(DeviceProbe probe);
 void maybe_flush_early(Node* n);
 /// After every evaluation: the next check comes `idle_flush_nodes` pending nodes later.
 void note_flushed();
-/// Before an evaluation that has no cached plan, in a loop whose early flushes fall on body
-/// ends: the whole bodies pending since the last flush are flushed first, in chunks of a power
+/// Before an evaluation that has no cached plan, in a loop whose early flushes fall before its
+/// bodies: the whole bodies pending since the last flush are flushed first, in chunks of a power
 /// of two of bodies, largest first (each chunk writes what later ops read and what handles
 /// hold). Whatever the number of bodies a read finds pending, its flushes then come from a few
-/// cached plans (one per chunk size, and one for the part of a body after the last body end)
+/// cached plans (one per chunk size, and one for the part of a body after the last body start)
 /// instead of a new plan for each number (a plan, two direct runs and a graph build for hundreds
 /// of nodes). A read whose plan is cached (an eval every step, or every k steps) is not cut,
 /// nor one with the key of a read cut before (`read_key_hash`): one that recurs is planned

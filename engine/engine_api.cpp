@@ -149,7 +149,7 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              "ops recorded {} ({} merged with identical ones), dropped unseen {}, fused in "
              "registers {}, buffers written {} ({} in place), kernels {} ({:.1f} ops/kernel, max "
              "{}), gemms {}, copies {} ({} beside kernels), flushes {} ({} at the limits, {} "
-             "early while the device was idle, {} at a loop body's end; {} checks found it busy), "
+             "early while the device was idle, {} before a loop body; {} checks found it busy), "
              "plans reused {} "
              "(planned {}, "
              "evicted {}, regrouped {}), graphs built {}, replayed {} ({} patched, {} queued to "

@@ -216,6 +216,7 @@ Tensor publish(Node* n, bool internal) {
       if (internal) return t;
       note_loop_op(e, same);
       flush_if_needed(same);
+      e.op_call_start = e.next_id;
       return t;
     }
   }
@@ -229,6 +230,7 @@ Tensor publish(Node* n, bool internal) {
   if (n->realized() || e.flushing || internal) return t;
   note_loop_op(e, n);
   flush_if_needed(n);
+  e.op_call_start = e.next_id;
   return t;
 }
 

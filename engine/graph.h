@@ -56,10 +56,15 @@ struct EngineState {
   Device body_device;
   llvm::DenseSet<uint64_t> reads_cut; // key hashes of reads cut so (planned whole if they recur)
   int64_t loop_checked = -1;          // the loop position whose body start was last counted
-  // Where the bodies begin (adaptive_flush.cpp, choose_body_start): for the confirmation it was
-  // chosen for, and while choosing, the position with the fewest held values seen so far.
+  // The id of the first node the user's op call being recorded may have made (its own, and
+  // internal ones such as a cast of an operand): next_id when the previous op call returned.
+  uint64_t op_call_start = 1;
+  // Where the bodies begin (adaptive_flush.cpp, body_start_chosen): the confirmation they were
+  // chosen for; while choosing, the op calls' first ids over one body, and the position with
+  // the fewest held values seen so far over the next.
   int64_t body_start_chosen_for = 0, body_start_sampling_for = 0;
   int64_t body_start_sampled_from = 0, body_start_best = 0, body_start_fewest = 0;
+  std::vector<uint64_t> body_start_ids;
   // kiln::grad recorded backward ops not evaluated yet: the rest of the step (the optimizer's
   // update) is being recorded, and an early flush would cut it in two. Cleared by evaluations.
   bool step_open = false;

@@ -53,9 +53,11 @@ void set_idle_flush(int64_t nodes);
 int64_t idle_flush();
 /// Loops without eval: when the ops recorded repeat (a loop body, found by comparing each op
 /// with the one a period before: op, shapes, attributes, and how far back its inputs were
-/// recorded), early flushes fall only at a body's end, after 1, 2, 4, ... bodies (at least
-/// 16 * idle_flush() nodes) when the device is idle, or after at most 2048 nodes' worth of
-/// bodies: the few flush sizes are each one cached plan and one CUDA-graph replay. A read finding
+/// recorded), early flushes fall only before a body's first op (bodies begin where the fewest
+/// values are held: a step's first op), after the most bodies that fit in 256 nodes, or when the
+/// device is idle after 1, 2, 4, ... bodies of at least 16 * idle_flush() nodes (so only when
+/// idle_flush() is below 16): the few flush sizes are each one cached plan and one CUDA-graph
+/// replay. A read finding
 /// whole bodies pending whose plan is not cached flushes them first in power-of-two chunks
 /// (cached plans too). On by default; false for A/B measurements (env KILN_LOOP_FLUSH=0): the
 /// node-count checks above apply instead. Results are the same either way.
@@ -145,7 +147,7 @@ struct Stats {
   int64_t flushes = 0;              // evaluations of the pending graph
   int64_t auto_flushes = 0;         // of those, forced by the pending-graph limits
   int64_t idle_flushes = 0;         // of those, started early because the GPU was idle
-  int64_t loop_flushes = 0;         // of those, cut at the end of a repeating loop's body
+  int64_t loop_flushes = 0;         // of those, cut before a repeating loop's body
   int64_t busy_checks = 0;          // early-flush checks that found the GPU busy (work piled up)
   int64_t plan_hits = 0;            // evaluations that reused a cached plan
   int64_t plan_misses = 0;          // evaluations planned afresh

@@ -315,20 +315,14 @@ TEST_F(AdaptiveLoopFlush, ABusyDeviceGetsTheLargestFlushesOnly) {
   EXPECT_GE(s.loop_flushes, 37) << s;
   EXPECT_LE(s.loop_flushes, 38) << s;
   EXPECT_EQ(s.idle_flushes, 0);
-  EXPECT_EQ(s.auto_flushes, 0) << "cut at body ends, never by the pending limits";
+  EXPECT_EQ(s.auto_flushes, 0) << "cut before bodies, never by the pending limits";
   EXPECT_LE(s.plan_misses, 1) << s;
   EXPECT_LE(detail::engine().pending_nodes, 256 + 8);
 }
 
-// Reads after any number of bodies (the device busy, so nothing was flushed early): the whole
-// bodies pending are flushed in chunks of a power of two of bodies, so after some reads (a plan
-// per chunk size and remainder; with 32 bodies a flush, 4-5 of reads 80-120 still planned)
-// every read finds its plans cached, where a plan per number of bodies would miss at almost
-// every read. Same bits as the loop read without loop flushes.
-// The repetition is found at whatever op of the step the detector happens to (here after the
-// step's first op, which reads only loop-invariant values: its signature repeats from the first
-// step on). Flushes still begin the bodies where the fewest values are held: before the step's
-// first op, where its temporaries are gone and only the state (h, c) is written.
+// The repetition is confirmed at whatever op of the step the detector happens to (here inside the
+// step, not at its first op). Bodies still begin where the fewest values are held: before the
+// step's first op, where its temporaries are gone and only the state (h, c) is written.
 TEST_F(AdaptiveLoopFlush, BodiesBeginWhereOnlyTheLoopStateIsHeld) {
   const Tensor xs = realized_randn({512, 8}), w = realized_randn({1, 8}),
                u = realized_randn({1, 8});
@@ -357,6 +351,49 @@ TEST_F(AdaptiveLoopFlush, BodiesBeginWhereOnlyTheLoopStateIsHeld) {
   EXPECT_EQ(h.to_vector<float>(), got);
 }
 
+// A step whose first op casts its bf16 state first (an internal node recorded before the op's
+// own): the cut before the body's first op call leaves the cast pending with it, not written.
+TEST_F(AdaptiveLoopFlush, TheCutKeepsAnOpCallsInternalNodesWithIt) {
+  const Tensor w = realized_randn({1, 8});
+  Tensor h = realized_randn({1, 8}).astype(DType::bf16);
+  eval(h);
+  probe(DeviceState::busy);
+  auto step = [&] { h = (tanh(h * w) + 1.0f).astype(DType::bf16); };
+  for (int i = 0; i < 100; ++i) step();
+  reset_stats();
+  for (int i = 0; i < 512; ++i) step();
+  const Stats s = stats();
+  EXPECT_GE(s.loop_flushes, 8) << s;
+  EXPECT_EQ(s.buffers_materialized, s.loop_flushes) << "h only: " << s;
+}
+
+// A loop that keeps every step's output: the kept values count alike before every op of the
+// step (only those recorded within one body before it are counted), so the bodies still begin
+// at the step's first op and a flush writes the kept outputs and nothing else.
+TEST_F(AdaptiveLoopFlush, KeptOutputsDoNotMoveTheBodiesStart) {
+  const Tensor u = realized_randn({1, 8});
+  Tensor h = realized_randn({1, 8});
+  std::vector<Tensor> outs;
+  probe(DeviceState::busy);
+  auto step = [&] {
+    Tensor a = tanh(h * u);
+    h = a + h * u * 2.0f;
+    outs.push_back(h);
+  };
+  for (int i = 0; i < 100; ++i) step();
+  kiln::sync();
+  reset_stats();
+  for (int i = 0; i < 512; ++i) step();
+  const Stats s = stats();
+  EXPECT_GE(s.loop_flushes, 8) << s;
+  EXPECT_LE(s.buffers_materialized, 512) << "at most one per step, the kept h: " << s;
+}
+
+// Reads after any number of bodies (the device busy, so nothing was flushed early): the whole
+// bodies pending are flushed in chunks of a power of two of bodies, so after some reads (a plan
+// per chunk size and remainder; with 32 bodies a flush, 4-5 of reads 80-120 still planned, 1 of
+// reads 180-220) every read finds its plans cached, where a plan per number of bodies would miss at
+// almost every read. Same bits as the loop read without loop flushes.
 TEST_F(AdaptiveLoopFlush, ReadsAfterAnyNumberOfBodiesReuseAFewPlans) {
   auto run = [](Rnn r, bool loops) {
     set_loop_flush(loops);
@@ -390,7 +427,7 @@ TEST_F(AdaptiveLoopFlush, ReadsAfterAnyNumberOfBodiesReuseAFewPlans) {
 }
 
 // A loop that evaluates every step, or every third: its reads find their plans cached, and are
-// not cut at the body ends the detector found (wherever the body's first op falls in the step).
+// not cut at the body starts the detector found.
 TEST_F(AdaptiveLoopFlush, ALoopWithAnEvalEveryFewStepsIsNotCut) {
   for (int every : {1, 3}) {
     Rnn r = Rnn::make(8);
@@ -411,9 +448,9 @@ TEST_F(AdaptiveLoopFlush, ALoopWithAnEvalEveryFewStepsIsNotCut) {
 }
 
 // An LSTM cell evaluated every step, reading row i % 8 of a sequence: every eighth read (row 0,
-// offset 0) keys apart from the others, and the detector's bodies end inside the step. Its first
-// time that read is cut into chunks; once it recurs it gets a plan of its own, so the loop
-// settles at one flush per step.
+// offset 0) keys apart from the others. The bodies begin at the step's first op, so a read finds
+// no whole body pending before the current one and is never cut: one flush per step, every plan
+// cached.
 TEST_F(AdaptiveLoopFlush, AReadThatRecursIsPlannedWhole) {
   Tensor seq = realized_randn({8, 8}), wx = realized_randn({8, 32}, 0.3f);
   Tensor wh = realized_randn({8, 32}, 0.3f), bias = realized_randn({32}, 0.1f);
