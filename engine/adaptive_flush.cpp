@@ -25,9 +25,9 @@ constexpr int64_t kMaxEarlyFlushBytes = int64_t(1) << 20;
 // 7.8-12.4 against 8.1-15.3 (bench/results/2026-11-26-h100-session24.md).
 constexpr int64_t kMaxLoopFlushNodes = 256;
 // An idle device is flushed early only after this many idle_flush_nodes intervals (1024 nodes by
-// default, so only when set_idle_flush lowers the interval): a loop whose host is slower than
-// its GPU finds the GPU idle at every check, and flushes of a body or two each cost the host its
-// fixed work while the GPU waits anyway.
+// default, so only when set_idle_flush lowers the interval to 16 or fewer): a loop whose host is
+// slower than its GPU finds the GPU idle at every check, and flushes of a body or two each cost the
+// host its fixed work while the GPU waits anyway.
 constexpr int64_t kMinLoopFlushChecks = 16;
 
 DeviceState backend_state(Device d) {

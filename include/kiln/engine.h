@@ -56,11 +56,10 @@ int64_t idle_flush();
 /// recorded), early flushes fall only before a body's first op (bodies begin where the fewest
 /// values are held: a step's first op), after the most bodies that fit in 256 nodes, or when the
 /// device is idle after 1, 2, 4, ... bodies of at least 16 * idle_flush() nodes (so only when
-/// idle_flush() is below 16): the few flush sizes are each one cached plan and one CUDA-graph
-/// replay. A read finding
-/// whole bodies pending whose plan is not cached flushes them first in power-of-two chunks
-/// (cached plans too). On by default; false for A/B measurements (env KILN_LOOP_FLUSH=0): the
-/// node-count checks above apply instead. Results are the same either way.
+/// idle_flush() is at most 16): the few flush sizes are each one cached plan and one CUDA-graph
+/// replay. A read finding whole bodies pending whose plan is not cached flushes them first in
+/// power-of-two chunks (cached plans too). On by default; false for A/B measurements (env
+/// KILN_LOOP_FLUSH=0): the node-count checks above apply instead. Results are the same either way.
 void set_loop_flush(bool on);
 bool loop_flush();
 
