@@ -135,6 +135,11 @@ bool body_start_chosen(EngineState& e, const Node* n) {
   if (e.body_start_chosen_for == l.confirmations()) return true;
   const int64_t pos = l.position(), p = l.period();
   if (e.body_start_sampling_for != l.confirmations()) {
+    // A synchronous device (the CPU) is never flushed early: nothing to choose.
+    if (probe()(n->device) == DeviceState::synchronous) {
+      e.body_start_chosen_for = l.confirmations();
+      return true;
+    }
     e.body_start_sampling_for = l.confirmations();
     e.body_start_sampled_from = pos;
     e.body_start_fewest = INT64_MAX;
