@@ -22,5 +22,10 @@ Node* cse_find_or_insert(Node* n);
 void cse_erase(Node* n);
 /// The table's bucket count (tests: it shrinks back after a large evaluation).
 size_t cse_table_buckets();
+/// Entries erased since the buckets were last reset, each a tombstone until an insert reuses
+/// its bucket (tests: bounded in a loop whose pending graph never empties).
+size_t cse_table_erased();
+/// Entries in the table now.
+size_t cse_table_entries();
 
 } // namespace kiln::detail

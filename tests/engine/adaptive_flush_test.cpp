@@ -6,6 +6,7 @@
 #include "../test_device.h"
 
 #include "engine/adaptive_flush.h"
+#include "engine/cse.h"
 #include "engine/graph.h"
 
 #include <kiln/kiln.h>
@@ -387,6 +388,25 @@ TEST_F(AdaptiveLoopFlush, KeptOutputsDoNotMoveTheBodiesStart) {
   const Stats s = stats();
   EXPECT_GE(s.loop_flushes, 8) << s;
   EXPECT_LE(s.buffers_materialized, 512) << "at most one per step, the kept h: " << s;
+}
+
+// Each loop flush leaves the next body's first op pending, so the CSE table never empties (where
+// its buckets were reset): its tombstones are dropped when they outnumber the entries instead,
+// or every record would probe past more of them.
+TEST_F(AdaptiveLoopFlush, ALoopThatNeverEmptiesTheCseTableDropsItsTombstones) {
+  const Tensor w = realized_randn({1, 8}), u = realized_randn({1, 8});
+  Tensor h = realized_randn({1, 8}), c = realized_randn({1, 8});
+  probe(DeviceState::busy);
+  size_t most_erased = 0, most_entries = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Tensor a = tanh(h * w); // the body's first op: pending after every flush
+    c = c * sigmoid(c + u) + a;
+    h = tanh(c) * a;
+    most_erased = std::max(most_erased, detail::cse_table_erased());
+    most_entries = std::max(most_entries, detail::cse_table_entries());
+  }
+  EXPECT_GT(stats().loop_flushes, 50) << stats();
+  EXPECT_LE(most_erased, 4 * most_entries + 257) << "tombstones since the last reset";
 }
 
 // Reads after any number of bodies (the device busy, so nothing was flushed early): the whole
