@@ -107,6 +107,9 @@ struct CudaKernelSource {
 struct CudaLaunch {
   uint32_t grid = 1, block = 256, shared_bytes = 0;
   uint32_t grid_y = 1, grid_z = 1; // the GEMM-tile layout: row tiles, matrices of a batch
+  // Blocks per thread-block cluster given at launch (the stand-in interpreter, codegen/standin.h;
+  // generated kernels declare theirs in their source and leave this 1).
+  uint32_t cluster = 1;
 };
 
 /// The variant's part of a kernel's identity, from one visit of its fields (cuda_variant.cpp):
