@@ -16,6 +16,8 @@
 
 namespace kiln::detail {
 
+class CompileWorkers;
+
 struct JitStats {
   int64_t disk_hits = 0, compiles = 0;
   int64_t worker_compiles = 0; // of the compiles, those done by compile workers
@@ -46,13 +48,24 @@ public:
   /// compiles, not their sum. All are attempted; then the first failure in `srcs` order is
   /// rethrown (those that built are in the disk cache).
   std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs);
+  /// The same with the caller's compile workers (null: compile in this process) rather than the
+  /// process's shared ones: the background compiles of runtime/cuda/background_builds.h run on
+  /// a thread of their own while the calling thread may use the shared workers.
+  std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers);
+  /// The kernel from the disk cache (counted as a disk hit), if it is there; never compiles.
+  std::optional<JitKernel> cached(const CudaKernelSource& src) { return from_disk(src); }
+  const std::string& cache_dir() const { return disk_.dir(); }
+  bool disk_cache_enabled() const { return disk_.enabled(); }
   const CudaTarget& target() const { return target_; }
   JitStats stats() const;
 
 private:
   /// The kernel from the disk cache (counted as a disk hit), if it is there.
   std::optional<JitKernel> from_disk(const CudaKernelSource& src);
-  void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<JitKernel>& out,
+  std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs,
+                                   CompileWorkers* workers, bool shared_workers);
+  void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
+                          bool shared_workers, std::vector<JitKernel>& out,
                           std::vector<bool>& done, std::vector<bool>& missed);
 
   CudaTarget target_;
@@ -60,6 +73,15 @@ private:
   mutable std::mutex stats_mu_; // build() runs on several threads in build_all
   JitStats stats_;
 };
+
+/// KILN_COMPILE: what a kernel missing from the disk cache does.
+enum class CompileMode {
+  background, // runs as the stand-in interpreter while NVRTC compiles it on a thread (default)
+  sync,       // waits for NVRTC before its first run
+  standin,    // runs as the stand-in interpreter, never compiled (A/B and tests)
+  off,        // is an error: the deployment's cache should have had it
+};
+CompileMode compile_mode();
 
 /// How many compiles build_all runs at once: KILN_COMPILE_THREADS, else 1. One by default: on
 /// the H100 host NVRTC 13.0 runs one compile at a time per process, so threads only added

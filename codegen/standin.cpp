@@ -204,14 +204,14 @@ public:
   }
 
 private:
-  bool dot_layout() const { return !k_.dots.empty(); }
+  bool dot_layout() const { return !k_.dots.empty() && v_.gemm_tile == 0; }
+  bool gemm_layout() const { return v_.gemm_tile > 0; }
   int cluster() const { return t_.arch >= 90 ? std::max(1, v_.dot_cluster) : 1; }
 
   void check_covered() const {
     if (k_.segmented()) throw NotCovered{"a segmented kernel"};
     if (k_.kind != FusedKernel::Kind::elementwise) throw NotCovered{"a reduction"};
     if (k_.reproducible) throw NotCovered{"a reproducible kernel"};
-    if (v_.gemm_tile > 0) throw NotCovered{"the GEMM-tile layout"};
     if (k_.shape.size() > si::kMaxRank) throw NotCovered{"rank above the interpreter's"};
     if (k_.dots.size() > size_t(si::kMaxDots))
       throw NotCovered{fmt::format("{} dot products, more than {}", k_.dots.size(), si::kMaxDots)};
@@ -249,7 +249,7 @@ private:
 
   si::Program program() const {
     si::Program p{};
-    p.layout = dot_layout() ? si::l_dot : si::l_elementwise;
+    p.layout = dot_layout() ? si::l_dot : gemm_layout() ? si::l_gemm_tile : si::l_elementwise;
     p.rank = static_cast<uint8_t>(pl_.rank);
     p.n_in = static_cast<uint16_t>(k_.inputs.size());
     p.n_out = static_cast<uint16_t>(k_.outputs.size());
@@ -261,7 +261,11 @@ private:
     const int bx = v_.dot_bx > 0 ? v_.dot_bx : 8;
     p.dot_bx = static_cast<uint16_t>(bx);
     p.dot_by = static_cast<uint16_t>(cg::kBlock / bx);
-    p.dot_cluster = static_cast<uint16_t>(cluster());
+    p.cluster = static_cast<uint16_t>(cluster());
+    if (gemm_layout()) {
+      p.gemm_bk = static_cast<uint16_t>(cg::gemm_bk(k_, v_));
+      p.gemm_groups = static_cast<uint16_t>(cg::gemm_groups(v_));
+    }
     return p;
   }
 
@@ -327,7 +331,9 @@ private:
     x.K = field(fmt::format("d{}_K", j));
     x.ak = field(fmt::format("d{}_ak", j));
     x.bk = field(fmt::format("d{}_bk", j));
-    x.acc_double = k_.inputs[d.a].dtype == DType::f64; // Emitter::dot_acc
+    // The accumulators' type: Emitter::dot_acc, the GEMM tile's one type for all its dots.
+    x.acc_double = gemm_layout() ? cg::gemm_f64(k_) : k_.inputs[d.a].dtype == DType::f64;
+    x.is_short = gemm_layout() && j < 32 && (v_.gemm_short_dots >> j & 1);
     return x;
   }
 

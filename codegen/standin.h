@@ -6,8 +6,8 @@
 // launch's argument block and shape; the runtime (runtime/cuda/kernel_cache.h) decides when to
 // use it. Pure computation: no driver calls.
 //
-// Covered: the elementwise, tiled and dot layouts, outside reproducible mode. Not covered (their
-// kernels are compiled before they first run, as before): reductions, the GEMM tile, segmented
+// Covered: the elementwise, tiled, dot and GEMM-tile layouts, outside reproducible mode. Not
+// covered (their kernels are compiled before they first run, as before): reductions, segmented
 // kernels, reproducible kernels, tapes with more live values than the large interpreter's slots
 // or an argument block over standin::kArgsBytes.
 #include "codegen/cuda_codegen.h"

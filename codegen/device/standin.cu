@@ -1,13 +1,15 @@
 // The stand-in interpreter: one kernel, compiled ahead of time by nvcc (CMakeLists.txt embeds
-// its fatbin in libkiln), that runs any FusedKernel of the elementwise and dot layouts from its
-// Program (standin_program.h) while NVRTC compiles the kernel's own binary.
+// its fatbin in libkiln), that runs any FusedKernel of the elementwise, tiled, dot and GEMM-tile
+// layouts from its Program (standin_program.h) while NVRTC compiles the kernel's own binary.
 //
 // Its results are the compiled kernel's bit for bit: every instruction is the expression
 // codegen/cuda_codegen_ops.cpp renders for it, with the same device helpers (common.cuh,
 // half.cuh, ir/philox.h), built with the same toolkit and --fmad=false, so each operation is
 // rounded alike. Elements are independent in the elementwise layout, so any order of them gives
 // the same bits; the dot layout's sums are split, added and combined as Emitter::dot_body does
-// (the same block, cluster and thread shares of K, the same tree in shared memory).
+// (the same block, cluster and thread shares of K, the same tree in shared memory); a GEMM
+// tile's element is summed by one thread in the order of its tile's K chunks, groups and
+// cluster ranks (Kernel::gemm_sum).
 #include "codegen/device/standin_program.h"
 
 #include "codegen/device/half.cuh"
@@ -451,9 +453,59 @@ struct Kernel {
   const double* sums = nullptr;
   int tx = 0;
 
-  KD double dot_sum(int j) const {
+  // Dot j's sum at element i, as the kernel's accumulator type holds it.
+  KD double dot_sum(int j, long long i) const {
+    if (pr->layout == l_gemm_tile)
+      return dots[j].acc_double ? gemm_sum<double>(dots[j], i) : (double)gemm_sum<float>(dots[j], i);
     return dots[j].acc_double ? sums[j * kBlock + tx]
                               : (double)reinterpret_cast<const float*>(sums + j * kBlock)[tx];
+  }
+
+  // The fma chain over k = lo, lo + 1, ... < hi from `acc` (the accumulator's type A).
+  template <class A> KD A chain(const Dot& d, long long i, long long lo, long long hi, A acc) const {
+    const Operand& oa = in[d.a];
+    const Operand& ob = in[d.b];
+    const long long ak = ifield(d.ak), bk = ifield(d.bk);
+    const long long a0 = offset(oa, i), b0 = offset(ob, i);
+    const void* pa = ptr(oa);
+    const void* pb = ptr(ob);
+    for (long long k = lo; k < hi; ++k) {
+      const Value x = load(pa, a0 + k * ak, oa.type), y = load(pb, b0 + k * bk, ob.type);
+      if constexpr (sizeof(A) == 8)
+        acc = fma(oa.type == t_f64 ? x.d : (double)x.f, ob.type == t_f64 ? y.d : (double)y.f, acc);
+      else
+        acc = fmaf(oa.type == t_f64 ? (float)x.d : x.f, ob.type == t_f64 ? (float)y.d : y.f, acc);
+    }
+    return acc;
+  }
+
+  // The GEMM tile's sum of one element (Emitter::gemm_body): cluster rank r takes the K range
+  // [r * span, (r + 1) * span) in whole chunks of BK; K group g of a block takes ks
+  // [g * KG, g * KG + KG) of each of its chunks, one fma after another from +0; a block adds its
+  // groups' sums in group order, and the cluster's blocks are added in rank order. A short dot
+  // is its element's fma chain from +0, plus +0 where the tile would add other partial sums.
+  template <class A> KD A gemm_sum(const Dot& d, long long i) const {
+    const long long K = ifield(d.K);
+    const int C = pr->cluster, G = pr->gemm_groups;
+    if (d.is_short) {
+      A s = chain<A>(d, i, 0, K, A(0));
+      return G > 1 || C > 1 ? s + A(0) : s;
+    }
+    const long long BK = pr->gemm_bk, KG = BK / G;
+    const long long span = (K + C * BK - 1) / (C * BK) * BK;
+    A total = 0;
+    for (int r = 0; r < C; ++r) {
+      const long long kb = r * span, ke = min(K, kb + span);
+      A s = 0;
+      for (int g = 0; g < G; ++g) {
+        A part = 0;
+        for (long long k0 = kb; k0 < ke; k0 += BK)
+          part = chain<A>(d, i, k0 + g * KG, min(k0 + g * KG + KG, ke), part);
+        s = g == 0 ? part : s + part;
+      }
+      total = r == 0 ? s : total + s;
+    }
+    return total;
   }
 
   KD unsigned long long field(uint16_t f) const { return w[1 + f]; }
@@ -556,9 +608,9 @@ struct Kernel {
       break;
     case op_matmul: // the dot's sum, in its accumulator's type, converted
       if (c == c_double)
-        r.d = dot_sum(in.field);
+        r.d = dot_sum(in.field, i);
       else
-        r.f = (float)dot_sum(in.field);
+        r.f = (float)dot_sum(in.field, i);
       break;
     default:
       if (in.op >= op_add) { // binary
@@ -655,7 +707,7 @@ template <class A> KD A dot_share(const Kernel& k, const Dot& d, long long i, lo
 // sums added in a tree in shared memory, the cluster's blocks' in rank order by block 0.
 template <int S> KD void dots(Kernel& k, double* sd) {
   const Program& pr = *k.pr;
-  const int bx = pr.dot_bx, by = pr.dot_by, C = pr.dot_cluster;
+  const int bx = pr.dot_bx, by = pr.dot_by, C = pr.cluster;
   const int tx = threadIdx.x % bx, ty = threadIdx.x / bx;
   const unsigned rank = C > 1 ? cluster_rank() : 0;
   const long long n = k.ifield(pr.n_field);
@@ -719,7 +771,7 @@ template <int S> KD void interpret(const StandinArgs& args) {
   if (k.pr->layout == l_dot)
     dots<S>(k, k_partial_sums);
   else
-    elementwise<S>(k);
+    elementwise<S>(k); // the GEMM tile too: each element sums its own dots
 }
 
 } // namespace kiln::detail::standin

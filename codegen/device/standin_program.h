@@ -37,7 +37,7 @@ enum Op : uint8_t {
 // Element types, in kiln::DType's order (a static_assert in codegen/standin.cpp checks it).
 enum Type : uint8_t { t_f32, t_f64, t_f16, t_bf16, t_i32, t_i64, t_bool };
 enum Mode : uint8_t { m_contiguous, m_scalar, m_strided };
-enum Layout : uint8_t { l_elementwise, l_dot };
+enum Layout : uint8_t { l_elementwise, l_dot, l_gemm_tile };
 
 struct Operand {  // a kernel input or output
   uint8_t type, mode;
@@ -61,7 +61,8 @@ struct Inst {
 struct Dot {
   uint16_t a, b;         // the inputs read along K
   uint16_t K, ak, bk;    // fields: its length and the operands' strides along K
-  uint8_t acc_double, pad;
+  uint8_t acc_double;
+  uint8_t is_short;      // GEMM tile: summed by its element alone (CudaVariant::gemm_short_dots)
 };
 
 struct Program {
@@ -69,7 +70,9 @@ struct Program {
   uint16_t n_in, n_out, n_inst, n_dots;
   uint16_t n_field;            // the element count ("n")
   uint16_t shape[kMaxRank];    // fields of the extents (kNoField: no strided operand)
-  uint16_t dot_bx, dot_by, dot_cluster;
+  uint16_t dot_bx, dot_by;     // the dot layout: elements per block, threads per element
+  uint16_t cluster;            // the dot layouts: blocks per cluster splitting K
+  uint16_t gemm_bk, gemm_groups; // the GEMM tile: its K chunk, and the groups splitting each
   uint16_t pad;
   // Followed by Operand in[n_in], Operand out[n_out], Inst tape[n_inst], Dot dots[n_dots].
 };

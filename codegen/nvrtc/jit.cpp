@@ -62,7 +62,7 @@ JitKernel Jit::build(const CudaKernelSource& src, bool fresh) {
     if (std::optional<JitKernel> k = from_disk(src)) return std::move(*k);
   // KILN_COMPILE=0: a deployment that must be warm (its cache shipped with kiln-cache export)
   // fails loudly rather than stalling on NVRTC.
-  if (!setting_flag(Setting::compile).value_or(true))
+  if (compile_mode() == CompileMode::off)
     fail("compile",
          "kernel {} is not in the disk cache {} and KILN_COMPILE=0 forbids compiling it; run the "
          "workload once with compiling allowed, or `kiln-cache import` a warm cache (set "
@@ -83,9 +83,19 @@ JitStats Jit::stats() const {
 }
 
 std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
+  return build_all(srcs, nullptr, /*shared_workers=*/true);
+}
+
+std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs,
+                                      CompileWorkers* workers) {
+  return build_all(srcs, workers, /*shared_workers=*/false);
+}
+
+std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs,
+                                      CompileWorkers* workers, bool shared_workers) {
   std::vector<JitKernel> out(srcs.size());
   std::vector<bool> done(srcs.size(), false), missed(srcs.size(), false);
-  compile_in_workers(srcs, out, done, missed);
+  compile_in_workers(srcs, workers, shared_workers, out, done, missed);
   std::vector<std::exception_ptr> errors(srcs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -115,11 +125,12 @@ std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
 // lacks (missed[i]), when there are several, go to the workers, and each one they compiled is
 // loaded from the cache. What they could not do is left to build(), which compiles it here or
 // reports its error.
-void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<JitKernel>& out,
+void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
+                             bool shared_workers, std::vector<JitKernel>& out,
                              std::vector<bool>& done, std::vector<bool>& missed) {
-  const int processes = compile_processes();
-  if (srcs.size() < 2 || processes < 2 || !disk_.enabled() ||
-      !setting_flag(Setting::compile).value_or(true))
+  const int processes = shared_workers ? compile_processes() : 0;
+  if (srcs.size() < 2 || (!workers && processes < 2) || !disk_.enabled() ||
+      compile_mode() == CompileMode::off)
     return;
   std::vector<size_t> missing;
   for (size_t i = 0; i < srcs.size(); ++i) {
@@ -130,7 +141,7 @@ void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<
       missing.push_back(i), missed[i] = true;
   }
   if (missing.size() < 2) return;
-  CompileWorkers* workers = CompileWorkers::shared(processes, disk_.dir());
+  if (!workers) workers = CompileWorkers::shared(processes, disk_.dir());
   if (!workers) return;
   std::vector<CudaKernelSource> todo;
   for (size_t i : missing) todo.push_back(srcs[i]);
@@ -154,6 +165,14 @@ void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, std::vector<
     stats_.worker_compiles++;
     stats_.compile_ms += results[m].compile_ms;
   }
+}
+
+CompileMode compile_mode() {
+  const std::string m = setting_text(Setting::compile).value_or("background");
+  if (m == "sync") return CompileMode::sync;
+  if (m == "standin") return CompileMode::standin;
+  if (m == "0") return CompileMode::off;
+  return CompileMode::background; // "background", "1"
 }
 
 int compile_threads() {

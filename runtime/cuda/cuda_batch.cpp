@@ -154,8 +154,16 @@ void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
       l.variant = choose_variant(k, base, kernels_.target());
       l.shape = launch_for(k, l.variant, kernels_.target());
       if (l.shape.grid == 0) continue; // empty iteration space
-      l.fn = kernels_.get(k, l.variant);
-      l.params = param_template(k, l.variant);
+      KernelChoice c = kernels_.choose(k, l.variant);
+      l.fn = c.fn;
+      if (c.standin) { // until its binary is compiled (swap_in_compiled)
+        l.params = std::move(c.standin->params);
+        l.shape = c.standin->shape;
+        l.standin = true;
+        ++standins_;
+      } else {
+        l.params = param_template(k, l.variant);
+      }
     }
     for (const ParamTemplate::Pointer& p : l.params.pointers)
       if (p.slot >= 0) used[p.slot] = true;
@@ -183,10 +191,30 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
     if (!l.fn) continue;
     ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
     void* args[] = {l.params.bytes.data()};
-    cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(l.fn), grid_dims(l.shape),
-                                dim3(l.shape.block), args, l.shape.shared_bytes, stream),
-               "eval", "cudaLaunchKernel");
+    launch_kernel(l.fn, l.shape, args, stream);
+    if (l.standin) kernels_.count_standin_launch();
   }
+}
+
+// KILN_COMPILE=standin keeps them; sync (set since the batch was prepared) compiles them now.
+bool CudaBatch::swap_in_compiled() {
+  const CompileMode mode = compile_mode();
+  if (mode == CompileMode::standin) return false;
+  kernels_.collect_background_builds();
+  for (Launch& l : launches_) {
+    if (!l.standin) continue;
+    const FusedKernel& k = *l.item.kernel;
+    cudaKernel_t fn = mode == CompileMode::background
+                          ? kernels_.find(k, l.variant) // throws a failed compile's error
+                          : kernels_.get(k, l.variant);
+    if (!fn) continue;
+    l.fn = fn;
+    l.params = param_template(k, l.variant);
+    l.shape = launch_for(k, l.variant, kernels_.target());
+    l.standin = false;
+    --standins_;
+  }
+  return standins_ == 0;
 }
 
 void CudaBatch::write_constants() {
@@ -494,6 +522,11 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
       else
         kernels_.launch(*l.item.kernel, base, stream_.after_queued());
     }
+    stats.graph_misses++;
+    return;
+  }
+  if (standins_ > 0 && !swap_in_compiled()) { // no graph of a stand-in: it is short-lived
+    launch_direct(base);
     stats.graph_misses++;
     return;
   }

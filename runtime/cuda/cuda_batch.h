@@ -66,6 +66,7 @@ private:
     CudaLaunch shape;
     cudaKernel_t fn = nullptr; // null: nothing to launch (empty)
     ParamTemplate params;      // pointers as last launched directly
+    bool standin = false;      // fn is the stand-in interpreter (params and shape are its own)
     // GEMMs: per operand (a, b), how often it moved in an update, and whether instances stage
     // it (bytes > 0: the span of elements the GEMM reads).
     int moved[2] = {0, 0};
@@ -95,6 +96,9 @@ private:
   };
 
   void prepare(llvm::ArrayRef<void*> base);
+  /// Replaces stand-ins whose binaries the background compiles finished; true when none is
+  /// left (until then the batch launches directly, never as a graph).
+  bool swap_in_compiled();
   void prefetch_kernels(llvm::ArrayRef<void*> base);
   bool same_alignment(llvm::ArrayRef<void*> base) const;
   void launch_direct(llvm::ArrayRef<void*> base);
@@ -137,6 +141,7 @@ private:
   std::vector<int> used_slots_; // slots any launch reads or writes
   bool prepared_ = false;
   int runs_ = 0;
+  int standins_ = 0; // launches running as the stand-in
   uint64_t clock_ = 0;
   bool graph_failed_ = false;  // building or updating failed: launch directly from now on
   uint64_t failures_seen_ = 0; // stream_.launches().failures() when last looked

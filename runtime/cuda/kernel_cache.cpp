@@ -3,17 +3,20 @@
 #include "ir/kernel_key.h"
 #include "runtime/cuda/cuda_check.h"
 
+#include <fmt/format.h>
 #include <llvm/ADT/SmallString.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <vector>
 
 namespace kiln::detail {
 
 namespace {
 
-std::vector<const CudaKernelCache*>& caches() {
-  static auto* c = new std::vector<const CudaKernelCache*>;
+std::vector<CudaKernelCache*>& caches() {
+  static auto* c = new std::vector<CudaKernelCache*>;
   return *c;
 }
 
@@ -32,6 +35,8 @@ KernelCacheStats cuda_kernel_cache_stats() {
     s.compiles += cs.compiles;
     s.compile_ms += cs.compile_ms;
     s.load_ms += cs.load_ms;
+    s.background_builds += cs.background_builds;
+    s.standin_launches += cs.standin_launches;
   }
   return s;
 }
@@ -82,11 +87,152 @@ const CudaKernelCache* cuda_kernel_cache(int device) {
   return nullptr;
 }
 
+void cuda_finish_background_builds() {
+  for (CudaKernelCache* c : caches()) c->finish_background_builds();
+}
+
+std::string cuda_standin_unavailable_reason(int device) {
+  for (CudaKernelCache* c : caches())
+    if (c->device() == device) return c->standin_available() ? "" : c->standin_why();
+  return "no CUDA backend for this device";
+}
+
 cudaKernel_t CudaKernelCache::find(const FusedKernel& k, const CudaVariant& v) const {
   llvm::SmallString<256> key;
   memory_key(k, v, key);
   auto it = loaded_.find(key);
-  return it == loaded_.end() ? nullptr : it->second;
+  if (it != loaded_.end()) return it->second;
+  if (auto f = failed_.find(key); f != failed_.end()) throw Error(f->second);
+  return nullptr;
+}
+
+void launch_kernel(cudaKernel_t fn, const CudaLaunch& shape, void** args, cudaStream_t stream) {
+  if (shape.cluster <= 1) {
+    cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(fn), grid_dims(shape),
+                                dim3(shape.block), args, shape.shared_bytes, stream),
+               "eval", "cudaLaunchKernel");
+    return;
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid_dims(shape);
+  config.blockDim = dim3(shape.block);
+  config.dynamicSmemBytes = shape.shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute cluster[1];
+  cluster[0].id = cudaLaunchAttributeClusterDimension;
+  cluster[0].val.clusterDim.x = shape.cluster;
+  cluster[0].val.clusterDim.y = 1;
+  cluster[0].val.clusterDim.z = 1;
+  config.attrs = cluster;
+  config.numAttrs = 1;
+  cuda_check(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(fn), args), "eval",
+             "cudaLaunchKernelEx (a cluster)");
+}
+
+// The interpreter's fatbin is loaded once; it serves only where NVRTC is the toolkit version
+// that built it (the same math library, so the same bits) and the fatbin has this GPU's arch.
+cudaKernel_t CudaKernelCache::standin_kernel(bool large) {
+  if (!standin_tried_) {
+    standin_tried_ = true;
+    const std::span<const std::byte> fatbin = standin_fatbin();
+    if (fatbin.empty()) {
+      standin_why_ = "libkiln was built without the interpreter";
+    } else if (standin_cuda_version() != target().nvrtc_version) {
+      standin_why_ = fmt::format("the interpreter was built by CUDA {} and NVRTC is {}: their "
+                                 "math could round differently",
+                                 standin_cuda_version(), target().nvrtc_version);
+    } else {
+      std::vector<uint64_t> aligned((fatbin.size() + 7) / 8);
+      std::memcpy(aligned.data(), fatbin.data(), fatbin.size());
+      cudaError_t e = cudaLibraryLoadData(&standin_lib_, aligned.data(), nullptr, nullptr, 0,
+                                          nullptr, nullptr, 0);
+      for (int i = 0; i < 2 && e == cudaSuccess; ++i)
+        e = cudaLibraryGetKernel(&standin_fns_[i], standin_lib_, standin_entry(i == 1));
+      if (e != cudaSuccess) { // no binary for this GPU: kernels compile before they run
+        (void)cudaGetLastError();
+        standin_fns_[0] = standin_fns_[1] = nullptr;
+        standin_why_ = fmt::format("the driver does not load it for sm_{}: {}", target().arch,
+                                   cudaGetErrorString(e));
+      }
+    }
+  }
+  return standin_fns_[large ? 1 : 0];
+}
+
+bool CudaKernelCache::stands_in() {
+  const CompileMode mode = compile_mode();
+  return (mode == CompileMode::background || mode == CompileMode::standin) &&
+         standin_kernel(false) != nullptr;
+}
+
+std::optional<StandinLaunch> CudaKernelCache::standin_launch(const FusedKernel& k,
+                                                             const CudaVariant& v) {
+  std::optional<StandinLaunch> s = plan_standin(k, v, target());
+  if (s && !standin_kernel(s->large)) s.reset();
+  return s;
+}
+
+// A kernel the stand-in covers: loaded from the disk cache when it is there (loading beats
+// interpreting), else queued for the background thread (into `jobs`). Returns whether it is
+// pending now.
+bool CudaKernelCache::start_background(llvm::StringRef key, const FusedKernel& k,
+                                       const CudaVariant& v,
+                                       std::vector<BackgroundBuilds::Job>& jobs) {
+  CudaKernelSource src = render_cuda(k, v, target());
+  if (std::optional<JitKernel> disk = jit_.cached(src)) {
+    loaded_[key] = load(src, std::move(*disk));
+    return false;
+  }
+  pending_[key] = true;
+  stats_.background_builds++;
+  jobs.push_back({std::string(key), std::move(src)});
+  return true;
+}
+
+KernelChoice CudaKernelCache::choose(const FusedKernel& k, const CudaVariant& v) {
+  if (compile_mode() == CompileMode::standin && stands_in()) // even where a binary is loaded
+    if (std::optional<StandinLaunch> standin = standin_launch(k, v))
+      return {standin_kernel(standin->large), std::move(standin)};
+  llvm::SmallString<256> key;
+  memory_key(k, v, key);
+  if (!pending_.empty()) collect_background_builds();
+  if (auto it = loaded_.find(key); it != loaded_.end()) {
+    stats_.memory_hits++;
+    return {it->second, std::nullopt};
+  }
+  if (auto f = failed_.find(key); f != failed_.end()) throw Error(f->second);
+  const bool pending = pending_.count(key) > 0;
+  if (pending || stands_in()) {
+    if (std::optional<StandinLaunch> standin = standin_launch(k, v)) {
+      KernelChoice c{standin_kernel(standin->large), std::move(standin)};
+      if (pending) return c;
+      std::vector<BackgroundBuilds::Job> jobs;
+      if (start_background(key, k, v, jobs)) {
+        background_.submit(std::move(jobs));
+        return c;
+      }
+      return {loaded_[key], std::nullopt};
+    }
+  }
+  cudaKernel_t kernel = load(render_cuda(k, v, target()));
+  loaded_[key] = kernel;
+  return {kernel, std::nullopt};
+}
+
+void CudaKernelCache::collect_background_builds() {
+  for (BackgroundBuilds::Finished& f : background_.take_finished()) {
+    pending_.erase(f.key);
+    if (!f.error.empty()) {
+      failed_[f.key] = f.error;
+      continue;
+    }
+    if (!loaded_.count(f.key)) loaded_[f.key] = load(f.src, std::move(f.built));
+  }
+}
+
+void CudaKernelCache::finish_background_builds() {
+  background_.wait_idle();
+  collect_background_builds();
 }
 
 cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
@@ -102,6 +248,8 @@ cudaKernel_t CudaKernelCache::get(const FusedKernel& k, const CudaVariant& v) {
   return kernel;
 }
 
+// Kernels the stand-in covers go to the background thread together (its compile workers take
+// them in parallel); the others are built here, several at once.
 void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, CudaVariant>> kernels,
                                llvm::ArrayRef<const IndexStep*> index_steps) {
   struct Missing {
@@ -110,14 +258,21 @@ void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, Cuda
     bool index = false; // a key of index_kernels_, else of loaded_
   };
   std::vector<Missing> missing;
+  std::vector<BackgroundBuilds::Job> background;
   llvm::StringMap<bool> listed; // a plan often runs one kernel many times
   llvm::SmallString<256> key;
+  const bool standins = stands_in();
   for (const auto& [k, v] : kernels) {
     key.clear();
     memory_key(*k, v, key);
-    if (!loaded_.count(key) && listed.insert({key, true}).second)
-      missing.push_back({render_cuda(*k, v, target()), std::string(key), false});
+    if (loaded_.count(key) || pending_.count(key) || !listed.insert({key, true}).second) continue;
+    if (standins && standin_launch(*k, v)) {
+      if (compile_mode() == CompileMode::background) start_background(key, *k, v, background);
+      continue;
+    }
+    missing.push_back({render_cuda(*k, v, target()), std::string(key), false});
   }
+  background_.submit(std::move(background));
   for (const IndexStep* s : index_steps) {
     std::string id = index_kernel_id(*s);
     if (!index_kernels_.count(id) && listed.insert({id, true}).second)
@@ -198,12 +353,17 @@ void CudaKernelCache::launch(const FusedKernel& k, llvm::ArrayRef<void*> slot_ba
   CudaVariant v = choose_variant(k, slot_base, target());
   CudaLaunch l = launch_for(k, v, target());
   if (l.grid == 0) return; // nothing to do (empty iteration space)
-  cudaKernel_t kernel = get(k, v);
+  KernelChoice c = choose(k, v);
+  if (c.standin) {
+    c.standin->params.patch(slot_base);
+    void* args[] = {c.standin->params.bytes.data()};
+    launch_kernel(c.fn, c.standin->shape, args, stream);
+    stats_.standin_launches++;
+    return;
+  }
   std::vector<std::byte> params = pack_params(k, v, slot_base);
   void* args[] = {params.data()};
-  cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid_dims(l), dim3(l.block),
-                              args, l.shared_bytes, stream),
-             "eval", "cudaLaunchKernel");
+  launch_kernel(c.fn, l, args, stream);
 }
 
 } // namespace kiln::detail

@@ -3,6 +3,8 @@
 // builds' generated sources can be compared (for refactoring the emitters).
 #include "codegen/jit.h"
 #include "codegen/nvrtc_compiler.h"
+#include "codegen/standin.h"
+#include "codegen/device/standin_program.h"
 #include "codegen_fixture.h"
 #include "ir/kernel_key.h"
 
@@ -311,6 +313,50 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
 // For refactoring the emitters: with KILN_TEST_SOURCES_DIR set, writes every source of the
 // catalogue's jobs there, with their launch shapes in launches.txt (no compiles), so that two
 // builds' outputs can be compared with diff -r. Skipped otherwise.
+// The stand-in interpreter (codegen/standin.h) covers every kernel of the elementwise, tiled, dot
+// and GEMM-tile layouts, and its argument block holds the kernel's own Params one word in, then its
+// Program; tests/cuda/standin_gpu_test.cpp checks its results on a GPU.
+TEST_F(Codegen, TheStandinCoversEveryElementwiseAndDotKernelOfTheCatalogue) {
+  size_t unique = 0;
+  int sm80 = 0;
+  const std::vector<Job> jobs = catalogue_jobs(catalogue(), unique, sm80);
+  int covered = 0, dots = 0;
+  for (const Job& j : jobs) {
+    const CudaLayout layout = j.kernel.segmented() ? CudaLayout::elementwise
+                                                   : layout_of(j.kernel, j.variant);
+    const bool expected = !j.kernel.segmented() && !j.kernel.reproducible &&
+                          (layout == CudaLayout::elementwise || layout == CudaLayout::tiled ||
+                           layout == CudaLayout::dot || layout == CudaLayout::gemm_tile);
+    std::string why;
+    const std::optional<StandinLaunch> s = plan_standin(j.kernel, j.variant, target(j.arch), &why);
+    EXPECT_EQ(s.has_value(), expected) << j.src.name << ": " << why;
+    if (!s) continue;
+    ++covered;
+    dots += layout == CudaLayout::dot || layout == CudaLayout::gemm_tile;
+    const ParamTemplate own = param_template(j.kernel, j.variant);
+    ASSERT_EQ(s->params.bytes.size(), size_t(standin::kArgsBytes));
+    uint64_t program_at = 0;
+    std::memcpy(&program_at, s->params.bytes.data(), 8);
+    EXPECT_EQ(program_at, 8 + own.bytes.size());
+    EXPECT_EQ(0, std::memcmp(s->params.bytes.data() + 8, own.bytes.data(), own.bytes.size()));
+    ASSERT_EQ(s->params.pointers.size(), own.pointers.size());
+    for (size_t p = 0; p < own.pointers.size(); ++p)
+      EXPECT_EQ(s->params.pointers[p].at, own.pointers[p].at + 8);
+    standin::Program pr;
+    std::memcpy(&pr, s->params.bytes.data() + program_at, sizeof pr);
+    EXPECT_EQ(pr.n_inst, j.kernel.tape.size());
+    EXPECT_EQ(pr.n_in, j.kernel.inputs.size());
+    EXPECT_EQ(pr.n_out, j.kernel.outputs.size());
+    EXPECT_EQ(pr.n_dots, j.kernel.dots.size());
+    if (layout == CudaLayout::dot)
+      EXPECT_EQ(s->shape.cluster, j.arch >= 90 ? uint32_t(std::max(1, j.variant.dot_cluster)) : 1u);
+  }
+  EXPECT_GT(covered, 50);
+  EXPECT_GT(dots, 3);
+  std::printf("the stand-in covers %d of %zu catalogue kernels (%d with dot products)\n", covered,
+              jobs.size(), dots);
+}
+
 TEST_F(Codegen, CatalogueSourcesToDirectory) {
   const char* dir = std::getenv("KILN_TEST_SOURCES_DIR");
   if (!dir || !*dir) GTEST_SKIP() << "KILN_TEST_SOURCES_DIR not set";

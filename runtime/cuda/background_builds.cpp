@@ -1,0 +1,145 @@
+#include "runtime/cuda/background_builds.h"
+
+#include <kiln/error.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+
+namespace kiln::detail {
+
+namespace {
+
+std::mutex& registry_mu() {
+  static auto* mu = new std::mutex; // never destroyed: used by the exit handler
+  return *mu;
+}
+std::vector<BackgroundBuilds*>& registry() {
+  static auto* all = new std::vector<BackgroundBuilds*>;
+  return *all;
+}
+
+void at_exit() {
+  BackgroundBuilds::stop_all();
+}
+
+} // namespace
+
+void BackgroundBuilds::stop_all() {
+  std::vector<BackgroundBuilds*> all;
+  {
+    std::lock_guard<std::mutex> lock(registry_mu());
+    all = registry();
+  }
+  for (BackgroundBuilds* b : all) b->stop();
+}
+
+BackgroundBuilds::~BackgroundBuilds() {
+  stop();
+  std::lock_guard<std::mutex> lock(registry_mu());
+  auto& all = registry();
+  all.erase(std::remove(all.begin(), all.end(), this), all.end());
+}
+
+void BackgroundBuilds::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void BackgroundBuilds::submit(std::vector<Job> jobs) {
+  if (jobs.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    outstanding_ += jobs.size();
+    for (Job& j : jobs) queue_.push_back(std::move(j));
+    if (!thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> reg(registry_mu());
+        registry().push_back(this);
+      }
+      std::atexit(at_exit);
+      thread_ = std::thread([this] { run(); });
+    }
+  }
+  cv_.notify_all();
+}
+
+std::vector<BackgroundBuilds::Finished> BackgroundBuilds::take_finished() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Finished> out = std::move(finished_);
+  finished_.clear();
+  outstanding_ -= out.size();
+  return out;
+}
+
+size_t BackgroundBuilds::outstanding() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return outstanding_;
+}
+
+void BackgroundBuilds::wait_idle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return stopping_ || (queue_.empty() && !busy_); });
+}
+
+void BackgroundBuilds::run() {
+  bool first_round = true;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    std::vector<Job> jobs(std::make_move_iterator(queue_.begin()),
+                          std::make_move_iterator(queue_.end()));
+    queue_.clear();
+    busy_ = true;
+    lock.unlock();
+    std::vector<Finished> done = build(std::move(jobs));
+    if (first_round) std::atexit(at_exit); // after the state the round made (see the header)
+    first_round = false;
+    lock.lock();
+    for (Finished& f : done) finished_.push_back(std::move(f));
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+// One round: all of the jobs at once (in this thread's own compile workers when there are
+// several); where that fails, each job alone, so that every failure is reported with its kernel
+// and the others still come back.
+std::vector<BackgroundBuilds::Finished> BackgroundBuilds::build(std::vector<Job> jobs) {
+  std::vector<Finished> out(jobs.size());
+  std::vector<CudaKernelSource> srcs;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    out[i].key = std::move(jobs[i].key);
+    out[i].src = jobs[i].src;
+    srcs.push_back(std::move(jobs[i].src));
+  }
+  if (srcs.size() >= 2 && !workers_tried_ && jit_.disk_cache_enabled()) {
+    workers_tried_ = true;
+    const int n = compile_processes();
+    const std::string path = compile_worker_path();
+    if (n >= 2 && !path.empty()) workers_ = CompileWorkers::start(path, n, jit_.cache_dir());
+  }
+  try {
+    std::vector<JitKernel> built = jit_.build_all(srcs, workers_.get());
+    for (size_t i = 0; i < out.size(); ++i) out[i].built = std::move(built[i]);
+    return out;
+  } catch (const std::exception&) {
+  }
+  for (Finished& f : out) {
+    try {
+      f.built = jit_.build(f.src);
+    } catch (const std::exception& e) {
+      f.error = e.what();
+    }
+  }
+  return out;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,73 @@
+#pragma once
+// Kernels compiled off the calling thread while the stand-in interpreter runs them
+// (KILN_COMPILE=background, kernel_cache.h). One thread per device's kernel cache takes every
+// kernel submitted since its last round and builds them together (Jit::build_all: the disk
+// cache, then compile worker processes of its own when there are several, else NVRTC on the
+// thread); the calling thread collects the binaries and loads them into the driver.
+//
+// At exit the thread is stopped and joined before the objects it uses are destroyed: an exit
+// handler is registered when the thread starts and again after its first round (handlers run
+// in the reverse order of registration, and the first round constructs NVRTC's and the disk
+// cache's lazily made state). A round in progress is finished first; what is still queued is
+// dropped (the disk cache keeps whatever was stored).
+#include "codegen/jit.h"
+#include "codegen/nvrtc/compile_workers.h"
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kiln::detail {
+
+class BackgroundBuilds {
+public:
+  struct Finished {
+    std::string key; // as submitted
+    CudaKernelSource src;
+    JitKernel built;   // when error is empty
+    std::string error; // the compile's failure (kiln::Error's text)
+  };
+
+  explicit BackgroundBuilds(Jit& jit) : jit_(jit) {}
+  ~BackgroundBuilds();
+  BackgroundBuilds(const BackgroundBuilds&) = delete;
+  BackgroundBuilds& operator=(const BackgroundBuilds&) = delete;
+
+  struct Job {
+    std::string key;
+    CudaKernelSource src;
+  };
+  /// Queue kernels' builds, to be built together (the thread starts on first use).
+  void submit(std::vector<Job> jobs);
+  /// The builds finished since the last call, in the order they finished.
+  std::vector<Finished> take_finished();
+  /// Submitted and not yet taken by take_finished().
+  size_t outstanding() const;
+  /// Waits until every submitted build has finished (tests, benchmarks).
+  void wait_idle();
+
+  /// Stops and joins every BackgroundBuilds' thread (the exit handler).
+  static void stop_all();
+
+private:
+  void run();
+  std::vector<Finished> build(std::vector<Job> jobs);
+  void stop();
+
+  Jit& jit_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  std::vector<Finished> finished_;
+  size_t outstanding_ = 0;
+  bool busy_ = false, stopping_ = false;
+  std::thread thread_;
+  std::unique_ptr<CompileWorkers> workers_; // started for the first round of several kernels
+  bool workers_tried_ = false;
+};
+
+} // namespace kiln::detail
