@@ -32,27 +32,43 @@ for round in 1 2; do
 done
 
 # The seeds' loop's first steps after the device is initialised (issue 19's cold-start figures),
-# kiln on an empty cache and PyTorch eager, each in a fresh process, alternating.
+# kiln on an empty cache with the stand-in (KILN_COMPILE=background, the default) and without
+# (sync), and PyTorch eager, each in a fresh process, alternating.
 if [[ -x $build/bench/first_steps ]]; then
-  kiln_rows=() torch_rows=() kiln_head='' torch_head=''
+  declare -A kiln_rows=()
+  torch_rows=() kiln_head='' torch_head=''
   have_torch=0
   python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && have_torch=1
   for round in 1 2 3; do
-    dir=$(mktemp -d /tmp/kiln-cold-XXXXXX)
-    out=$(KILN_CACHE_DIR="$dir" "$build/bench/first_steps")
-    rm -rf "$dir"
-    kiln_head=$(grep -E '^\| (d|---)' <<<"$out")
-    kiln_rows+=("$(grep -E '^\| [0-9]' <<<"$out")")
+    for mode in background sync; do
+      dir=$(mktemp -d /tmp/kiln-cold-XXXXXX)
+      out=$(KILN_COMPILE=$mode KILN_CACHE_DIR="$dir" "$build/bench/first_steps")
+      rm -rf "$dir"
+      kiln_head=$(grep -E '^\| (d|---)' <<<"$out")
+      kiln_rows[$mode]+="$(grep -E '^\| [0-9]' <<<"$out")"$'\n'
+    done
     if [[ $have_torch == 1 ]]; then
       out=$(python3 "$(dirname "$0")/../torch/first_steps_torch.py")
       torch_head=$(grep -E '^\| (d|---)' <<<"$out")
       torch_rows+=("$(grep -E '^\| [0-9]' <<<"$out")")
     fi
   done
-  printf '\nkiln, empty cache, 3 fresh processes:\n\n%s\n' "$kiln_head"
-  printf '%s\n' "${kiln_rows[@]}"
+  for mode in background sync; do
+    printf '\nkiln, KILN_COMPILE=%s, empty cache, 3 fresh processes:\n\n%s\n' "$mode" "$kiln_head"
+    printf '%s' "${kiln_rows[$mode]}"
+  done
   if [[ $have_torch == 1 ]]; then
     printf '\nPyTorch eager, 3 fresh processes:\n\n%s\n' "$torch_head"
     printf '%s\n' "${torch_rows[@]}"
   fi
+  # The warm-disk case: a cache directory that one run filled, then 3 fresh processes on it.
+  for mode in background sync; do
+    dir=$(mktemp -d /tmp/kiln-cold-XXXXXX)
+    KILN_COMPILE=$mode KILN_CACHE_DIR="$dir" "$build/bench/first_steps" >/dev/null
+    printf '\nkiln, KILN_COMPILE=%s, warm disk cache, 3 fresh processes:\n\n%s\n' "$mode" "$kiln_head"
+    for round in 1 2 3; do
+      KILN_COMPILE=$mode KILN_CACHE_DIR="$dir" "$build/bench/first_steps" | grep -E '^\| [0-9]'
+    done
+    rm -rf "$dir"
+  done
 fi

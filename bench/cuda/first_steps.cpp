@@ -3,8 +3,9 @@
 // runs it so). The device is initialised first (one tiny kernel and a sync, timed apart), then
 // the seeds' loop (d = 64, an eval per step, as rnn_gpu's seed loop) runs, each step's result
 // read as soon as it is queued would be (a sync after every step), until 1 s of wall time has
-// passed. Printed: the device's initialisation, the first step, the first 5 steps, and when the
-// loop reached full speed (the first 10-step window within 1.5x of the last 100 steps' median).
+// passed. Printed: the device's initialisation, the first step, the first 5 steps, when the
+// loop reached full speed (the first 10-step window within 1.5x of the last 100 steps' median),
+// and how many launches ran on the stand-in interpreter while NVRTC compiled (KILN_COMPILE).
 // bench/torch/first_steps_torch.py runs the same loop in PyTorch eager in a fresh process.
 //
 //   first_steps [d, default 64]
@@ -65,11 +66,12 @@ int main(int argc, char** argv) {
   const detail::KernelCacheStats kc = detail::cuda_kernel_cache_stats();
   bench::print_header("first steps in a fresh process (kiln)", argc, argv);
   std::printf("| d | device init ms | first step ms | first 5 steps ms | full speed after ms "
-              "(steps) | steady us/step | kernels compiled (ms of NVRTC), from disk |\n"
-              "|---:|---:|---:|---:|---:|---:|---:|\n");
-  std::printf("| %lld | %.1f | %.2f | %.2f | %.1f (%zu) | %.1f | %lld (%.0f), %lld |\n",
+              "(steps) | steady us/step | kernels compiled (ms of NVRTC), from disk | "
+              "stand-in launches |\n"
+              "|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| %lld | %.1f | %.2f | %.2f | %.1f (%zu) | %.1f | %lld (%.0f), %lld | %lld |\n",
               static_cast<long long>(d), init_ms, step_us[0] / 1e3, first5_ms, full_ms, full,
               steady, static_cast<long long>(kc.compiles), kc.compile_ms,
-              static_cast<long long>(kc.disk_hits));
+              static_cast<long long>(kc.disk_hits), static_cast<long long>(kc.standin_launches));
   return 0;
 }

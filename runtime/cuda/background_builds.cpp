@@ -88,8 +88,15 @@ void BackgroundBuilds::wait_idle() {
   cv_.wait(lock, [&] { return stopping_ || (queue_.empty() && !busy_); });
 }
 
+namespace {
+bool failed(const std::vector<BackgroundBuilds::Finished>& done) {
+  for (const BackgroundBuilds::Finished& f : done)
+    if (!f.error.empty()) return true;
+  return false;
+}
+} // namespace
+
 void BackgroundBuilds::run() {
-  bool first_round = true;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -99,9 +106,13 @@ void BackgroundBuilds::run() {
     queue_.clear();
     busy_ = true;
     lock.unlock();
+    const bool several = jobs.size() >= 2;
     std::vector<Finished> done = build(std::move(jobs));
-    if (first_round) std::atexit(at_exit); // after the state the round made (see the header)
-    first_round = false;
+    // After the first round of each kind (one kernel in this process; several, in workers; one
+    // that failed), whose first run made state that is destroyed at exit: see the header.
+    const unsigned kind = (several ? 2u : 1u) | (failed(done) ? 4u : 0u);
+    if ((kinds_seen_ | kind) != kinds_seen_) std::atexit(at_exit);
+    kinds_seen_ |= kind;
     lock.lock();
     for (Finished& f : done) finished_.push_back(std::move(f));
     busy_ = false;

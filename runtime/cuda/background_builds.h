@@ -6,9 +6,10 @@
 // thread); the calling thread collects the binaries and loads them into the driver.
 //
 // At exit the thread is stopped and joined before the objects it uses are destroyed: an exit
-// handler is registered when the thread starts and again after its first round (handlers run
-// in the reverse order of registration, and the first round constructs NVRTC's and the disk
-// cache's lazily made state). A round in progress is finished first; what is still queued is
+// handler is registered when the thread starts and again after the first round of each kind
+// (one kernel, several in worker processes, a failed compile): handlers run in the reverse
+// order of registration, and such a round makes NVRTC's, the disk cache's and the workers'
+// state on its first run. A round in progress is finished first; what is still queued is
 // dropped (the disk cache keeps whatever was stored).
 #include "codegen/jit.h"
 #include "codegen/nvrtc/compile_workers.h"
@@ -68,6 +69,7 @@ private:
   std::thread thread_;
   std::unique_ptr<CompileWorkers> workers_; // started for the first round of several kernels
   bool workers_tried_ = false;
+  unsigned kinds_seen_ = 0; // the kinds of round run so far (run())
 };
 
 } // namespace kiln::detail

@@ -272,20 +272,29 @@ void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, Cuda
     }
     missing.push_back({render_cuda(*k, v, target()), std::string(key), false});
   }
-  background_.submit(std::move(background));
   for (const IndexStep* s : index_steps) {
     std::string id = index_kernel_id(*s);
     if (!index_kernels_.count(id) && listed.insert({id, true}).second)
       missing.push_back({render_index_cuda(*s, target()), std::move(id), true});
   }
-  if (missing.size() < 2) return; // nothing to overlap: get() builds it when asked
-  std::vector<CudaKernelSource> srcs;
-  for (const Missing& m : missing) srcs.push_back(m.src);
-  std::vector<JitKernel> built = jit_.build_all(srcs);
-  for (size_t i = 0; i < missing.size(); ++i) {
-    cudaKernel_t kernel = load(missing[i].src, std::move(built[i]));
-    (missing[i].index ? index_kernels_ : loaded_)[missing[i].key] = kernel;
+  // The background compiles start after those the first run waits for, which then have the
+  // CPUs to themselves; they start also when those fail (their keys are pending).
+  if (missing.size() >= 2) { // else nothing to overlap: get() builds it when asked
+    std::vector<CudaKernelSource> srcs;
+    for (const Missing& m : missing) srcs.push_back(m.src);
+    std::vector<JitKernel> built;
+    try {
+      built = jit_.build_all(srcs);
+    } catch (...) {
+      background_.submit(std::move(background));
+      throw;
+    }
+    for (size_t i = 0; i < missing.size(); ++i) {
+      cudaKernel_t kernel = load(missing[i].src, std::move(built[i]));
+      (missing[i].index ? index_kernels_ : loaded_)[missing[i].key] = kernel;
+    }
   }
+  background_.submit(std::move(background));
 }
 
 // A binary from the disk cache that the driver rejects (written by a broken toolchain, damaged

@@ -13,10 +13,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include <execinfo.h>
+#include <unistd.h>
 
 namespace {
 
@@ -157,10 +161,27 @@ std::string check_seed(uint64_t seed, kiln::Device dev, uint64_t& rejected) {
   return "";
 }
 
+// A crash names the seed it ran (0: after the last one, at exit) and where, so that it can be
+// run again alone.
+volatile uint64_t g_seed = 0;
+
+void on_crash(int sig) {
+  char msg[96];
+  const int n = std::snprintf(msg, sizeof msg, "kiln_fuzz: signal %d at seed %llu\n", sig,
+                              static_cast<unsigned long long>(g_seed));
+  (void)!::write(2, msg, size_t(n));
+  void* frames[48];
+  backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
+  std::signal(SIGSEGV, on_crash);
+  std::signal(SIGABRT, on_crash);
   if (!kiln::is_available(args.device)) {
     std::printf("kiln_fuzz: %s is not available; skipped\n", args.device.str().c_str());
     return 77;
@@ -178,6 +199,7 @@ int main(int argc, char** argv) {
       continue;
     }
     std::string failure;
+    g_seed = seed;
     try {
       failure = check_seed(seed, args.device, errors);
     } catch (const kiln::Error& e) {
@@ -191,6 +213,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  g_seed = 0;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("kiln_fuzz: %llu programs on %s (seeds %llu..%llu), 0 mismatches, %.1f s (%llu "
