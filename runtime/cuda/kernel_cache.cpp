@@ -159,40 +159,39 @@ cudaKernel_t CudaKernelCache::standin_kernel(bool large) {
   return standin_fns_[large ? 1 : 0];
 }
 
-bool CudaKernelCache::stands_in() {
+// Whether the stand-in may serve: the mode asks for it and its fatbin has not failed to load
+// (it is loaded when a kernel first needs it, so a warm disk cache never pays for it).
+bool CudaKernelCache::stands_in() const {
   const CompileMode mode = compile_mode();
   return (mode == CompileMode::background || mode == CompileMode::standin) &&
-         standin_kernel(false) != nullptr;
+         (!standin_tried_ || standin_fns_[0] != nullptr);
 }
 
-std::optional<StandinLaunch> CudaKernelCache::standin_launch(const FusedKernel& k,
-                                                             const CudaVariant& v) {
-  std::optional<StandinLaunch> s = plan_standin(k, v, target());
-  if (s && !standin_kernel(s->large)) s.reset();
-  return s;
-}
-
-// A kernel the stand-in covers: loaded from the disk cache when it is there (loading beats
-// interpreting), else queued for the background thread (into `jobs`). Returns whether it is
-// pending now.
-bool CudaKernelCache::start_background(llvm::StringRef key, const FusedKernel& k,
-                                       const CudaVariant& v,
-                                       std::vector<BackgroundBuilds::Job>& jobs) {
+// A kernel the stand-in covers (`standin`) and memory does not have: loaded from the disk cache
+// when it is there (loading beats interpreting), else queued for the background thread (into
+// `jobs`) if the interpreter runs here, else compiled now.
+CudaKernelCache::Start CudaKernelCache::start_background(llvm::StringRef key,
+                                                         const FusedKernel& k,
+                                                         const CudaVariant& v,
+                                                         const StandinLaunch& standin,
+                                                         std::vector<BackgroundBuilds::Job>& jobs) {
   CudaKernelSource src = render_cuda(k, v, target());
   if (std::optional<JitKernel> disk = jit_.cached(src)) {
     loaded_[key] = load(src, std::move(*disk));
-    return false;
+    return Start::loaded;
   }
+  if (!standin_kernel(standin.large)) return Start::unavailable;
   pending_[key] = true;
   stats_.background_builds++;
   jobs.push_back({std::string(key), std::move(src)});
-  return true;
+  return Start::pending;
 }
 
 KernelChoice CudaKernelCache::choose(const FusedKernel& k, const CudaVariant& v) {
-  if (compile_mode() == CompileMode::standin && stands_in()) // even where a binary is loaded
-    if (std::optional<StandinLaunch> standin = standin_launch(k, v))
-      return {standin_kernel(standin->large), std::move(standin)};
+  const CompileMode mode = compile_mode();
+  if (mode == CompileMode::standin && stands_in()) // even where a binary is loaded
+    if (std::optional<StandinLaunch> standin = plan_standin(k, v, target()))
+      if (cudaKernel_t fn = standin_kernel(standin->large)) return {fn, std::move(standin)};
   llvm::SmallString<256> key;
   memory_key(k, v, key);
   if (!pending_.empty()) collect_background_builds();
@@ -202,16 +201,13 @@ KernelChoice CudaKernelCache::choose(const FusedKernel& k, const CudaVariant& v)
   }
   if (auto f = failed_.find(key); f != failed_.end()) throw Error(f->second);
   const bool pending = pending_.count(key) > 0;
-  if (pending || stands_in()) {
-    if (std::optional<StandinLaunch> standin = standin_launch(k, v)) {
-      KernelChoice c{standin_kernel(standin->large), std::move(standin)};
-      if (pending) return c;
+  if (pending || (mode == CompileMode::background && stands_in())) {
+    if (std::optional<StandinLaunch> standin = plan_standin(k, v, target())) {
       std::vector<BackgroundBuilds::Job> jobs;
-      if (start_background(key, k, v, jobs)) {
-        background_.submit(std::move(jobs));
-        return c;
-      }
-      return {loaded_[key], std::nullopt};
+      const Start start = pending ? Start::pending : start_background(key, k, v, *standin, jobs);
+      background_.submit(std::move(jobs));
+      if (start == Start::loaded) return {loaded_[key], std::nullopt};
+      if (start == Start::pending) return {standin_kernel(standin->large), std::move(standin)};
     }
   }
   cudaKernel_t kernel = load(render_cuda(k, v, target()));
@@ -261,15 +257,17 @@ void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, Cuda
   std::vector<BackgroundBuilds::Job> background;
   llvm::StringMap<bool> listed; // a plan often runs one kernel many times
   llvm::SmallString<256> key;
+  const CompileMode mode = compile_mode();
   const bool standins = stands_in();
   for (const auto& [k, v] : kernels) {
     key.clear();
     memory_key(*k, v, key);
     if (loaded_.count(key) || pending_.count(key) || !listed.insert({key, true}).second) continue;
-    if (standins && standin_launch(*k, v)) {
-      if (compile_mode() == CompileMode::background) start_background(key, *k, v, background);
-      continue;
-    }
+    if (standins)
+      if (std::optional<StandinLaunch> standin = plan_standin(*k, v, target())) {
+        if (mode == CompileMode::standin) continue; // interpreted, never compiled
+        if (start_background(key, *k, v, *standin, background) != Start::unavailable) continue;
+      }
     missing.push_back({render_cuda(*k, v, target()), std::string(key), false});
   }
   for (const IndexStep* s : index_steps) {

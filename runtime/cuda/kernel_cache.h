@@ -88,11 +88,10 @@ private:
   /// has no fatbin for this GPU, or NVRTC is not the version that built it.
   cudaKernel_t standin_kernel(bool large);
   /// Whether kernels the interpreter covers run as the stand-in rather than wait for NVRTC.
-  bool stands_in();
-  /// The stand-in's launch of (k, v) if the interpreter covers it and runs on this GPU.
-  std::optional<StandinLaunch> standin_launch(const FusedKernel& k, const CudaVariant& v);
-  bool start_background(llvm::StringRef key, const FusedKernel& k, const CudaVariant& v,
-                        std::vector<BackgroundBuilds::Job>& jobs);
+  bool stands_in() const;
+  enum class Start { loaded, pending, unavailable };
+  Start start_background(llvm::StringRef key, const FusedKernel& k, const CudaVariant& v,
+                         const StandinLaunch& standin, std::vector<BackgroundBuilds::Job>& jobs);
 
   llvm::StringMap<cudaKernel_t> loaded_;
   llvm::StringMap<cudaKernel_t> index_kernels_; // index_kernel_id -> kernel
