@@ -62,11 +62,11 @@ public:
 private:
   /// The kernel from the disk cache (counted as a disk hit), if it is there.
   std::optional<JitKernel> from_disk(const CudaKernelSource& src);
-  std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs,
-                                   CompileWorkers* workers, bool shared_workers);
+  std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
+                                   bool shared_workers);
   void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
-                          bool shared_workers, std::vector<JitKernel>& out,
-                          std::vector<bool>& done, std::vector<bool>& missed);
+                          bool shared_workers, std::vector<JitKernel>& out, std::vector<bool>& done,
+                          std::vector<bool>& missed);
 
   CudaTarget target_;
   DiskCache disk_;

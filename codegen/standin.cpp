@@ -196,8 +196,8 @@ public:
     for (size_t t = 0; t < k_.tape.size(); ++t) append(bytes, inst(t, slot));
     for (const KernelDot& d : k_.dots) append(bytes, dot(d));
     if (bytes.size() > size_t(si::kArgsBytes))
-      throw NotCovered{fmt::format("{} bytes of arguments, more than {}", bytes.size(),
-                                   si::kArgsBytes)};
+      throw NotCovered{
+          fmt::format("{} bytes of arguments, more than {}", bytes.size(), si::kArgsBytes)};
     bytes.resize(si::kArgsBytes);
     out.shape = shape();
     return out;

@@ -24,15 +24,27 @@ namespace kiln::detail::standin {
 
 // Thread-block clusters exist from sm_90; older GPUs always run the dot layout with C = 1.
 #if __CUDA_ARCH__ >= 900
-KD unsigned cluster_rank() { return k_cluster_rank(); }
-KD void cluster_sync() { k_cluster_sync(); }
-KD void cluster_sync_relaxed() { k_cluster_sync_relaxed(); }
-template <class T> KD T cluster_ld(const T* p, unsigned rank) { return k_cluster_ld(p, rank); }
+KD unsigned cluster_rank() {
+  return k_cluster_rank();
+}
+KD void cluster_sync() {
+  k_cluster_sync();
+}
+KD void cluster_sync_relaxed() {
+  k_cluster_sync_relaxed();
+}
+template <class T> KD T cluster_ld(const T* p, unsigned rank) {
+  return k_cluster_ld(p, rank);
+}
 #else
-KD unsigned cluster_rank() { return 0; }
+KD unsigned cluster_rank() {
+  return 0;
+}
 KD void cluster_sync() {}
 KD void cluster_sync_relaxed() {}
-template <class T> KD T cluster_ld(const T* p, unsigned) { return *p; }
+template <class T> KD T cluster_ld(const T* p, unsigned) {
+  return *p;
+}
 #endif
 
 union Value {
@@ -58,7 +70,9 @@ KD Class class_of(uint8_t t) {
   }
 }
 
-KD bool is_half(uint8_t t) { return t == t_f16 || t == t_bf16; }
+KD bool is_half(uint8_t t) {
+  return t == t_f16 || t == t_bf16;
+}
 
 // A stored element -> its compute type (load_cvt).
 KD Value load(const void* p, long long at, uint8_t t) {
@@ -456,13 +470,15 @@ struct Kernel {
   // Dot j's sum at element i, as the kernel's accumulator type holds it.
   KD double dot_sum(int j, long long i) const {
     if (pr->layout == l_gemm_tile)
-      return dots[j].acc_double ? gemm_sum<double>(dots[j], i) : (double)gemm_sum<float>(dots[j], i);
+      return dots[j].acc_double ? gemm_sum<double>(dots[j], i)
+                                : (double)gemm_sum<float>(dots[j], i);
     return dots[j].acc_double ? sums[j * kBlock + tx]
                               : (double)reinterpret_cast<const float*>(sums + j * kBlock)[tx];
   }
 
   // The fma chain over k = lo, lo + 1, ... < hi from `acc` (the accumulator's type A).
-  template <class A> KD A chain(const Dot& d, long long i, long long lo, long long hi, A acc) const {
+  template <class A>
+  KD A chain(const Dot& d, long long i, long long lo, long long hi, A acc) const {
     const Operand& oa = in[d.a];
     const Operand& ob = in[d.b];
     const long long ak = ifield(d.ak), bk = ifield(d.bk);
@@ -683,8 +699,8 @@ template <int S> KD void elementwise(const Kernel& k) {
 
 // This thread's share of dot j's K at element i (Emitter::dot_group_sums and dot_k_loops: k
 // from `first`, step `step`, one fma after another into an accumulator of the dot's type).
-template <class A> KD A dot_share(const Kernel& k, const Dot& d, long long i, long long first,
-                                  long long step) {
+template <class A>
+KD A dot_share(const Kernel& k, const Dot& d, long long i, long long first, long long step) {
   const Operand& oa = k.in[d.a];
   const Operand& ob = k.in[d.b];
   const long long K = k.ifield(d.K), ak = k.ifield(d.ak), bk = k.ifield(d.bk);
@@ -739,7 +755,7 @@ template <int S> KD void dots(Kernel& k, double* sd) {
       }
       __syncthreads();
     }
-    if (C > 1) cluster_sync(); // every block's sums are in its shared memory
+    if (C > 1) cluster_sync();           // every block's sums are in its shared memory
     if (rank == 0 && ty == 0 && valid) { // the other blocks' sums into this thread's slot
       for (int j = 0; j < pr.n_dots && C > 1; ++j) {
         if (k.dots[j].acc_double) {

@@ -16,8 +16,8 @@ namespace kiln::detail::standin {
 
 inline constexpr int kArgsBytes = 4096;
 inline constexpr int kMaxRank = 8;
-inline constexpr int kBlock = 256;        // threads per block, as the generated layouts
-inline constexpr int kMaxDots = 24;       // shared memory: 256 partial sums of 8 bytes each
+inline constexpr int kBlock = 256;  // threads per block, as the generated layouts
+inline constexpr int kMaxDots = 24; // shared memory: 256 partial sums of 8 bytes each
 inline constexpr uint16_t kNoField = 0xffff;
 
 /// The interpreter's value slots per thread, in local memory: the smallest kernel that holds a
@@ -28,22 +28,57 @@ inline constexpr int kLargeSlots = 64;
 // Instruction codes: the tape's ops the interpreter runs (its own numbering, so that reordering
 // ir/op_table.def cannot change what a compiled interpreter does).
 enum Op : uint8_t {
-  op_load, op_constant, op_iota, op_rand_uniform, op_rand_normal,
-  op_copy, op_neg, op_abs, op_relu, op_exp, op_log, op_log1p, op_sqrt, op_rsqrt, op_sin, op_cos,
-  op_tanh, op_sigmoid, op_gelu, op_logical_not, op_cast,
-  op_add, op_sub, op_mul, op_div, op_pow, op_maximum, op_minimum, op_sigmoid_grad, op_tanh_grad,
-  op_eq, op_ne, op_lt, op_le, op_gt, op_ge, op_logical_and, op_logical_or, op_where, op_matmul
+  op_load,
+  op_constant,
+  op_iota,
+  op_rand_uniform,
+  op_rand_normal,
+  op_copy,
+  op_neg,
+  op_abs,
+  op_relu,
+  op_exp,
+  op_log,
+  op_log1p,
+  op_sqrt,
+  op_rsqrt,
+  op_sin,
+  op_cos,
+  op_tanh,
+  op_sigmoid,
+  op_gelu,
+  op_logical_not,
+  op_cast,
+  op_add,
+  op_sub,
+  op_mul,
+  op_div,
+  op_pow,
+  op_maximum,
+  op_minimum,
+  op_sigmoid_grad,
+  op_tanh_grad,
+  op_eq,
+  op_ne,
+  op_lt,
+  op_le,
+  op_gt,
+  op_ge,
+  op_logical_and,
+  op_logical_or,
+  op_where,
+  op_matmul
 };
 // Element types, in kiln::DType's order (a static_assert in codegen/standin.cpp checks it).
 enum Type : uint8_t { t_f32, t_f64, t_f16, t_bf16, t_i32, t_i64, t_bool };
 enum Mode : uint8_t { m_contiguous, m_scalar, m_strided };
 enum Layout : uint8_t { l_elementwise, l_dot, l_gemm_tile };
 
-struct Operand {  // a kernel input or output
+struct Operand { // a kernel input or output
   uint8_t type, mode;
-  uint8_t from;    // outputs: the type of the value stored
-  uint8_t value;   // outputs: the slot of the value stored
-  uint16_t ptr;    // the Params field holding its pointer (advanced by its offset)
+  uint8_t from;  // outputs: the type of the value stored
+  uint8_t value; // outputs: the slot of the value stored
+  uint16_t ptr;  // the Params field holding its pointer (advanced by its offset)
   uint16_t pad;
   uint16_t stride[kMaxRank]; // strided: the field of dim d's stride, kNoField for 0
 };
@@ -54,24 +89,24 @@ struct Inst {
   uint8_t dst;      // the slot the value goes to
   uint8_t a, b, c;  // the operands' slots
   uint8_t pad;
-  uint16_t field;   // load: the input; constant, iota, rand: its first Params field;
-                    // matmul: the dot product
+  uint16_t field; // load: the input; constant, iota, rand: its first Params field;
+                  // matmul: the dot product
 };
 
 struct Dot {
-  uint16_t a, b;         // the inputs read along K
-  uint16_t K, ak, bk;    // fields: its length and the operands' strides along K
+  uint16_t a, b;      // the inputs read along K
+  uint16_t K, ak, bk; // fields: its length and the operands' strides along K
   uint8_t acc_double;
-  uint8_t is_short;      // GEMM tile: summed by its element alone (CudaVariant::gemm_short_dots)
+  uint8_t is_short; // GEMM tile: summed by its element alone (CudaVariant::gemm_short_dots)
 };
 
 struct Program {
   uint8_t layout, rank;
   uint16_t n_in, n_out, n_inst, n_dots;
-  uint16_t n_field;            // the element count ("n")
-  uint16_t shape[kMaxRank];    // fields of the extents (kNoField: no strided operand)
-  uint16_t dot_bx, dot_by;     // the dot layout: elements per block, threads per element
-  uint16_t cluster;            // the dot layouts: blocks per cluster splitting K
+  uint16_t n_field;              // the element count ("n")
+  uint16_t shape[kMaxRank];      // fields of the extents (kNoField: no strided operand)
+  uint16_t dot_bx, dot_by;       // the dot layout: elements per block, threads per element
+  uint16_t cluster;              // the dot layouts: blocks per cluster splitting K
   uint16_t gemm_bk, gemm_groups; // the GEMM tile: its K chunk, and the groups splitting each
   uint16_t pad;
   // Followed by Operand in[n_in], Operand out[n_out], Inst tape[n_inst], Dot dots[n_dots].

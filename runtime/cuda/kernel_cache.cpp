@@ -170,8 +170,7 @@ bool CudaKernelCache::stands_in() const {
 // A kernel the stand-in covers (`standin`) and memory does not have: loaded from the disk cache
 // when it is there (loading beats interpreting), else queued for the background thread (into
 // `jobs`) if the interpreter runs here, else compiled now.
-CudaKernelCache::Start CudaKernelCache::start_background(llvm::StringRef key,
-                                                         const FusedKernel& k,
+CudaKernelCache::Start CudaKernelCache::start_background(llvm::StringRef key, const FusedKernel& k,
                                                          const CudaVariant& v,
                                                          const StandinLaunch& standin,
                                                          std::vector<BackgroundBuilds::Job>& jobs) {

@@ -1,10 +1,10 @@
 // Every kernel shape the op catalogue produces on the CPU backend, rendered and compiled with
 // NVRTC for sm_90 and sm_80 without a GPU; and, on request, written to a directory so that two
 // builds' generated sources can be compared (for refactoring the emitters).
+#include "codegen/device/standin_program.h"
 #include "codegen/jit.h"
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/standin.h"
-#include "codegen/device/standin_program.h"
 #include "codegen_fixture.h"
 #include "ir/kernel_key.h"
 
@@ -322,8 +322,8 @@ TEST_F(Codegen, TheStandinCoversEveryElementwiseAndDotKernelOfTheCatalogue) {
   const std::vector<Job> jobs = catalogue_jobs(catalogue(), unique, sm80);
   int covered = 0, dots = 0;
   for (const Job& j : jobs) {
-    const CudaLayout layout = j.kernel.segmented() ? CudaLayout::elementwise
-                                                   : layout_of(j.kernel, j.variant);
+    const CudaLayout layout =
+        j.kernel.segmented() ? CudaLayout::elementwise : layout_of(j.kernel, j.variant);
     const bool expected = !j.kernel.segmented() && !j.kernel.reproducible &&
                           (layout == CudaLayout::elementwise || layout == CudaLayout::tiled ||
                            layout == CudaLayout::dot || layout == CudaLayout::gemm_tile);

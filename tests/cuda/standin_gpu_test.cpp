@@ -107,8 +107,8 @@ TEST_F(Standin, UnaryOpsInEveryFloatType) {
   for (DType dt : kFloat)
     expect_same_bits(dtype_name(dt), [dt] {
       Tensor x = randn({33, 20}, dt), p = rand({33, 20}, dt) + 0.5;
-      return Outputs{exp(x),  log(p), log1p(p), sqrt(p), rsqrt(p), sin(x), cos(x),
-                     tanh(x), sigmoid(x), gelu(x), relu(x), abs(x),  neg(x)};
+      return Outputs{exp(x),  log(p),     log1p(p), sqrt(p), rsqrt(p), sin(x), cos(x),
+                     tanh(x), sigmoid(x), gelu(x),  relu(x), abs(x),   neg(x)};
     });
 }
 
@@ -116,17 +116,31 @@ TEST_F(Standin, BinaryOpsComparesAndSelectsInEveryFloatType) {
   for (DType dt : kFloat)
     expect_same_bits(dtype_name(dt), [dt] {
       Tensor x = randn({33, 20}, dt), y = randn({33, 20}, dt), p = rand({33, 20}, dt) + 0.5;
-      return Outputs{pow(p, y),        pow(x, 2),         pow(p, 0.5),  maximum(x, y),
-                     minimum(x, y),    x / y,             1 - x,        2 / p,
-                     clamp(x, -0.5, 0.5), x * 1e-3 + y,   chain(x, y),  where(x > y, x, y),
-                     where(x <= 0, 0.0, x), eq(x, y),     ne(x, 0.5),   lt(x, y),
-                     ge(x, y),         logical_and(x > 0, y < 0), logical_not(x > p)};
+      return Outputs{pow(p, y),
+                     pow(x, 2),
+                     pow(p, 0.5),
+                     maximum(x, y),
+                     minimum(x, y),
+                     x / y,
+                     1 - x,
+                     2 / p,
+                     clamp(x, -0.5, 0.5),
+                     x * 1e-3 + y,
+                     chain(x, y),
+                     where(x > y, x, y),
+                     where(x <= 0, 0.0, x),
+                     eq(x, y),
+                     ne(x, 0.5),
+                     lt(x, y),
+                     ge(x, y),
+                     logical_and(x > 0, y < 0),
+                     logical_not(x > p)};
     });
 }
 
 TEST_F(Standin, CastsBetweenEveryPairOfTypes) {
-  const DType all[] = {DType::f32,  DType::f64, DType::f16,    DType::bf16,
-                       DType::i32,  DType::i64, DType::boolean};
+  const DType all[] = {DType::f32, DType::f64, DType::f16,    DType::bf16,
+                       DType::i32, DType::i64, DType::boolean};
   for (DType from : all)
     expect_same_bits(dtype_name(from), [&all, from] {
       Tensor x = cast(randn({7, 33}) * 1e3, from);
@@ -142,9 +156,18 @@ TEST_F(Standin, IntegerArithmeticWrapsAndDividesAsCompiled) {
     expect_same_bits(dtype_name(dt), [dt] {
       Tensor a = cast(randn({40, 9}) * 1e5, dt), b = cast(randn({40, 9}) * 7, dt);
       eval(a, b);
-      return Outputs{a + b,          a - b,         a * b * a,      -a,
-                     abs(b),         relu(a),       pow(b, 3),      maximum(a, b),
-                     minimum(a, b),  a > b,         eq(a, b),       where(a > 0, a, b),
+      return Outputs{a + b,
+                     a - b,
+                     a * b * a,
+                     -a,
+                     abs(b),
+                     relu(a),
+                     pow(b, 3),
+                     maximum(a, b),
+                     minimum(a, b),
+                     a > b,
+                     eq(a, b),
+                     where(a > 0, a, b),
                      cast(a, DType::f32) / cast(b, DType::f32)};
     });
 }
@@ -152,8 +175,7 @@ TEST_F(Standin, IntegerArithmeticWrapsAndDividesAsCompiled) {
 TEST_F(Standin, RandomNumbersAndRangesAreTheCompiledKernels) {
   for (DType dt : kFloat)
     expect_same_bits(dtype_name(dt), [dt] {
-      return Outputs{rand({1000}, dt), randn({3, 333}, dt) * 2 + 1,
-                     arange(0, 50, 0.5, dt) * 3};
+      return Outputs{rand({1000}, dt), randn({3, 333}, dt) * 2 + 1, arange(0, 50, 0.5, dt) * 3};
     });
 }
 
@@ -163,8 +185,12 @@ TEST_F(Standin, BroadcastsSlicesAndTransposedReads) {
       Tensor x = randn({64, 96}, dt), row = randn({96}, dt), col = randn({64, 1}, dt);
       Tensor big = randn({256, 512}, dt);
       eval(x, row, col, big);
-      return Outputs{x * row + col, transpose(x, 0, 1) + 1, slice(x, 1, 3, 50, 2) * 2,
-                     exp(transpose(big, 0, 1)) * 0.5, big * 2 + 1, tanh(big - sum(big, {1}, true))};
+      return Outputs{x * row + col,
+                     transpose(x, 0, 1) + 1,
+                     slice(x, 1, 3, 50, 2) * 2,
+                     exp(transpose(big, 0, 1)) * 0.5,
+                     big * 2 + 1,
+                     tanh(big - sum(big, {1}, true))};
     });
 }
 
@@ -215,11 +241,10 @@ TEST_F(Standin, MatricesOfDotProductsSumAsTheirTiles) {
       return Outputs{sigmoid(y) - 0.5};
     });
     for (int64_t m : {24, 256, 600})
-      expect_same_bits(std::string("square ") + std::to_string(m) + " " + dtype_name(dt),
-                       [dt, m] {
-                         Tensor a = randn({m, 300}, dt), b = randn({300, m}, dt);
-                         return Outputs{matmul(a, b) * 0.5};
-                       });
+      expect_same_bits(std::string("square ") + std::to_string(m) + " " + dtype_name(dt), [dt, m] {
+        Tensor a = randn({m, 300}, dt), b = randn({300, m}, dt);
+        return Outputs{matmul(a, b) * 0.5};
+      });
     expect_same_bits(std::string("batched, transposed, two dots, short ") + dtype_name(dt), [dt] {
       Tensor bx = randn({3, 9, 20}, dt), mw = randn({20, 12}, dt);
       Tensor a = randn({40, 33}, dt), w = randn({48, 33}, dt), u = randn({40, 1}, dt);
