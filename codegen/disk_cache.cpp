@@ -35,10 +35,11 @@ void warn(const std::string& msg) {
 
 /// Once per process per `what` (an entry path, or a warning class).
 bool first_time(const std::string& what) {
-  static std::mutex mu;
-  static std::set<std::string> seen;
-  std::lock_guard<std::mutex> lock(mu);
-  return seen.insert(what).second;
+  // Never destroyed: the background compile thread may ask while the process exits.
+  static auto* mu = new std::mutex;
+  static auto* seen = new std::set<std::string>;
+  std::lock_guard<std::mutex> lock(*mu);
+  return seen->insert(what).second;
 }
 
 void report_once(const std::string& path, const std::string& why) {

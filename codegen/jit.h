@@ -49,11 +49,14 @@ public:
   /// rethrown (those that built are in the disk cache).
   std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs);
   /// The same with the caller's compile workers (null: compile in this process) rather than the
-  /// process's shared ones: the background compiles of runtime/cuda/background_builds.h run on
+  /// process's shared ones, for kernels the caller found missing from the disk cache already
+  /// (not looked up again): the background compiles of runtime/cuda/background_builds.h run on
   /// a thread of their own while the calling thread may use the shared workers.
-  std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers);
-  /// The kernel from the disk cache (counted as a disk hit), if it is there; never compiles.
-  std::optional<JitKernel> cached(const CudaKernelSource& src) { return from_disk(src); }
+  std::vector<JitKernel> build_missing(llvm::ArrayRef<CudaKernelSource> srcs,
+                                       CompileWorkers* workers);
+  /// The kernel from the disk cache (counted as a disk hit, and added to the manifest), if it
+  /// is there; never compiles.
+  std::optional<JitKernel> cached(const CudaKernelSource& src);
   const std::string& cache_dir() const { return disk_.dir(); }
   bool disk_cache_enabled() const { return disk_.enabled(); }
   const CudaTarget& target() const { return target_; }
@@ -63,7 +66,7 @@ private:
   /// The kernel from the disk cache (counted as a disk hit), if it is there.
   std::optional<JitKernel> from_disk(const CudaKernelSource& src);
   std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
-                                   bool shared_workers);
+                                   bool shared_workers, bool missed);
   void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
                           bool shared_workers, std::vector<JitKernel>& out, std::vector<bool>& done,
                           std::vector<bool>& missed);

@@ -17,6 +17,9 @@ struct CudaBinary {
 
 /// NVRTC's version as major * 1000 + minor * 10 (13000 for 13.0); 0 if NVRTC is unusable.
 int nvrtc_version();
+/// Whether NVRTC compiles kernels for `arch` to a cubin itself (else to PTX, which the driver's
+/// own compiler finishes).
+bool nvrtc_makes_cubin(int arch);
 /// Compile; on failure throws kiln::Error with NVRTC's log and the path where the source
 /// was saved (under the system temp dir). The engine stays usable.
 CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t);

@@ -8,8 +8,9 @@
 //
 // Covered: the elementwise, tiled, dot and GEMM-tile layouts, outside reproducible mode. Not
 // covered (their kernels are compiled before they first run, as before): reductions, segmented
-// kernels, reproducible kernels, tapes with more live values than the large interpreter's slots
-// or an argument block over standin::kArgsBytes.
+// kernels, reproducible kernels, kernels with more than standin::kMaxDots dot products, tapes
+// with more live values than the large interpreter's slots, argument blocks over
+// standin::kArgsBytes.
 #include "codegen/cuda_codegen.h"
 
 #include <cstddef>

@@ -22,11 +22,11 @@ const char* set_value(const char* name) {
 
 // Once per variable and value: a setting read at every use would otherwise repeat it.
 void report(const char* name, const char* value, const std::string& expected) {
-  static std::mutex m;
-  static std::set<std::string> said;
+  static auto* m = new std::mutex; // never destroyed: threads may read settings at exit
+  static auto* said = new std::set<std::string>;
   {
-    std::lock_guard<std::mutex> lock(m);
-    if (!said.insert(std::string(name) + "=" + value).second) return;
+    std::lock_guard<std::mutex> lock(*m);
+    if (!said->insert(std::string(name) + "=" + value).second) return;
   }
   std::fprintf(stderr, "kiln: ignoring %s=%s: expected %s\n", name, value, expected.c_str());
 }

@@ -26,11 +26,11 @@ namespace {
 void add_to_manifest(const CudaKernelSource& src, const CudaTarget& t) {
   const std::string path = setting_text(Setting::cache_manifest).value_or("");
   if (path.empty()) return;
-  static std::mutex mu;
-  static std::set<std::string> written; // (path, key) pairs
+  static auto* mu = new std::mutex; // never destroyed: the compile thread may run at exit
+  static auto* written = new std::set<std::string>; // (path, key) pairs
   {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!written.insert(path + '\n' + src.key).second) return;
+    std::lock_guard<std::mutex> lock(*mu);
+    if (!written->insert(path + '\n' + src.key).second) return;
   }
   if (std::string err = cache_files::append_line(path, manifest_line(src, t)); !err.empty()) {
     static std::once_flag once;
@@ -83,19 +83,27 @@ JitStats Jit::stats() const {
   return stats_;
 }
 
+std::optional<JitKernel> Jit::cached(const CudaKernelSource& src) {
+  add_to_manifest(src, target_);
+  return from_disk(src);
+}
+
 std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
-  return build_all(srcs, nullptr, /*shared_workers=*/true);
+  return build_all(srcs, nullptr, /*shared_workers=*/true, /*missed=*/false);
 }
 
-std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs,
-                                      CompileWorkers* workers) {
-  return build_all(srcs, workers, /*shared_workers=*/false);
+std::vector<JitKernel> Jit::build_missing(llvm::ArrayRef<CudaKernelSource> srcs,
+                                          CompileWorkers* workers) {
+  return build_all(srcs, workers, /*shared_workers=*/false, /*missed=*/true);
 }
 
+// `missed_all`: the caller found every source missing from the disk cache (a miss is looked up,
+// and logged, once).
 std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs,
-                                      CompileWorkers* workers, bool shared_workers) {
+                                      CompileWorkers* workers, bool shared_workers,
+                                      bool missed_all) {
   std::vector<JitKernel> out(srcs.size());
-  std::vector<bool> done(srcs.size(), false), missed(srcs.size(), false);
+  std::vector<bool> done(srcs.size(), false), missed(srcs.size(), missed_all);
   compile_in_workers(srcs, workers, shared_workers, out, done, missed);
   std::vector<std::exception_ptr> errors(srcs.size());
   std::atomic<size_t> next{0};
@@ -136,7 +144,7 @@ void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorke
   std::vector<size_t> missing;
   for (size_t i = 0; i < srcs.size(); ++i) {
     add_to_manifest(srcs[i], target_);
-    if (std::optional<JitKernel> k = from_disk(srcs[i]))
+    if (std::optional<JitKernel> k = missed[i] ? std::nullopt : from_disk(srcs[i]))
       out[i] = std::move(*k), done[i] = true;
     else
       missing.push_back(i), missed[i] = true;
@@ -179,10 +187,11 @@ CompileMode compile_mode() {
   if (*seen != (v ? v : "")) {
     *seen = v ? v : "";
     const std::string m = setting_text(Setting::compile).value_or("background");
+    const bool no = m == "0" || m == "off" || m == "false" || m == "no"; // the flag's spellings
     mode = m == "sync"      ? CompileMode::sync
            : m == "standin" ? CompileMode::standin
-           : m == "0"       ? CompileMode::off
-                            : CompileMode::background; // "background", "1"
+           : no             ? CompileMode::off
+                            : CompileMode::background; // "background", "1", "on", ...
   }
   return mode;
 }

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 // The toolkit's include dir (cuda_fp16.h, cuda_bf16.h): $CUDA_HOME or $CUDA_PATH when set and
 // present, else the dir of the toolkit kiln was built against, else /usr/local/cuda/include.
 const std::string& cuda_include_dir() {
-  static const std::string dir = [] {
+  static const std::string& dir = *new std::string([] { // never destroyed: see supported_archs
     std::error_code ec;
     for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
       const char* v = std::getenv(var);
@@ -35,12 +35,13 @@ const std::string& cuda_include_dir() {
     if (fs::exists(fs::path(KILN_CUDA_INCLUDE_DIR) / "cuda_fp16.h", ec))
       return std::string(KILN_CUDA_INCLUDE_DIR);
     return std::string("/usr/local/cuda/include");
-  }();
+  }());
   return dir;
 }
 
+// Never destroyed: a compile on the background thread may read it while the process exits.
 const std::vector<int>& supported_archs() {
-  static const std::vector<int> archs = [] {
+  static const std::vector<int>& archs = *new std::vector<int>([] {
     std::vector<int> a;
     int n = 0;
     if (nvrtc_api().nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
@@ -49,7 +50,7 @@ const std::vector<int>& supported_archs() {
     }
     std::sort(a.begin(), a.end());
     return a;
-  }();
+  }());
   return archs;
 }
 
@@ -83,6 +84,11 @@ std::string program_log(nvrtcProgram prog) {
 
 } // namespace
 
+bool nvrtc_makes_cubin(int arch) {
+  const std::vector<int>& archs = supported_archs();
+  return archs.empty() || std::find(archs.begin(), archs.end(), arch) != archs.end();
+}
+
 int nvrtc_version() {
   static const int version = [] {
     int major = 0, minor = 0;
@@ -99,7 +105,7 @@ CudaBinary compile_cuda(const CudaKernelSource& src, const CudaTarget& t) {
   // A cubin for the exact arch when NVRTC knows it; otherwise PTX for the newest known arch
   // not above the target, which the driver JIT-compiles for the device.
   const std::vector<int>& archs = supported_archs();
-  bool cubin = archs.empty() || std::find(archs.begin(), archs.end(), t.arch) != archs.end();
+  const bool cubin = nvrtc_makes_cubin(t.arch);
   int arch = t.arch;
   if (!cubin) {
     auto it = std::upper_bound(archs.begin(), archs.end(), t.arch);

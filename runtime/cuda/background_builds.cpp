@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include <unistd.h>
+
 namespace kiln::detail {
 
 namespace {
@@ -41,10 +43,17 @@ BackgroundBuilds::~BackgroundBuilds() {
   all.erase(std::remove(all.begin(), all.end(), this), all.end());
 }
 
+// In a fork()'s child the thread does not exist (and may have held mu_ at the fork): its handle
+// is let go of, never joined, and nothing is locked.
 void BackgroundBuilds::stop() {
+  if (thread_.joinable() && owner_ != ::getpid()) {
+    new std::thread(std::move(thread_)); // never destroyed: destroying a joinable one aborts
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    outstanding_ -= queue_.size();
     queue_.clear();
   }
   cv_.notify_all();
@@ -64,6 +73,7 @@ void BackgroundBuilds::submit(std::vector<Job> jobs) {
         registry().push_back(this);
       }
       std::atexit(at_exit);
+      owner_ = ::getpid();
       thread_ = std::thread([this] { run(); });
     }
   }
@@ -138,14 +148,14 @@ std::vector<BackgroundBuilds::Finished> BackgroundBuilds::build(std::vector<Job>
     if (n >= 2 && !path.empty()) workers_ = CompileWorkers::start(path, n, jit_.cache_dir());
   }
   try {
-    std::vector<JitKernel> built = jit_.build_all(srcs, workers_.get());
+    std::vector<JitKernel> built = jit_.build_missing(srcs, workers_.get());
     for (size_t i = 0; i < out.size(); ++i) out[i].built = std::move(built[i]);
     return out;
   } catch (const std::exception&) {
   }
   for (Finished& f : out) {
     try {
-      f.built = jit_.build(f.src);
+      f.built = jit_.build(f.src, /*fresh=*/true); // stored by the round, or failing
     } catch (const std::exception& e) {
       f.error = e.what();
     }

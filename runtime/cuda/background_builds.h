@@ -10,7 +10,8 @@
 // (one kernel, several in worker processes, a failed compile): handlers run in the reverse
 // order of registration, and such a round makes NVRTC's, the disk cache's and the workers'
 // state on its first run. A round in progress is finished first; what is still queued is
-// dropped (the disk cache keeps whatever was stored).
+// dropped (the disk cache keeps whatever was stored). In a fork()'s child, which has no such
+// thread, nothing is joined.
 #include "codegen/jit.h"
 #include "codegen/nvrtc/compile_workers.h"
 
@@ -21,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace kiln::detail {
 
@@ -67,6 +70,7 @@ private:
   size_t outstanding_ = 0;
   bool busy_ = false, stopping_ = false;
   std::thread thread_;
+  pid_t owner_ = 0; // the process that started thread_
   std::unique_ptr<CompileWorkers> workers_; // started for the first round of several kernels
   bool workers_tried_ = false;
   unsigned kinds_seen_ = 0; // the kinds of round run so far (run())

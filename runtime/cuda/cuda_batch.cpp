@@ -137,6 +137,8 @@ void CudaBatch::prefetch_kernels(llvm::ArrayRef<void*> base) {
 // Variants depend on the alignment of the operands (vector loads), so they are chosen with the
 // first run's buffers and kept while later buffers align the same way (pool allocations do).
 void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
+  standins_ = 0; // (a prepare that threw is started again)
+  for (Launch& l : launches_) l.standin = false;
   prefetch_kernels(base);
   std::vector<bool> used(base.size(), false);
   for (Launch& l : launches_) {
@@ -196,7 +198,9 @@ void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
   }
 }
 
-// KILN_COMPILE=standin keeps them; sync (set since the batch was prepared) compiles them now.
+// KILN_COMPILE=standin keeps them; background takes the binaries that finished (and queues
+// one that is neither loaded nor compiling: the batch was prepared in standin mode); sync or 0
+// (set since the batch was prepared) compile them now, or fail.
 bool CudaBatch::swap_in_compiled() {
   const CompileMode mode = compile_mode();
   if (mode == CompileMode::standin) return false;
@@ -204,9 +208,13 @@ bool CudaBatch::swap_in_compiled() {
   for (Launch& l : launches_) {
     if (!l.standin) continue;
     const FusedKernel& k = *l.item.kernel;
-    cudaKernel_t fn = mode == CompileMode::background
-                          ? kernels_.find(k, l.variant) // throws a failed compile's error
-                          : kernels_.get(k, l.variant);
+    cudaKernel_t fn = nullptr;
+    if (mode != CompileMode::background) {
+      fn = kernels_.get(k, l.variant);
+    } else if (!(fn = kernels_.find(k, l.variant)) && !kernels_.pending(k, l.variant)) {
+      KernelChoice c = kernels_.choose(k, l.variant); // throws a failed compile's error
+      if (!c.standin) fn = c.fn;
+    }
     if (!fn) continue;
     l.fn = fn;
     l.params = param_template(k, l.variant);

@@ -141,6 +141,10 @@ cudaKernel_t CudaKernelCache::standin_kernel(bool large) {
       standin_why_ = fmt::format("the interpreter was built by CUDA {} and NVRTC is {}: their "
                                  "math could round differently",
                                  standin_cuda_version(), target().nvrtc_version);
+    } else if (!nvrtc_makes_cubin(target().arch)) {
+      standin_why_ = fmt::format("NVRTC compiles sm_{} to PTX, which the driver's compiler "
+                                 "finishes: not the compiler that built the interpreter",
+                                 target().arch);
     } else {
       std::vector<uint64_t> aligned((fatbin.size() + 7) / 8);
       std::memcpy(aligned.data(), fatbin.data(), fatbin.size());
@@ -214,6 +218,8 @@ KernelChoice CudaKernelCache::choose(const FusedKernel& k, const CudaVariant& v)
   return {kernel, std::nullopt};
 }
 
+// Each finished build on its own: a binary the driver rejects (and that does not compile again)
+// fails its kernel only, reported where the kernel next runs.
 void CudaKernelCache::collect_background_builds() {
   for (BackgroundBuilds::Finished& f : background_.take_finished()) {
     pending_.erase(f.key);
@@ -221,8 +227,19 @@ void CudaKernelCache::collect_background_builds() {
       failed_[f.key] = f.error;
       continue;
     }
-    if (!loaded_.count(f.key)) loaded_[f.key] = load(f.src, std::move(f.built));
+    if (loaded_.count(f.key)) continue;
+    try {
+      loaded_[f.key] = load(f.src, std::move(f.built));
+    } catch (const std::exception& e) {
+      failed_[f.key] = e.what();
+    }
   }
+}
+
+bool CudaKernelCache::pending(const FusedKernel& k, const CudaVariant& v) const {
+  llvm::SmallString<256> key;
+  memory_key(k, v, key);
+  return pending_.count(key) > 0;
 }
 
 void CudaKernelCache::finish_background_builds() {
@@ -254,6 +271,13 @@ void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, Cuda
   };
   std::vector<Missing> missing;
   std::vector<BackgroundBuilds::Job> background;
+  // Queued however this ends (the keys are pending), after the compiles below: the first run
+  // waits for those, which then have the CPUs to themselves.
+  struct Submit {
+    BackgroundBuilds& to;
+    std::vector<BackgroundBuilds::Job>& jobs;
+    ~Submit() { to.submit(std::move(jobs)); }
+  } submit{background_, background};
   llvm::StringMap<bool> listed; // a plan often runs one kernel many times
   llvm::SmallString<256> key;
   const CompileMode mode = compile_mode();
@@ -261,7 +285,9 @@ void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, Cuda
   for (const auto& [k, v] : kernels) {
     key.clear();
     memory_key(*k, v, key);
-    if (loaded_.count(key) || pending_.count(key) || !listed.insert({key, true}).second) continue;
+    if (loaded_.count(key) || pending_.count(key) || failed_.count(key) ||
+        !listed.insert({key, true}).second)
+      continue; // (a failed one throws its error when the batch chooses it)
     if (standins)
       if (std::optional<StandinLaunch> standin = plan_standin(*k, v, target())) {
         if (mode == CompileMode::standin) continue; // interpreted, never compiled
@@ -274,24 +300,14 @@ void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, Cuda
     if (!index_kernels_.count(id) && listed.insert({id, true}).second)
       missing.push_back({render_index_cuda(*s, target()), std::move(id), true});
   }
-  // The background compiles start after those the first run waits for, which then have the
-  // CPUs to themselves; they start also when those fail (their keys are pending).
-  if (missing.size() >= 2) { // else nothing to overlap: get() builds it when asked
-    std::vector<CudaKernelSource> srcs;
-    for (const Missing& m : missing) srcs.push_back(m.src);
-    std::vector<JitKernel> built;
-    try {
-      built = jit_.build_all(srcs);
-    } catch (...) {
-      background_.submit(std::move(background));
-      throw;
-    }
-    for (size_t i = 0; i < missing.size(); ++i) {
-      cudaKernel_t kernel = load(missing[i].src, std::move(built[i]));
-      (missing[i].index ? index_kernels_ : loaded_)[missing[i].key] = kernel;
-    }
+  if (missing.size() < 2) return; // nothing to overlap: get() builds it when asked
+  std::vector<CudaKernelSource> srcs;
+  for (const Missing& m : missing) srcs.push_back(m.src);
+  std::vector<JitKernel> built = jit_.build_all(srcs);
+  for (size_t i = 0; i < missing.size(); ++i) {
+    cudaKernel_t kernel = load(missing[i].src, std::move(built[i]));
+    (missing[i].index ? index_kernels_ : loaded_)[missing[i].key] = kernel;
   }
-  background_.submit(std::move(background));
 }
 
 // A binary from the disk cache that the driver rejects (written by a broken toolchain, damaged

@@ -52,9 +52,11 @@ public:
   void collect_background_builds();
   /// Waits for every background build and loads them (tests and benchmarks).
   void finish_background_builds();
-  /// Loads every kernel of `kernels` and `index_steps` not in memory yet, compiling the missing
-  /// ones several at once (Jit::build_all), so that a new plan's first run waits for its
-  /// compiles in parallel rather than one after another. get() and get_index() then hit memory.
+  /// Loads every kernel of `kernels` and `index_steps` not in memory yet: from the disk cache,
+  /// else, for those the stand-in covers (KILN_COMPILE=background), queued for the background
+  /// thread, else compiled several at once (Jit::build_all), so that a new plan's first run
+  /// waits for its compiles in parallel rather than one after another. choose(), get() and
+  /// get_index() then hit memory or find the key pending.
   void prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, CudaVariant>> kernels,
                 llvm::ArrayRef<const IndexStep*> index_steps);
   /// The loaded kernel if it is in memory (no compile, no disk), else null; throws the failure
@@ -64,6 +66,8 @@ public:
   /// the version that built it).
   bool standin_available() { return standin_kernel(false) != nullptr; }
   const std::string& standin_why() const { return standin_why_; }
+  /// Whether (k, v)'s binary is being compiled in the background.
+  bool pending(const FusedKernel& k, const CudaVariant& v) const;
   /// Counts a direct launch of the stand-in (stats).
   void count_standin_launch() { stats_.standin_launches++; }
   /// gather / scatter_add: the kernel s needs (compiled and loaded once) ...

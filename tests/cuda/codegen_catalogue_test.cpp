@@ -310,9 +310,6 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
             << wall << " s\n";
 }
 
-// For refactoring the emitters: with KILN_TEST_SOURCES_DIR set, writes every source of the
-// catalogue's jobs there, with their launch shapes in launches.txt (no compiles), so that two
-// builds' outputs can be compared with diff -r. Skipped otherwise.
 // The stand-in interpreter (codegen/standin.h) covers every kernel of the elementwise, tiled, dot
 // and GEMM-tile layouts, and its argument block holds the kernel's own Params one word in, then its
 // Program; tests/cuda/standin_gpu_test.cpp checks its results on a GPU.
@@ -357,6 +354,9 @@ TEST_F(Codegen, TheStandinCoversEveryElementwiseAndDotKernelOfTheCatalogue) {
               jobs.size(), dots);
 }
 
+// For refactoring the emitters: with KILN_TEST_SOURCES_DIR set, writes every source of the
+// catalogue's jobs there, with their launch shapes in launches.txt (no compiles), so that two
+// builds' outputs can be compared with diff -r. Skipped otherwise.
 TEST_F(Codegen, CatalogueSourcesToDirectory) {
   const char* dir = std::getenv("KILN_TEST_SOURCES_DIR");
   if (!dir || !*dir) GTEST_SKIP() << "KILN_TEST_SOURCES_DIR not set";
