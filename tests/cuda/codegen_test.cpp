@@ -8,6 +8,7 @@
 // review the diff (bump kCodegenVersion in codegen/cuda_codegen.h when the meaning changes).
 #include "codegen/jit.h"
 #include "codegen/nvrtc_compiler.h"
+#include "../scoped_env.h"
 #include "codegen_fixture.h"
 #include "ir/kernel_key.h"
 
@@ -654,7 +655,7 @@ TEST_F(Codegen, CompilingCanBeForbiddenForAWarmDeployment) {
   const FusedKernel cached = kernel_of([&] { return tanh(x) * 3; });
   const FusedKernel fresh = kernel_of([&] { return exp(x) - 1; });
   Jit(target(), dir).build(cached, {true, false});
-  ::setenv("KILN_COMPILE", "0", 1);
+  kt::ScopedEnv off("KILN_COMPILE", "0"); // the value before is back after the test (the suite's)
   Jit warm(target(), dir);
   EXPECT_FALSE(warm.build(cached, {true, false}).binary.image.empty());
   try {
@@ -666,7 +667,6 @@ TEST_F(Codegen, CompilingCanBeForbiddenForAWarmDeployment) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("KILN_COMPILE=0"), std::string::npos) << e.what();
   }
-  ::unsetenv("KILN_COMPILE");
   EXPECT_EQ(warm.stats().compiles, 0);
   fs::remove_all(dir);
 }

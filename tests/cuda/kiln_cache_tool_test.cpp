@@ -1,6 +1,7 @@
 // The kiln-cache tool (tools/kiln-cache) on a cache filled by NVRTC (no GPU needed): every
 // command's output and exit status, its JSON, damage found and healed, prune and clear, and
 // export/import round trips. Runs the built tool as a user would.
+#include "../scoped_env.h"
 #include "codegen/jit.h"
 #include "codegen/nvrtc/compile_workers.h"
 #include "codegen_fixture.h"
@@ -248,10 +249,9 @@ TEST_F(KilnCacheTool, WarmCompilesARunsManifest) {
   EXPECT_EQ(j["compiled"], 3) << w.out;
   EXPECT_EQ(j["processes"], 2) << "worker processes, this tool's serve-compiles";
   EXPECT_EQ(json::parse(in(fresh, "warm --json " + manifest).out)["cached"], 3);
-  ::setenv("KILN_COMPILE", "0", 1);
+  kt::ScopedEnv off("KILN_COMPILE", "0"); // the suite's value is back after the test
   Jit deployed(target(), fresh);
   for (const FusedKernel& k : ks) EXPECT_NO_THROW(deployed.build(k, {true, false}));
-  ::unsetenv("KILN_COMPILE");
   EXPECT_EQ(deployed.stats().compiles, 0);
   EXPECT_EQ(deployed.stats().disk_hits, 3);
 }
