@@ -70,7 +70,7 @@ private:
   size_t outstanding_ = 0;
   bool busy_ = false, stopping_ = false;
   std::thread thread_;
-  pid_t owner_ = 0; // the process that started thread_
+  pid_t owner_ = 0;                         // the process that started thread_
   std::unique_ptr<CompileWorkers> workers_; // started for the first round of several kernels
   bool workers_tried_ = false;
   unsigned kinds_seen_ = 0; // the kinds of round run so far (run())

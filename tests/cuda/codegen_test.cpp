@@ -6,9 +6,9 @@
 // Golden files: tests/cuda/golden/*.cu. After an intended change to the generated code, rewrite
 // them with   KILN_UPDATE_GOLDEN=1 build/tests/kiln_tests --gtest_filter='Codegen*'   and
 // review the diff (bump kCodegenVersion in codegen/cuda_codegen.h when the meaning changes).
+#include "../scoped_env.h"
 #include "codegen/jit.h"
 #include "codegen/nvrtc_compiler.h"
-#include "../scoped_env.h"
 #include "codegen_fixture.h"
 #include "ir/kernel_key.h"
 

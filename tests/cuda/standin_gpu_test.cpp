@@ -276,14 +276,12 @@ TEST_F(Standin, MatricesOfDotProductsSumAsTheirTiles) {
 
 // A loop without eval: the interpreter's steps feed each other as compiled ones would.
 TEST_F(Standin, ARecurrentLoopGivesTheCompiledLoopsBits) {
-  expect_same_bits(
-      "seed cell loop",
-      [] {
-        Tensor w = randn({64, 64}) * 0.2, u = randn({64}) * 0.1, h = zeros({64});
-        eval(w, u, h);
-        for (int t = 0; t < 20; ++t) h = tanh(matmul(w, h) + u * float(t));
-        return Outputs{h};
-      });
+  expect_same_bits("seed cell loop", [] {
+    Tensor w = randn({64, 64}) * 0.2, u = randn({64}) * 0.1, h = zeros({64});
+    eval(w, u, h);
+    for (int t = 0; t < 20; ++t) h = tanh(matmul(w, h) + u * float(t));
+    return Outputs{h};
+  });
 }
 
 } // namespace
