@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -186,8 +187,15 @@ CompileMode compile_mode() {
   std::lock_guard<std::mutex> lock(*mu);
   if (*seen != (v ? v : "")) {
     *seen = v ? v : "";
-    const std::string m = setting_text(Setting::compile).value_or("background");
-    const bool no = m == "0" || m == "off" || m == "false" || m == "no"; // the flag's spellings
+    std::string m = *seen; // in any case, as the flag this setting was is read
+    std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
+    static const char* const known[] = {"background", "sync", "standin", "1",   "0", "on",
+                                        "off",        "true", "false",   "yes", "no"};
+    if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return m == k; })) {
+      if (!m.empty()) (void)setting_text(Setting::compile); // says on stderr what it accepts
+      m = "background";
+    }
+    const bool no = m == "0" || m == "off" || m == "false" || m == "no";
     mode = m == "sync"      ? CompileMode::sync
            : m == "standin" ? CompileMode::standin
            : no             ? CompileMode::off

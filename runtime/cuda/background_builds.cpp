@@ -46,8 +46,9 @@ BackgroundBuilds::~BackgroundBuilds() {
 // In a fork()'s child the thread does not exist (and may have held mu_ at the fork): its handle
 // is let go of, never joined, and nothing is locked.
 void BackgroundBuilds::stop() {
-  if (thread_.joinable() && owner_ != ::getpid()) {
-    new std::thread(std::move(thread_)); // never destroyed: destroying a joinable one aborts
+  if (owner_ != 0 && owner_ != ::getpid()) {
+    if (thread_.joinable())
+      new std::thread(std::move(thread_)); // never destroyed: destroying a joinable one aborts
     return;
   }
   {
@@ -64,18 +65,19 @@ void BackgroundBuilds::submit(std::vector<Job> jobs) {
   if (jobs.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    outstanding_ += jobs.size();
-    for (Job& j : jobs) queue_.push_back(std::move(j));
-    if (!thread_.joinable()) {
+    if (stopping_) throw Error("[compile] kernels queued for compiling after the process's exit");
+    if (!thread_.joinable()) { // first, so that a failure to start one leaves nothing queued
       {
         std::lock_guard<std::mutex> reg(registry_mu());
-        registry().push_back(this);
+        if (std::find(registry().begin(), registry().end(), this) == registry().end())
+          registry().push_back(this);
       }
       std::atexit(at_exit);
       owner_ = ::getpid();
       thread_ = std::thread([this] { run(); });
     }
+    outstanding_ += jobs.size();
+    for (Job& j : jobs) queue_.push_back(std::move(j));
   }
   cv_.notify_all();
 }
@@ -155,7 +157,7 @@ std::vector<BackgroundBuilds::Finished> BackgroundBuilds::build(std::vector<Job>
   }
   for (Finished& f : out) {
     try {
-      f.built = jit_.build(f.src, /*fresh=*/true); // stored by the round, or failing
+      f.built = jit_.build(f.src); // (the round stored those that compiled)
     } catch (const std::exception& e) {
       f.error = e.what();
     }

@@ -45,7 +45,8 @@ public:
     std::string key;
     CudaKernelSource src;
   };
-  /// Queue kernels' builds, to be built together (the thread starts on first use).
+  /// Queue kernels' builds, to be built together (the thread starts on first use). Throws
+  /// (queueing nothing) when no thread can be started, or after the exit handler ran.
   void submit(std::vector<Job> jobs);
   /// The builds finished since the last call, in the order they finished.
   std::vector<Finished> take_finished();

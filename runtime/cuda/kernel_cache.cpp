@@ -87,6 +87,12 @@ const CudaKernelCache* cuda_kernel_cache(int device) {
   return nullptr;
 }
 
+int64_t cuda_background_builds_outstanding() {
+  int64_t n = 0;
+  for (CudaKernelCache* c : caches()) n += c->background_outstanding();
+  return n;
+}
+
 void cuda_finish_background_builds() {
   for (CudaKernelCache* c : caches()) c->finish_background_builds();
 }
@@ -208,7 +214,8 @@ KernelChoice CudaKernelCache::choose(const FusedKernel& k, const CudaVariant& v)
     if (std::optional<StandinLaunch> standin = plan_standin(k, v, target())) {
       std::vector<BackgroundBuilds::Job> jobs;
       const Start start = pending ? Start::pending : start_background(key, k, v, *standin, jobs);
-      background_.submit(std::move(jobs));
+      submit_background(std::move(jobs));
+      if (auto f = failed_.find(key); f != failed_.end()) throw Error(f->second);
       if (start == Start::loaded) return {loaded_[key], std::nullopt};
       if (start == Start::pending) return {standin_kernel(standin->large), std::move(standin)};
     }
@@ -233,6 +240,24 @@ void CudaKernelCache::collect_background_builds() {
     } catch (const std::exception& e) {
       failed_[f.key] = e.what();
     }
+  }
+}
+
+// Jobs that cannot be queued (no thread to be had) fail their kernels, reported where each
+// next runs, rather than stay pending. Never throws (prefetch calls it while unwinding).
+void CudaKernelCache::submit_background(std::vector<BackgroundBuilds::Job> jobs) noexcept {
+  if (jobs.empty()) return;
+  std::vector<std::string> keys;
+  try {
+    for (const BackgroundBuilds::Job& j : jobs) keys.push_back(j.key);
+    background_.submit(std::move(jobs));
+  } catch (const std::exception& e) {
+    for (const std::string& key : keys) {
+      pending_.erase(key);
+      failed_[key] = std::string("[compile] could not queue the kernel's compile: ") + e.what();
+    }
+  } catch (...) {
+    for (const std::string& key : keys) pending_.erase(key);
   }
 }
 
@@ -274,10 +299,10 @@ void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, Cuda
   // Queued however this ends (the keys are pending), after the compiles below: the first run
   // waits for those, which then have the CPUs to themselves.
   struct Submit {
-    BackgroundBuilds& to;
+    CudaKernelCache& cache;
     std::vector<BackgroundBuilds::Job>& jobs;
-    ~Submit() { to.submit(std::move(jobs)); }
-  } submit{background_, background};
+    ~Submit() { cache.submit_background(std::move(jobs)); }
+  } submit{*this, background};
   llvm::StringMap<bool> listed; // a plan often runs one kernel many times
   llvm::SmallString<256> key;
   const CompileMode mode = compile_mode();

@@ -68,6 +68,7 @@ public:
   const std::string& standin_why() const { return standin_why_; }
   /// Whether (k, v)'s binary is being compiled in the background.
   bool pending(const FusedKernel& k, const CudaVariant& v) const;
+  size_t background_outstanding() const { return background_.outstanding(); }
   /// Counts a direct launch of the stand-in (stats).
   void count_standin_launch() { stats_.standin_launches++; }
   /// gather / scatter_add: the kernel s needs (compiled and loaded once) ...
@@ -94,6 +95,7 @@ private:
   /// Whether kernels the interpreter covers run as the stand-in rather than wait for NVRTC.
   bool stands_in() const;
   enum class Start { loaded, pending, unavailable };
+  void submit_background(std::vector<BackgroundBuilds::Job> jobs) noexcept;
   Start start_background(llvm::StringRef key, const FusedKernel& k, const CudaVariant& v,
                          const StandinLaunch& standin, std::vector<BackgroundBuilds::Job>& jobs);
 
@@ -114,6 +116,8 @@ KernelCacheStats cuda_kernel_cache_stats(); // summed over devices
 const CudaKernelCache* cuda_kernel_cache(int device);
 /// Waits for every device's background compiles and loads their binaries (tests, benchmarks).
 void cuda_finish_background_builds();
+/// Background compiles queued and not yet collected, over the devices (tests).
+int64_t cuda_background_builds_outstanding();
 /// Why the stand-in interpreter does not run on a device ("" when it does; tests, benchmarks).
 std::string cuda_standin_unavailable_reason(int device);
 } // namespace kiln::detail

@@ -1,6 +1,8 @@
 // The stand-in's argument blocks (codegen/standin.h), without a GPU: what it refuses and why,
 // and how few value slots a tape needs. tests/cuda/standin_gpu_test.cpp runs it on a GPU.
+#include "../scoped_env.h"
 #include "codegen/device/standin_program.h"
+#include "codegen/jit.h"
 #include "codegen/standin.h"
 #include "codegen_fixture.h"
 
@@ -85,6 +87,26 @@ TEST_F(Codegen, TheStandinsSlotsFollowTheLiveValues) {
   ASSERT_TRUE(s) << why;
   EXPECT_TRUE(s->large) << "20 live values on the 16-slot interpreter";
   EXPECT_EQ(program_of(*s).n_out, 20);
+}
+
+// KILN_COMPILE was a flag: its spellings keep their meaning, in any case.
+TEST_F(Codegen, KilnCompileTakesTheModesAndTheFlagsSpellings) {
+  const std::pair<const char*, CompileMode> cases[] = {{"background", CompileMode::background},
+                                                       {"sync", CompileMode::sync},
+                                                       {"standin", CompileMode::standin},
+                                                       {"0", CompileMode::off},
+                                                       {"OFF", CompileMode::off},
+                                                       {"False", CompileMode::off},
+                                                       {"no", CompileMode::off},
+                                                       {"1", CompileMode::background},
+                                                       {"Yes", CompileMode::background},
+                                                       {"SYNC", CompileMode::sync}};
+  for (const auto& [value, mode] : cases) {
+    kt::ScopedEnv env("KILN_COMPILE", value);
+    EXPECT_EQ(compile_mode(), mode) << value;
+  }
+  kt::ScopedEnv unset("KILN_COMPILE", nullptr);
+  EXPECT_EQ(compile_mode(), CompileMode::background);
 }
 
 } // namespace

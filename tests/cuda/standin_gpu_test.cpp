@@ -63,11 +63,12 @@ std::vector<std::vector<uint64_t>> bits_of(const Outputs& outs) {
   return all;
 }
 
-// Whether the stand-in covers a kernel (codegen/standin.h; within its size limits, which the
-// cases here stay in): every layout but the reductions', outside reproducible mode.
+// Whether the stand-in covers a kernel (codegen/standin.h) on this GPU: what it launches.
 bool covered(const detail::FusedKernel& k) {
-  return k.kind == detail::FusedKernel::Kind::elementwise && !k.segmented() && !k.reproducible &&
-         k.shape.numel() > 0;
+  const detail::CudaTarget& t = detail::cuda_kernel_cache(0)->target();
+  const std::vector<void*> aligned(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
+  const detail::CudaVariant v = detail::choose_variant(k, aligned, t);
+  return detail::launch_for(k, v, t).grid > 0 && detail::plan_standin(k, v, t).has_value();
 }
 
 struct Run {
