@@ -1,9 +1,10 @@
 // The stand-in interpreter (codegen/standin.h) against the kernels NVRTC compiles, bit for bit:
 // every op of the catalogue, in every dtype, through every layout it covers (elementwise,
-// vectors, tiled transposes, broadcasts, dot products with and without clusters), on the GPU.
-// Each case runs twice on fresh plans and identical inputs, once with KILN_COMPILE=standin (the
-// interpreter runs everything it covers, binaries loaded or not) and once with
-// KILN_COMPILE=sync; ctest sets KILN_POISON_ALLOCATIONS, so an element either path skips shows.
+// vectors, tiled transposes, broadcasts, dot products with and without clusters, GEMM tiles), on
+// the GPU. Each case runs twice on fresh plans and identical inputs, once with
+// KILN_COMPILE=standin (the interpreter runs everything it covers, binaries loaded or not: every
+// such kernel must have run on it) and once with KILN_COMPILE=sync; ctest sets
+// KILN_POISON_ALLOCATIONS, so an element either path skips shows.
 #include "../scoped_env.h"
 #include "engine/kernel_observer.h"
 #include "runtime/cuda/kernel_cache.h"
