@@ -1,6 +1,7 @@
 // The stand-in interpreter: one kernel, compiled ahead of time by nvcc (CMakeLists.txt embeds
-// its fatbin in libkiln), that runs any FusedKernel of the elementwise, tiled, dot and GEMM-tile
-// layouts from its Program (standin_program.h) while NVRTC compiles the kernel's own binary.
+// its fatbin in libkiln), that runs any FusedKernel of the elementwise, tiled, dot, GEMM-tile,
+// row- and column-reduce layouts, and segmented kernels, from its Program (standin_program.h)
+// while NVRTC compiles the kernel's own binary.
 //
 // Its results are the compiled kernel's bit for bit: every instruction is the expression
 // codegen/cuda_codegen_ops.cpp renders for it, with the same device helpers (common.cuh,
@@ -9,12 +10,17 @@
 // the same bits; the dot layout's sums are split, added and combined as Emitter::dot_body does
 // (the same block, cluster and thread shares of K, the same tree in shared memory); a GEMM
 // tile's element is summed by one thread in the order of its tile's K chunks, groups and
-// cluster ranks (Kernel::gemm_sum).
+// cluster ranks (Kernel::gemm_sum); reductions are walked and combined as the compiled
+// kernel's threads do (standin_reduce.cuh).
 #include "codegen/device/standin_program.h"
 
 #include "codegen/device/half.cuh"
 
 #include "codegen/device/common.cuh"
+
+#include "ir/dsum.h"
+
+#include "codegen/device/dsum.cuh"
 
 #include "codegen/device/cluster.cuh"
 
@@ -50,7 +56,8 @@ template <class T> KD T cluster_ld(const T* p, unsigned) {
 #endif
 
 struct Kernel {
-  const unsigned long long* w; // the argument words: w[1 + f] is Params field f
+  const unsigned long long* w; // the argument words: w[1 + base + f] is Params field f
+  int base = 0;                // a segment's first field
   const Program* pr;
   const Operand* in;
   const Operand* out;
@@ -118,9 +125,9 @@ struct Kernel {
     return total;
   }
 
-  KD unsigned long long field(uint16_t f) const { return w[1 + f]; }
-  KD long long ifield(uint16_t f) const { return (long long)w[1 + f]; }
-  KD double dfield(uint16_t f) const { return __longlong_as_double((long long)w[1 + f]); }
+  KD unsigned long long field(uint16_t f) const { return w[1 + base + f]; }
+  KD long long ifield(uint16_t f) const { return (long long)field(f); }
+  KD double dfield(uint16_t f) const { return __longlong_as_double((long long)field(f)); }
   KD const void* ptr(const Operand& o) const { return (const void*)field(o.ptr); }
 
   // Where operand o's element i is: its offset over the kernel's shape (unravelled as
@@ -181,7 +188,7 @@ struct Kernel {
     }
   }
 
-  KD Value compute(const Inst& in, const Value* v, long long i) const {
+  __device__ __noinline__ Value compute(const Inst& in, const Value* v, long long i) const {
     Value r;
     const Value a = v[in.a];
     const Class c = class_of(in.type);
@@ -250,18 +257,17 @@ struct Kernel {
     return r;
   }
 
+  // Instruction `in` at element i, from the values before it.
+  KD Value value(const Inst& in, const Value* v, long long i) const {
+    if (in.op != op_load) return compute(in, v, i);
+    const Operand& o = this->in[in.field];
+    return load(ptr(o), offset(o, i), o.type);
+  }
+
   // The tape at element i, then the stores.
   template <int S> KD void run_tape(long long i) const {
     Value v[S];
-    for (int t = 0; t < pr->n_inst; ++t) {
-      const Inst in = tape[t];
-      if (in.op == op_load) {
-        const Operand& o = this->in[in.field];
-        v[in.dst] = load(ptr(o), offset(o, i), o.type);
-      } else {
-        v[in.dst] = compute(in, v, i);
-      }
-    }
+    for (int t = 0; t < pr->n_inst; ++t) v[tape[t].dst] = value(tape[t], v, i);
     for (int j = 0; j < pr->n_out; ++j) {
       const Operand& o = out[j];
       store((void*)ptr(o), offset(o, i), o.type, o.from, v[o.value]);
@@ -269,11 +275,12 @@ struct Kernel {
   }
 };
 
-KD Kernel kernel_of(const StandinArgs& args) {
+// The Program at byte `at` of the argument block, its fields from field `base` on.
+KD Kernel kernel_of(const StandinArgs& args, unsigned long long at, int base = 0) {
   Kernel k;
   k.w = args.w;
-  const char* base = reinterpret_cast<const char*>(args.w);
-  k.pr = reinterpret_cast<const Program*>(base + args.w[0]);
+  k.base = base;
+  k.pr = reinterpret_cast<const Program*>(reinterpret_cast<const char*>(args.w) + at);
   k.in = reinterpret_cast<const Operand*>(k.pr + 1);
   k.out = k.in + k.pr->n_in;
   k.tape = reinterpret_cast<const Inst*>(k.out + k.pr->n_out);
@@ -281,14 +288,35 @@ KD Kernel kernel_of(const StandinArgs& args) {
   return k;
 }
 
+} // namespace kiln::detail::standin
+
+#include "codegen/device/standin_reduce.cuh"
+
+namespace kiln::detail::standin {
+
 // ---- the layouts ----------------------------------------------------------------------------
 
-// Elementwise (and tiled): a grid-stride loop over the elements.
-template <int S> KD void elementwise(const Kernel& k) {
+// Elementwise (and tiled): a grid-stride loop over the elements, as block `block` of `blocks`.
+template <int S> KD void elementwise(const Kernel& k, long long block, long long blocks) {
   const long long n = k.ifield(k.pr->n_field);
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+  const long long stride = blocks * blockDim.x;
+  for (long long i = block * blockDim.x + threadIdx.x; i < n; i += stride)
     k.template run_tape<S>(i);
+}
+
+// Segmented (render_segmented): the Params start with each segment's end block; a block runs
+// the elementwise Program of the segment its index falls in.
+template <int S> KD void segmented(const StandinArgs& args, const Kernel& top) {
+  const Segment* seg = reinterpret_cast<const Segment*>(top.pr + 1);
+  long long begin = 0;
+  for (int s = 0; s < top.pr->n_in; ++s) {
+    const long long end = top.ifield(seg[s].end);
+    if (blockIdx.x < end) {
+      elementwise<S>(kernel_of(args, seg[s].program, seg[s].base), blockIdx.x - begin, end - begin);
+      return;
+    }
+    begin = end;
+  }
 }
 
 // The dot layout (Emitter::dot_body): bx elements per block side by side, the by = 256 / bx
@@ -359,11 +387,18 @@ template <int S> KD void dots(Kernel& k, double* sd) {
 template <int S> KD void interpret(const StandinArgs& args) {
   k_wait_for_predecessors();
   extern __shared__ double k_partial_sums[];
-  Kernel k = kernel_of(args);
-  if (k.pr->layout == l_dot)
-    dots<S>(k, k_partial_sums);
-  else
-    elementwise<S>(k); // the GEMM tile too: each element sums its own dots
+  Kernel k = kernel_of(args, args.w[0]);
+  switch (k.pr->layout) {
+  case l_dot:
+    return dots<S>(k, k_partial_sums);
+  case l_row_reduce:
+  case l_column_reduce:
+    return reduce<S>(k, reinterpret_cast<Accum*>(k_partial_sums));
+  case l_segmented:
+    return segmented<S>(args, k);
+  default: // the GEMM tile too: each element sums its own dots
+    return elementwise<S>(k, blockIdx.x, gridDim.x);
+  }
 }
 
 } // namespace kiln::detail::standin

@@ -349,6 +349,36 @@ KD Value from_double(uint8_t t, double d) {
   return r;
 }
 
+// A reduction's double total as its row value (Emitter::row_value): stored in dtype t
+// (from_double) and read back (load_cvt).
+KD Value row_value_of_double(uint8_t t, double x) {
+  Value v;
+  switch (t) {
+  case t_f32:
+    v.f = (float)x;
+    break;
+  case t_f64:
+    v.d = x;
+    break;
+  case t_f16:
+    v.f = __half2float(k_to_f16((float)x));
+    break;
+  case t_bf16:
+    v.f = __bfloat162float(k_to_bf16((float)x));
+    break;
+  case t_i32:
+    v.i = k_sat_i32(x);
+    break;
+  case t_i64:
+    v.l = k_sat_i64(x);
+    break;
+  default:
+    v.i = (int)(x != 0);
+    break;
+  }
+  return v;
+}
+
 KD int uniform_bits(uint8_t t) {
   return t == t_f64 ? 53 : t == t_f16 ? 11 : t == t_bf16 ? 8 : 24;
 }

@@ -67,31 +67,53 @@ enum Op : uint8_t {
   op_logical_and,
   op_logical_or,
   op_where,
-  op_matmul
+  op_matmul,
+  op_sum, // the reductions (the row and column layouts)
+  op_mean,
+  op_max,
+  op_min,
+  op_argmax
 };
 // Element types, in kiln::DType's order (a static_assert in codegen/standin.cpp checks it).
 enum Type : uint8_t { t_f32, t_f64, t_f16, t_bf16, t_i32, t_i64, t_bool };
 enum Mode : uint8_t { m_contiguous, m_scalar, m_strided };
-enum Layout : uint8_t { l_elementwise, l_dot, l_gemm_tile };
+enum Layout : uint8_t {
+  l_elementwise,
+  l_dot,
+  l_gemm_tile,
+  l_row_reduce,    // one output row per block: Emitter::reduce_body
+  l_column_reduce, // bx threads along the kept innermost dim: Emitter::column_body
+  l_segmented      // several elementwise kernels in one launch: render_segmented
+};
+// A reduction's accumulator (Emitter::reductions): double for floating sums, float for the
+// max/min/argmax of f32/f16/bf16, long long for integers, double-double for f64 sums.
+enum Acc : uint8_t { a_double, a_float, a_long, a_dsum };
+inline constexpr int kMaxReductions = 8;
+// Shared memory the reduce layouts combine through: a block's accumulators and argmax indices.
+inline constexpr int kCombineBytes = kBlock * (16 + 8);
 
 struct Operand { // a kernel input or output
   uint8_t type, mode;
-  uint8_t from;  // outputs: the type of the value stored
-  uint8_t value; // outputs: the slot of the value stored
-  uint16_t ptr;  // the Params field holding its pointer (advanced by its offset)
-  uint16_t pad;
+  uint8_t from;              // outputs: the type of the value stored
+  uint8_t value;             // outputs: the slot of the value stored
+  uint16_t ptr;              // the Params field holding its pointer (advanced by its offset)
+  uint8_t level;             // reduce kernels, outputs: the pass that stores it
+  uint8_t reduced;           // reduce kernels, outputs: one value per output row, stored at the row
   uint16_t stride[kMaxRank]; // strided: the field of dim d's stride, kNoField for 0
 };
 
 struct Inst {
   uint8_t op, type; // type: of the value defined
-  uint8_t from;     // cast, compare, logical: the type of operand a
+  uint8_t from;     // cast, compare, logical, reductions: the type of operand a
   uint8_t dst;      // the slot the value goes to
-  uint8_t a, b, c;  // the operands' slots
-  uint8_t pad;
-  uint16_t field; // load: the input; constant, iota, rand: its first Params field;
-                  // matmul: the dot product
+  uint8_t a, b, c;  // the operands' slots; reductions: b its Acc, c 1 for a half sum (below)
+  uint8_t level;    // reduce kernels: computed in passes >= level (a reduction: folded in
+                    // pass level - 1, a row value from pass level on)
+  uint16_t field;   // load: the input; constant, iota, rand: its first Params field;
+                    // matmul: the dot product; reductions: the accumulator
 };
+// A half sum (f16/bf16 into f16/bf16) in the row layout's vector walk adds each vector's
+// elements in a float first, then that float into its double accumulator.
 
 struct Dot {
   uint16_t a, b;      // the inputs read along K
@@ -108,8 +130,20 @@ struct Program {
   uint16_t dot_bx, dot_by;       // the dot layout: elements per block, threads per element
   uint16_t cluster;              // the dot layouts: blocks per cluster splitting K
   uint16_t gemm_bk, gemm_groups; // the GEMM tile: its K chunk, and the groups splitting each
-  uint16_t pad;
+  uint16_t r_field;              // reduce: the field of R (n_field is O's)
+  uint8_t passes, n_reds;        // reduce: walks over each row, reductions
+  uint8_t red_bx, red_v;         // column layout: threads along the columns, columns per thread
+  uint8_t row_epv;               // row layout: elements per vector of its vector walk (0: none)
+  uint8_t pad[3];
   // Followed by Operand in[n_in], Operand out[n_out], Inst tape[n_inst], Dot dots[n_dots].
+  // l_segmented: followed by Segment seg[n_in] instead.
+};
+
+// A segment of a segmented kernel: an elementwise Program whose fields count from `base`.
+struct Segment {
+  uint16_t end;     // the field of the end of its blocks (Params start with the ends)
+  uint16_t base;    // its Params' first field
+  uint16_t program; // the byte position of its Program in the argument block
 };
 
 struct StandinArgs {

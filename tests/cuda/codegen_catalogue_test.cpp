@@ -310,26 +310,37 @@ TEST_F(Codegen, CatalogueCompilesForSm90AndSm80) {
             << wall << " s\n";
 }
 
-// The stand-in interpreter (codegen/standin.h) covers every kernel of the elementwise, tiled, dot
-// and GEMM-tile layouts, and its argument block holds the kernel's own Params one word in, then its
-// Program; tests/cuda/standin_gpu_test.cpp checks its results on a GPU.
-TEST_F(Codegen, TheStandinCoversEveryElementwiseAndDotKernelOfTheCatalogue) {
+// The stand-in interpreter (codegen/standin.h) covers every kernel of the catalogue outside
+// reproducible mode: every layout, reductions and segmented kernels. Its argument block holds the
+// kernel's own Params one word in, then its Program; tests/cuda/standin_gpu_test.cpp checks its
+// results on a GPU.
+standin::Layout standin_layout(CudaLayout l) {
+  switch (l) {
+  case CudaLayout::elementwise:
+  case CudaLayout::tiled:
+    return standin::l_elementwise;
+  case CudaLayout::dot:
+    return standin::l_dot;
+  case CudaLayout::gemm_tile:
+    return standin::l_gemm_tile;
+  case CudaLayout::row_reduce:
+    return standin::l_row_reduce;
+  case CudaLayout::column_reduce:
+    return standin::l_column_reduce;
+  }
+  return standin::l_elementwise;
+}
+
+TEST_F(Codegen, TheStandinCoversEveryKernelOfTheCatalogue) {
   size_t unique = 0;
   int sm80 = 0;
   const std::vector<Job> jobs = catalogue_jobs(catalogue(), unique, sm80);
-  int covered = 0, dots = 0;
+  std::map<standin::Layout, int> covered;
   for (const Job& j : jobs) {
-    const CudaLayout layout =
-        j.kernel.segmented() ? CudaLayout::elementwise : layout_of(j.kernel, j.variant);
-    const bool expected = !j.kernel.segmented() && !j.kernel.reproducible &&
-                          (layout == CudaLayout::elementwise || layout == CudaLayout::tiled ||
-                           layout == CudaLayout::dot || layout == CudaLayout::gemm_tile);
     std::string why;
     const std::optional<StandinLaunch> s = plan_standin(j.kernel, j.variant, target(j.arch), &why);
-    EXPECT_EQ(s.has_value(), expected) << j.src.name << ": " << why;
+    EXPECT_EQ(s.has_value(), !j.kernel.reproducible) << j.src.name << ": " << why;
     if (!s) continue;
-    ++covered;
-    dots += layout == CudaLayout::dot || layout == CudaLayout::gemm_tile;
     const ParamTemplate own = param_template(j.kernel, j.variant);
     ASSERT_EQ(s->params.bytes.size(), size_t(standin::kArgsBytes));
     uint64_t program_at = 0;
@@ -341,17 +352,39 @@ TEST_F(Codegen, TheStandinCoversEveryElementwiseAndDotKernelOfTheCatalogue) {
       EXPECT_EQ(s->params.pointers[p].at, own.pointers[p].at + 8);
     standin::Program pr;
     std::memcpy(&pr, s->params.bytes.data() + program_at, sizeof pr);
+    if (j.kernel.segmented()) {
+      EXPECT_EQ(pr.layout, standin::l_segmented);
+      EXPECT_EQ(pr.n_in, j.kernel.segments.size());
+      EXPECT_EQ(s->shape.grid, launch_for(j.kernel, j.variant, target(j.arch)).grid);
+      covered[standin::l_segmented]++;
+      continue;
+    }
+    const CudaLayout layout = layout_of(j.kernel, j.variant);
+    EXPECT_EQ(pr.layout, standin_layout(layout)) << j.src.name;
+    covered[standin_layout(layout)]++;
     EXPECT_EQ(pr.n_inst, j.kernel.tape.size());
     EXPECT_EQ(pr.n_in, j.kernel.inputs.size());
     EXPECT_EQ(pr.n_out, j.kernel.outputs.size());
     EXPECT_EQ(pr.n_dots, j.kernel.dots.size());
     if (layout == CudaLayout::dot)
       EXPECT_EQ(s->shape.cluster, j.arch >= 90 ? uint32_t(std::max(1, j.variant.dot_cluster)) : 1u);
+    if (layout == CudaLayout::row_reduce || layout == CudaLayout::column_reduce) {
+      const CudaLaunch own_shape = launch_for(j.kernel, j.variant, target(j.arch));
+      EXPECT_EQ(s->shape.grid, own_shape.grid); // the same threads, folding the same elements
+      EXPECT_EQ(s->shape.block, own_shape.block);
+      EXPECT_EQ(pr.passes, reduce_passes(j.kernel).passes);
+    }
   }
-  EXPECT_GT(covered, 50);
-  EXPECT_GT(dots, 3);
-  std::printf("the stand-in covers %d of %zu catalogue kernels (%d with dot products)\n", covered,
-              jobs.size(), dots);
+  for (standin::Layout l : {standin::l_elementwise, standin::l_dot, standin::l_gemm_tile,
+                            standin::l_row_reduce, standin::l_column_reduce, standin::l_segmented})
+    EXPECT_GT(covered[l], 0) << "no catalogue kernel of stand-in layout " << int(l);
+  int total = 0;
+  for (const auto& [l, n] : covered) total += n;
+  std::printf("the stand-in covers %d of %zu catalogue kernels (row reduce %d, column reduce %d, "
+              "segmented %d, dot %d, GEMM tile %d)\n",
+              total, jobs.size(), covered[standin::l_row_reduce], covered[standin::l_column_reduce],
+              covered[standin::l_segmented], covered[standin::l_dot],
+              covered[standin::l_gemm_tile]);
 }
 
 // For refactoring the emitters: with KILN_TEST_SOURCES_DIR set, writes every source of the

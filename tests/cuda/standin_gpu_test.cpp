@@ -1,15 +1,17 @@
 // The stand-in interpreter (codegen/standin.h) against the kernels NVRTC compiles, bit for bit:
 // every op of the catalogue, in every dtype, through every layout it covers (elementwise,
-// vectors, tiled transposes, broadcasts, dot products with and without clusters, GEMM tiles), on
-// the GPU. Each case runs twice on fresh plans and identical inputs, once with
-// KILN_COMPILE=standin (the interpreter runs everything it covers, binaries loaded or not: every
-// such kernel must have run on it) and once with KILN_COMPILE=sync; ctest sets
-// KILN_POISON_ALLOCATIONS, so an element either path skips shows.
+// vectors, tiled transposes, broadcasts, dot products with and without clusters, GEMM tiles, row
+// and column reductions, segmented kernels), on the GPU. Each case runs twice on fresh plans and
+// identical inputs, once with KILN_COMPILE=standin (the interpreter runs everything it covers,
+// binaries loaded or not: every such kernel must have run on it) and once with KILN_COMPILE=sync;
+// ctest sets KILN_POISON_ALLOCATIONS, so an element either path skips shows.
 #include "../scoped_env.h"
 #include "engine/kernel_observer.h"
 #include "runtime/cuda/kernel_cache.h"
 
 #include <kiln/kiln.h>
+#include <kiln/nn.h>
+#include <kiln/optim.h>
 
 #include <gtest/gtest.h>
 
@@ -72,23 +74,27 @@ bool covered(const detail::FusedKernel& k) {
   return detail::launch_for(k, v, t).grid > 0 && detail::plan_standin(k, v, t).has_value();
 }
 
-struct Run {
+struct CaseRun {
   std::vector<std::vector<uint64_t>> bits;
-  int64_t standins = 0; // launches of the stand-in
-  int64_t covered = 0;  // launches of kernels it covers
+  int64_t standins = 0;                  // launches of the stand-in
+  int64_t covered = 0;                   // launches of kernels it covers
+  int64_t reductions = 0, segmented = 0; // kernels of those kinds run
 };
 
 // The case's outputs under KILN_COMPILE=mode, on fresh plans (a cached plan's batch keeps the
 // kernels it was prepared with) and the same random inputs.
-Run run(const char* mode, const Case& c) {
+CaseRun run(const char* mode, const Case& c) {
   kt::ScopedEnv env("KILN_COMPILE", mode);
   set_plan_cache_limit(0);
   set_plan_cache_limit(256);
   manual_seed(11);
-  Run r;
+  CaseRun r;
   const int64_t before = standin_launches();
-  detail::KernelObserver prev =
-      detail::set_kernel_observer([&r](const detail::FusedKernel& k) { r.covered += covered(k); });
+  detail::KernelObserver prev = detail::set_kernel_observer([&r](const detail::FusedKernel& k) {
+    r.covered += covered(k);
+    r.reductions += k.kind == detail::FusedKernel::Kind::reduce;
+    r.segmented += k.segmented();
+  });
   Outputs outs = c();
   for (Tensor& t : outs) eval(t);
   detail::set_kernel_observer(prev);
@@ -98,22 +104,26 @@ Run run(const char* mode, const Case& c) {
 }
 
 // The interpreter's results are the compiled kernels', and it ran every kernel it covers.
-void expect_same_bits(const std::string& what, const Case& c) {
+// Returns the interpreted run.
+CaseRun expect_same_bits(const std::string& what, const Case& c) {
   SCOPED_TRACE(what);
-  const Run interpreted = run("standin", c), compiled = run("sync", c);
+  const CaseRun interpreted = run("standin", c), compiled = run("sync", c);
   EXPECT_GT(interpreted.covered, 0) << "no kernel of this case is one the stand-in covers";
   EXPECT_EQ(interpreted.standins, interpreted.covered) << "the stand-in did not run them all";
   EXPECT_EQ(compiled.standins, 0);
-  ASSERT_EQ(interpreted.bits.size(), compiled.bits.size());
+  EXPECT_EQ(interpreted.bits.size(), compiled.bits.size());
+  if (interpreted.bits.size() != compiled.bits.size()) return interpreted;
   for (size_t o = 0; o < compiled.bits.size(); ++o) {
     const std::vector<uint64_t>&a = interpreted.bits[o], &b = compiled.bits[o];
-    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(a.size(), b.size());
+    if (a.size() != b.size()) continue;
     size_t differ = 0, first = 0;
     for (size_t i = 0; i < b.size(); ++i)
       if (a[i] != b[i] && differ++ == 0) first = i;
     EXPECT_EQ(differ, 0u) << "output " << o << ": " << differ << " of " << b.size()
                           << " elements differ, the first at " << first;
   }
+  return interpreted;
 }
 
 const DType kFloat[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
@@ -274,6 +284,79 @@ TEST_F(Standin, MatricesOfDotProductsSumAsTheirTiles) {
                      matmul(transpose(a, 0, 1), a) * 2};
     });
   }
+}
+
+// Reductions (the row and column layouts): each interpreting thread folds the elements the
+// compiled kernel's thread folds, in its order, and the block combines them in the same tree:
+// rows read as vectors and element by element (a slice), rows longer than a block's walk, more
+// rows than blocks, columns with vectors of V and without, several passes (softmax, layer
+// norm), f16/bf16 sums through float partials, f64 sums in double-double.
+TEST_F(Standin, ReductionsFoldAndCombineAsCompiled) {
+  for (DType dt : kFloat)
+    EXPECT_GE(expect_same_bits(dtype_name(dt),
+                               [dt] {
+                                 Tensor x = randn({37, 1000}, dt), wide = randn({2, 70000}, dt);
+                                 Tensor tall = randn({3000, 24}, dt), odd = randn({333, 7}, dt),
+                                        many = randn({5000, 40}, dt);
+                                 eval(x, wide, tall, odd, many);
+                                 Tensor cut = slice(x, 1, 1, 998);
+                                 return Outputs{sum(x, {1}),
+                                                mean(x, {1}),
+                                                max(x, {1}),
+                                                min(cut, {1}),
+                                                argmax(x, 1),
+                                                sum(cut * 3, {1}),
+                                                sum(wide, {1}),
+                                                mean(wide),
+                                                sum(many, {1}),
+                                                sum(tall, {0}),
+                                                max(tall, {0}),
+                                                argmax(tall, 0),
+                                                mean(odd, {0}),
+                                                sum(exp(odd), {0}),
+                                                softmax(x, -1),
+                                                softmax(tall, 0),
+                                                x - mean(x, {1}, true),
+                                                layer_norm(x),
+                                                var(tall, {0})};
+                               })
+                  .reductions,
+              15);
+}
+
+// Integer and boolean reductions, ties and NaN: argmax takes the first maximum, NaN wins.
+TEST_F(Standin, IntegerReductionsTiesAndNaN) {
+  expect_same_bits("integers", [] {
+    Tensor a = cast(randn({50, 300}) * 1e4, DType::i32),
+           b = cast(randn({300, 9}) * 1e9, DType::i64);
+    eval(a, b);
+    return Outputs{sum(a, {1}), max(a, {1}),  argmax(a, 1),    sum(b, {0}),
+                   min(b, {0}), argmax(b, 0), sum(a > 0, {1}), sum(b < 0, {0})};
+  });
+  for (DType dt : kFloat)
+    expect_same_bits(std::string("ties and NaN ") + dtype_name(dt), [dt] {
+      Tensor x = randn({40, 500}, dt);
+      Tensor ties = cast(cast(x * 2, DType::i32), dt), nan = where(x > 2.5, x / 0.0 * 0.0, x);
+      return Outputs{argmax(ties, 1), argmax(ties, 0), max(nan, {1}),
+                     argmax(nan, 1),  min(nan, {0}),   sum(nan, {1})};
+    });
+}
+
+// Segmented kernels (an optimizer's updates of several parameters in one launch): each block
+// runs the elementwise Program of its segment.
+TEST_F(Standin, SegmentedKernelsRunEverySegment) {
+  const CaseRun r = expect_same_bits("adam steps", [] {
+    manual_seed(5);
+    nn::Linear a(40, 33), b(33, 3);
+    optim::Adam opt(nn::join({a.parameters(), b.parameters()}), 0.01);
+    Tensor x = randn({16, 40});
+    for (int s = 0; s < 3; ++s) {
+      Tensor loss = mean(tanh(b(tanh(a(x)))) * 0.5);
+      opt.step(grad(loss, optim::tensors(nn::join({a.parameters(), b.parameters()}))));
+    }
+    return Outputs{a.weight, a.bias, b.weight, b.bias};
+  });
+  EXPECT_GE(r.segmented, 3) << "the updates were not one segmented kernel per step";
 }
 
 // A loop without eval: the interpreter's steps feed each other as compiled ones would.
