@@ -4,14 +4,15 @@
 // allocator's calls: on a GPU two stream-ordered pool calls per buffer; on the host, malloc's
 // habit of returning freed memory at the top of the heap to the kernel (and faulting it back in,
 // zeroed, at the next step), which cost a CPU training step a third of its time. Bounded in
-// block size and total bytes; the owner gives everything back when an allocation fails.
+// block size and total bytes (the blocks freed longest ago go first); the owner gives
+// everything back when an allocation fails.
 #pragma once
-
-#include <llvm/ADT/DenseMap.h>
-#include <llvm/ADT/SmallVector.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
 
 namespace kiln::detail {
 
@@ -24,32 +25,57 @@ public:
   void* take(size_t n, const void* hint) {
     auto it = free_.find(n);
     if (it == free_.end() || it->second.empty()) return nullptr;
-    llvm::SmallVector<void*, 4>& blocks = it->second;
-    auto at = std::find(blocks.begin(), blocks.end(), hint);
-    if (at != blocks.end()) std::swap(*at, blocks.back());
+    std::vector<Kept>& blocks = it->second;
+    auto at =
+        std::find_if(blocks.begin(), blocks.end(), [&](const Kept& k) { return k.p == hint; });
+    if (at == blocks.end()) at = blocks.end() - 1;
+    void* p = at->p;
+    blocks.erase(at); // the rest stay in the order they were freed
     bytes_ -= n;
-    return blocks.pop_back_val();
+    return p;
   }
-  // Keeps `p` if it fits the bounds; false: the caller frees it.
-  bool keep(void* p, size_t n) {
-    if (n > max_block_ || bytes_ + n > max_bytes_) return false;
-    free_[n].push_back(p);
+  // Keeps `p`, handing the blocks freed longest ago to `free_block(q, n)` while the bytes kept
+  // would exceed the bound: the sizes a loop frees every step stay recyclable when an earlier
+  // phase of the program left the bound full of sizes nobody asks for again. False: `p` is
+  // larger than a kept block may be, and the caller frees it.
+  template <class Free> bool keep(void* p, size_t n, Free free_block) {
+    if (n > max_block_ || n > max_bytes_) return false;
+    while (bytes_ + n > max_bytes_) evict_oldest(free_block);
+    free_[n].push_back({p, ++clock_});
     bytes_ += n;
     return true;
   }
   // Hands every kept block to `free_block(p, n)` and forgets them.
   template <class Free> void release_all(Free free_block) {
     for (auto& [n, blocks] : free_)
-      for (void* p : blocks) free_block(p, n);
+      for (const Kept& k : blocks) free_block(k.p, n);
     free_.clear();
     bytes_ = 0;
   }
   size_t bytes() const { return bytes_; }
 
 private:
+  struct Kept {
+    void* p;
+    uint64_t freed; // when it was kept, in keep() calls
+  };
+
+  template <class Free> void evict_oldest(Free free_block) {
+    auto oldest = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (!it->second.empty() &&
+          (oldest == free_.end() || it->second.front().freed < oldest->second.front().freed))
+        oldest = it;
+    const Kept k = oldest->second.front();
+    oldest->second.erase(oldest->second.begin());
+    bytes_ -= oldest->first;
+    free_block(k.p, oldest->first);
+  }
+
   size_t max_block_, max_bytes_;
-  llvm::DenseMap<size_t, llvm::SmallVector<void*, 4>> free_;
+  std::unordered_map<size_t, std::vector<Kept>> free_;
   size_t bytes_ = 0;
+  uint64_t clock_ = 0;
 };
 
 } // namespace kiln::detail

@@ -49,7 +49,8 @@ public:
 
   void release(Buffer& b) override {
     size_t rounded = (std::max<size_t>(b.bytes, 1) + 63) / 64 * 64;
-    if (!recycled_.keep(b.data, rounded)) std::free(b.data);
+    auto give_back = [](void* q, size_t) { std::free(q); };
+    if (!recycled_.keep(b.data, rounded, give_back)) give_back(b.data, 0);
     memory_stats().on_free(static_cast<int64_t>(b.bytes));
     b.data = nullptr;
   }

@@ -75,8 +75,8 @@ public:
     // that used it, without a sync.
     // Kept blocks are reused by later work, queued after the replays that used them; a block
     // given back to the pool must be freed after those replays.
-    if (!recycled_.keep(b.data, std::max<size_t>(b.bytes, 1)))
-      cudaFreeAsync(b.data, stream_->after_queued_quietly());
+    auto give_back = [this](void* q, size_t) { cudaFreeAsync(q, stream_->after_queued_quietly()); };
+    if (!recycled_.keep(b.data, std::max<size_t>(b.bytes, 1), give_back)) give_back(b.data, 0);
     memory_stats().on_free(static_cast<int64_t>(b.bytes));
     b.data = nullptr;
   }

@@ -324,6 +324,22 @@ TEST_F(Standin, ReductionsFoldAndCombineAsCompiled) {
               15);
 }
 
+// Sums whose order shows: values spread over so many binades that their double (f32, f16,
+// bf16) or float-partial (f16/bf16 vectors) sums round, so that only the compiled order of
+// folds and combines gives the compiled bits.
+TEST_F(Standin, SumsOfWidelySpreadValuesAddInTheCompiledOrder) {
+  for (DType dt : kFloat)
+    expect_same_bits(dtype_name(dt), [dt] {
+      const double spread = dt == DType::f16 ? 2.5 : 9;
+      auto wide = [&](Shape s) { return randn(s, dt) * exp(randn(s, dt) * spread); };
+      Tensor rows = wide({37, 4096}), tall = wide({3000, 24}), odd = wide({1001, 7});
+      eval(rows, tall, odd);
+      return Outputs{sum(rows, {1}), mean(slice(rows, 1, 1, 4095), {1}),
+                     sum(tall, {0}), mean(odd, {0}),
+                     sum(rows),      rows - mean(rows, {1}, true)};
+    });
+}
+
 // Integer and boolean reductions, ties and NaN: argmax takes the first maximum, NaN wins.
 TEST_F(Standin, IntegerReductionsTiesAndNaN) {
   expect_same_bits("integers", [] {

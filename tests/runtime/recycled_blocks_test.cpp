@@ -1,0 +1,58 @@
+// The blocks a backend keeps for the next allocation of the same size (runtime/recycled_blocks.h):
+// the hinted block first, else the last one freed; within the byte bound the blocks freed longest
+// ago go first, so that a loop's sizes stay recyclable after an earlier phase filled the bound.
+#include "runtime/recycled_blocks.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace kiln::detail {
+namespace {
+
+void* at(uintptr_t a) {
+  return reinterpret_cast<void*>(a);
+}
+
+TEST(RecycledBlocks, TakesTheHintedBlockElseTheLastFreed) {
+  RecycledBlocks r(1000, 10000);
+  std::vector<void*> freed;
+  auto give_back = [&](void* p, size_t) { freed.push_back(p); };
+  for (uintptr_t a : {0x100, 0x200, 0x300}) EXPECT_TRUE(r.keep(at(a), 64, give_back));
+  EXPECT_EQ(r.take(64, at(0x100)), at(0x100));
+  EXPECT_EQ(r.take(64, at(0x999)), at(0x300));
+  EXPECT_EQ(r.take(32, nullptr), nullptr) << "no block of that size";
+  EXPECT_EQ(r.bytes(), 64u);
+  EXPECT_FALSE(r.keep(at(0x400), 2000, give_back)) << "larger than a kept block may be";
+  EXPECT_TRUE(freed.empty());
+}
+
+// A phase that freed blocks of sizes nobody asks for again filled the bound: the loop after it
+// still gets its own blocks back, at the addresses it hints (which a CUDA graph's update needs),
+// and the oldest blocks are the ones given back.
+TEST(RecycledBlocks, TheOldestBlocksMakeRoomForNewOnes) {
+  RecycledBlocks r(1000, 1000);
+  std::vector<std::pair<void*, size_t>> freed;
+  auto give_back = [&](void* p, size_t n) { freed.push_back({p, n}); };
+  for (uintptr_t a = 1; a <= 10; ++a) EXPECT_TRUE(r.keep(at(a * 0x1000), 100, give_back));
+  EXPECT_EQ(r.bytes(), 1000u);
+  for (int step = 0; step < 3; ++step) {
+    EXPECT_TRUE(r.keep(at(0xA0000), 64, give_back));
+    EXPECT_TRUE(r.keep(at(0xB0000), 64, give_back));
+    EXPECT_LE(r.bytes(), 1000u);
+    EXPECT_EQ(r.take(64, at(0xA0000)), at(0xA0000)) << "step " << step;
+    EXPECT_EQ(r.take(64, at(0xB0000)), at(0xB0000)) << "step " << step;
+  }
+  ASSERT_EQ(freed.size(), 2u) << "two blocks of 100 make room for two of 64, once";
+  EXPECT_EQ(freed[0], std::make_pair(at(0x1000), size_t(100)));
+  EXPECT_EQ(freed[1], std::make_pair(at(0x2000), size_t(100)));
+  std::vector<void*> rest;
+  r.release_all([&](void* p, size_t) { rest.push_back(p); });
+  EXPECT_EQ(rest.size(), 8u);
+  EXPECT_EQ(r.bytes(), 0u);
+}
+
+} // namespace
+} // namespace kiln::detail
