@@ -231,10 +231,14 @@ private:
     if (reduce()) check_reduce_covered();
   }
 
+  int reductions() const {
+    return static_cast<int>(std::count_if(k_.tape.begin(), k_.tape.end(),
+                                          [](const TapeInst& in) { return is_reduction(in.op); }));
+  }
+
   void check_reduce_covered() const {
     if (!k_.dots.empty()) throw NotCovered{"a reduction with dot products"};
-    const auto reds = std::count_if(k_.tape.begin(), k_.tape.end(),
-                                    [](const TapeInst& in) { return is_reduction(in.op); });
+    const int reds = reductions();
     if (reds > si::kMaxReductions)
       throw NotCovered{fmt::format("{} reductions, more than {}", reds, si::kMaxReductions)};
     if (rp_.passes > 255) throw NotCovered{"more passes than the interpreter counts"};
@@ -274,8 +278,7 @@ private:
     if (reduce()) {
       p.r_field = field("R");
       p.passes = static_cast<uint8_t>(rp_.passes);
-      p.n_reds = static_cast<uint8_t>(std::count_if(
-          k_.tape.begin(), k_.tape.end(), [](const TapeInst& in) { return is_reduction(in.op); }));
+      p.n_reds = static_cast<uint8_t>(reductions());
       p.red_bx = static_cast<uint8_t>(v_.rows_per_block);
       p.red_v = static_cast<uint8_t>(cg::column_vec(k_, v_));
       p.row_epv =

@@ -6,11 +6,11 @@
 // launch's argument block and shape; the runtime (runtime/cuda/kernel_cache.h) decides when to
 // use it. Pure computation: no driver calls.
 //
-// Covered: the elementwise, tiled, dot and GEMM-tile layouts, outside reproducible mode. Not
-// covered (their kernels are compiled before they first run, as before): reductions, segmented
-// kernels, reproducible kernels, kernels with more than standin::kMaxDots dot products, tapes
-// with more live values than the large interpreter's slots, argument blocks over
-// standin::kArgsBytes.
+// Covered: every layout (elementwise, tiled, dot, GEMM tile, row and column reductions) and
+// segmented kernels, outside reproducible mode. Not covered (their kernels are compiled before
+// they first run, as before): reproducible kernels, index kernels (not FusedKernels), kernels
+// with more than standin::kMaxDots dot products or standin::kMaxReductions reductions, tapes with
+// more live values than the large interpreter's slots, argument blocks over standin::kArgsBytes.
 #include "codegen/cuda_codegen.h"
 
 #include <cstddef>

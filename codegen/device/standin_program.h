@@ -8,8 +8,9 @@
 // position of the Program; words 1.. the kernel's own Params fields, exactly as its compiled
 // binary would take them (pointers, sizes, strides, constants: codegen/cuda_params.cpp), so
 // that repeated launches patch them the same way; then the Program, its operands, tape and dot
-// products. The interpreter reads it all from the kernel's parameter space (the constant cache:
-// every thread reads the same instruction at the same time).
+// products (a segmented kernel: a table of Segments, then each distinct segment's Program). The
+// interpreter reads it all from the kernel's parameter space (the constant cache: every thread
+// reads the same instruction at the same time).
 #include <stdint.h>
 
 namespace kiln::detail::standin {
