@@ -415,6 +415,7 @@ void append_segments(const FusedKernel& k, const CudaVariant& v, const CudaTarge
   for (int s = 0; s < n; ++s) {
     const FusedKernel seg = k.segment(s);
     if (!seg.dots.empty()) throw NotCovered{"a segment with dot products"};
+    if (seg.kind != FusedKernel::Kind::elementwise) throw NotCovered{"a segment that reduces"};
     ProgramBuilder b(seg, v.segments[s], t);
     bool seg_large = false;
     std::vector<std::byte> program = b.bytes(seg_large);

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
-#include <vector>
 
 namespace kiln::detail {
 
@@ -24,13 +24,14 @@ public:
   // The block at `hint` if it is free, else the last one freed of `n` bytes; null if none.
   void* take(size_t n, const void* hint) {
     auto it = free_.find(n);
-    if (it == free_.end() || it->second.empty()) return nullptr;
-    std::vector<Kept>& blocks = it->second;
+    if (it == free_.end()) return nullptr;
+    std::deque<Kept>& blocks = it->second;
     auto at =
         std::find_if(blocks.begin(), blocks.end(), [&](const Kept& k) { return k.p == hint; });
     if (at == blocks.end()) at = blocks.end() - 1;
     void* p = at->p;
     blocks.erase(at); // the rest stay in the order they were freed
+    if (blocks.empty()) free_.erase(it);
     bytes_ -= n;
     return p;
   }
@@ -60,20 +61,21 @@ private:
     uint64_t freed; // when it was kept, in keep() calls
   };
 
+  // The oldest block is the first of its size: a scan over the sizes kept (none is empty).
   template <class Free> void evict_oldest(Free free_block) {
-    auto oldest = free_.end();
+    auto oldest = free_.begin();
     for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (!it->second.empty() &&
-          (oldest == free_.end() || it->second.front().freed < oldest->second.front().freed))
-        oldest = it;
+      if (it->second.front().freed < oldest->second.front().freed) oldest = it;
+    const size_t n = oldest->first;
     const Kept k = oldest->second.front();
-    oldest->second.erase(oldest->second.begin());
-    bytes_ -= oldest->first;
-    free_block(k.p, oldest->first);
+    oldest->second.pop_front();
+    if (oldest->second.empty()) free_.erase(oldest);
+    bytes_ -= n;
+    free_block(k.p, n);
   }
 
   size_t max_block_, max_bytes_;
-  std::unordered_map<size_t, std::vector<Kept>> free_;
+  std::unordered_map<size_t, std::deque<Kept>> free_; // per size, oldest first
   size_t bytes_ = 0;
   uint64_t clock_ = 0;
 };
