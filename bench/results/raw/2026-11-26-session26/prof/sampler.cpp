@@ -15,7 +15,10 @@
 namespace {
 constexpr int kDepth = 64;
 constexpr int kMax = 200000;
-struct Sample { int n; void* pc[kDepth]; };
+struct Sample {
+  int n;
+  void* pc[kDepth];
+};
 Sample* samples;
 std::atomic<int> count{0};
 timer_t timer;

@@ -1,18 +1,19 @@
 // LD_PRELOAD: on SIGSEGV, every thread's... the faulting thread's backtrace to stderr (raw
 // addresses and /proc/self/maps lines of the modules they fall in), then exit 139.
-#include <execinfo.h>
-#include <signal.h>
-#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <execinfo.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 namespace {
 void on_segv(int sig, siginfo_t* si, void*) {
   void* pc[64];
   int n = backtrace(pc, 64);
   char buf[128];
-  int len = snprintf(buf, sizeof buf, "SEGV at %p, thread %d, backtrace:\n", si->si_addr, (int)gettid());
+  int len =
+      snprintf(buf, sizeof buf, "SEGV at %p, thread %d, backtrace:\n", si->si_addr, (int)gettid());
   write(2, buf, len);
   backtrace_symbols_fd(pc, n, 2);
   int fd = open("/proc/self/maps", 0);
@@ -31,4 +32,4 @@ __attribute__((constructor)) void start() {
   sa.sa_flags = SA_SIGINFO;
   sigaction(SIGSEGV, &sa, nullptr);
 }
-}
+} // namespace
