@@ -42,6 +42,7 @@ std::string inst_expr(const FusedKernel& k, int id);
 
 inline constexpr int kBlock = 256;         // elementwise block size (and the reduce maximum)
 inline constexpr int kMaxCachedVecs = 8;   // registers per thread for a cached row: 8 x 16 bytes
+inline constexpr int kMaxDotPrefetch = 16; // a dot kernel's tape inputs loaded before its sums
 inline constexpr int kMaxCachedRowOps = 8; // longest tape that keeps its rows in registers
 
 // Choice rules, in the order choose_variant tries them: each fills its fields of v; a bool
@@ -190,7 +191,8 @@ private:
   void dot_k_loops(const DotShape& ds, const std::vector<size_t>& group);
   std::string dot_term(size_t j, const std::string& a, const std::string& b) const;
   void dot_tree_sum(const DotShape& ds);
-  void dot_finish(const DotShape& ds);
+  std::vector<int> dot_prefetch(const DotShape& ds);
+  void dot_finish(const DotShape& ds, const std::vector<int>& early);
   std::string dot_base(int j) const;
   void store_outputs(int ind);          // cuda_emit.cpp
   static const char* cluster_helpers(); // cuda_emit.cpp
