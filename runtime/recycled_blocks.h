@@ -24,15 +24,14 @@ public:
   // The block at `hint` if it is free, else the last one freed of `n` bytes; null if none.
   void* take(size_t n, const void* hint) {
     auto it = free_.find(n);
-    if (it == free_.end()) return nullptr;
+    if (it == free_.end() || it->second.empty()) return nullptr;
     std::deque<Kept>& blocks = it->second;
     auto at =
         std::find_if(blocks.begin(), blocks.end(), [&](const Kept& k) { return k.p == hint; });
     if (at == blocks.end()) at = blocks.end() - 1;
     void* p = at->p;
     blocks.erase(at); // the rest stay in the order they were freed
-    if (blocks.empty()) free_.erase(it);
-    bytes_ -= n;
+    bytes_ -= n;      // an emptied size stays: a loop keeps and takes it again every step
     return p;
   }
   // Keeps `p`, handing the blocks freed longest ago to `free_block(q, n)` while the bytes kept
@@ -42,6 +41,7 @@ public:
   template <class Free> bool keep(void* p, size_t n, Free free_block) {
     if (n > max_block_ || n > max_bytes_) return false;
     while (bytes_ + n > max_bytes_) evict_oldest(free_block);
+    if (free_.size() >= kMaxSizes && !free_.contains(n)) drop_empty_sizes();
     free_[n].push_back({p, ++clock_});
     bytes_ += n;
     return true;
@@ -54,6 +54,7 @@ public:
     bytes_ = 0;
   }
   size_t bytes() const { return bytes_; }
+  size_t sizes() const { return free_.size(); } // sizes with an entry, empty ones included
 
 private:
   struct Kept {
@@ -61,11 +62,26 @@ private:
     uint64_t freed; // when it was kept, in keep() calls
   };
 
-  // The oldest block is the first of its size: a scan over the sizes kept (none is empty).
+  // Entries of sizes with no block left: kept so that a loop's sizes are not erased and
+  // allocated again every step, but not without bound (a program whose sizes keep changing).
+  static constexpr size_t kMaxSizes = 1024;
+  void drop_empty_sizes() {
+    std::erase_if(free_, [](const auto& entry) { return entry.second.empty(); });
+  }
+
+  // The oldest block is the first of its size: a scan over the sizes kept, which drops the
+  // sizes left empty (bytes_ > 0 here, so some size is not).
   template <class Free> void evict_oldest(Free free_block) {
-    auto oldest = free_.begin();
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second.front().freed < oldest->second.front().freed) oldest = it;
+    auto oldest = free_.end();
+    for (auto it = free_.begin(); it != free_.end();) {
+      if (it->second.empty()) {
+        it = free_.erase(it);
+        continue;
+      }
+      if (oldest == free_.end() || it->second.front().freed < oldest->second.front().freed)
+        oldest = it;
+      ++it;
+    }
     const size_t n = oldest->first;
     const Kept k = oldest->second.front();
     oldest->second.pop_front();
@@ -75,7 +91,7 @@ private:
   }
 
   size_t max_block_, max_bytes_;
-  std::unordered_map<size_t, std::deque<Kept>> free_; // per size, oldest first
+  std::unordered_map<size_t, std::deque<Kept>> free_; // per size, oldest first; may be empty
   size_t bytes_ = 0;
   uint64_t clock_ = 0;
 };

@@ -54,5 +54,23 @@ TEST(RecycledBlocks, TheOldestBlocksMakeRoomForNewOnes) {
   EXPECT_EQ(r.bytes(), 0u);
 }
 
+TEST(RecycledBlocks, AnEmptiedSizeIsKeptButNotWithoutBound) {
+  RecycledBlocks r(1 << 20, 1 << 20);
+  auto never = [](void*, size_t) { FAIL() << "nothing is evicted below the bound"; };
+  for (int step = 0; step < 3; ++step) { // a loop: the same size kept and taken every step
+    EXPECT_TRUE(r.keep(at(0x100), 64, never));
+    EXPECT_EQ(r.take(64, at(0x100)), at(0x100));
+    EXPECT_EQ(r.take(64, nullptr), nullptr) << "its entry is empty";
+    EXPECT_EQ(r.sizes(), 1u) << "step " << step;
+  }
+  // Sizes that never come back: their empty entries are dropped once there are many.
+  for (size_t n = 1; n <= 5000; ++n) {
+    EXPECT_TRUE(r.keep(at(0x1000 * n), n, never));
+    EXPECT_EQ(r.take(n, nullptr), at(0x1000 * n));
+  }
+  EXPECT_LE(r.sizes(), 1025u);
+  EXPECT_EQ(r.bytes(), 0u);
+}
+
 } // namespace
 } // namespace kiln::detail
