@@ -102,6 +102,10 @@ struct CudaKernelSource {
   std::string name;   // readable name + short hash of `key`; also the extern "C" entry point
   std::string key;    // structural key: kernel_key(k) + variant + target + versions
   std::string source; // complete translation unit for NVRTC
+  // Whether the stand-in interpreter runs the kernel until it is compiled: "covered", or why
+  // not (codegen/standin.h); empty where nobody asked (sync compiles, kiln-cache warm). Only
+  // for the miss log (KILN_CACHE_MISS_LOG): it is not part of the kernel's identity.
+  std::string standin;
 };
 
 struct CudaLaunch {

@@ -93,11 +93,13 @@ DiskCache::DiskCache(std::string dir, std::optional<uint64_t> max_bytes)
 void DiskCache::log_miss(const CudaKernelSource& src, const CudaTarget& t,
                          std::string_view why) const {
   if (miss_log_.empty()) return;
+  const std::string standin =
+      src.standin.empty() ? "" : fmt::format("\"standin\":{},", json_quote(src.standin));
   const std::string line =
       fmt::format("{{\"time\":{},\"name\":{},\"arch\":{},\"nvrtc\":{},\"codegen\":{},\"why\":{},"
-                  "\"key\":{}}}\n",
+                  "{}\"key\":{}}}\n",
                   int64_t(std::time(nullptr)), json_quote(src.name), t.arch, t.nvrtc_version,
-                  kCodegenVersion, json_quote(why), json_quote(src.key));
+                  kCodegenVersion, json_quote(why), standin, json_quote(src.key));
   if (std::string err = append_line(miss_log_, line); !err.empty() && first_time("miss-log"))
     warn(fmt::format("cannot write the miss log: {}", err));
 }

@@ -185,6 +185,7 @@ CudaKernelCache::Start CudaKernelCache::start_background(llvm::StringRef key, co
                                                          const StandinLaunch& standin,
                                                          std::vector<BackgroundBuilds::Job>& jobs) {
   CudaKernelSource src = render_cuda(k, v, target());
+  src.standin = "covered";
   if (std::optional<JitKernel> disk = jit_.cached(src)) {
     loaded_[key] = load(src, std::move(*disk));
     return Start::loaded;
@@ -210,8 +211,9 @@ KernelChoice CudaKernelCache::choose(const FusedKernel& k, const CudaVariant& v)
   }
   if (auto f = failed_.find(key); f != failed_.end()) throw Error(f->second);
   const bool pending = pending_.count(key) > 0;
+  std::string not_covered; // why the stand-in cannot run it, for the miss log
   if (pending || (mode == CompileMode::background && stands_in())) {
-    if (std::optional<StandinLaunch> standin = plan_standin(k, v, target())) {
+    if (std::optional<StandinLaunch> standin = plan_standin(k, v, target(), &not_covered)) {
       std::vector<BackgroundBuilds::Job> jobs;
       const Start start = pending ? Start::pending : start_background(key, k, v, *standin, jobs);
       submit_background(std::move(jobs));
@@ -220,7 +222,9 @@ KernelChoice CudaKernelCache::choose(const FusedKernel& k, const CudaVariant& v)
       if (start == Start::pending) return {standin_kernel(standin->large), std::move(standin)};
     }
   }
-  cudaKernel_t kernel = load(render_cuda(k, v, target()));
+  CudaKernelSource src = render_cuda(k, v, target());
+  src.standin = std::move(not_covered);
+  cudaKernel_t kernel = load(src);
   loaded_[key] = kernel;
   return {kernel, std::nullopt};
 }
@@ -313,12 +317,15 @@ void CudaKernelCache::prefetch(llvm::ArrayRef<std::pair<const FusedKernel*, Cuda
     if (loaded_.count(key) || pending_.count(key) || failed_.count(key) ||
         !listed.insert({key, true}).second)
       continue; // (a failed one throws its error when the batch chooses it)
+    std::string not_covered;
     if (standins)
-      if (std::optional<StandinLaunch> standin = plan_standin(*k, v, target())) {
+      if (std::optional<StandinLaunch> standin = plan_standin(*k, v, target(), &not_covered)) {
         if (mode == CompileMode::standin) continue; // interpreted, never compiled
         if (start_background(key, *k, v, *standin, background) != Start::unavailable) continue;
       }
-    missing.push_back({render_cuda(*k, v, target()), std::string(key), false});
+    CudaKernelSource src = render_cuda(*k, v, target());
+    src.standin = std::move(not_covered);
+    missing.push_back({std::move(src), std::string(key), false});
   }
   for (const IndexStep* s : index_steps) {
     std::string id = index_kernel_id(*s);

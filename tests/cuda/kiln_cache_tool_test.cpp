@@ -227,6 +227,42 @@ TEST_F(KilnCacheTool, WhyNamesTheKeyFieldsAMissDifferedIn) {
   EXPECT_EQ(in(dir, "why " + other + "/no-such-log").status, 1);
 }
 
+// The runtime notes in each miss whether the stand-in interpreter ran the kernel meanwhile
+// (runtime/cuda/kernel_cache.cpp); why shows it, and says when the run waited.
+TEST_F(KilnCacheTool, WhySaysWhetherTheRunWaitedForACompile) {
+  const std::string log = other + "/misses.jsonl";
+  ::setenv("KILN_CACHE_MISS_LOG", log.c_str(), 1);
+  Tensor x = randn({64});
+  eval(x);
+  {
+    Jit jit(target(), dir);
+    CudaKernelSource covered =
+        render_cuda(kernel_of([&] { return exp(x) - 2; }), {true, false}, target());
+    covered.standin = "covered";
+    jit.build(covered);
+    CudaKernelSource refused =
+        render_cuda(kernel_of([&] { return exp(x) * 5; }), {true, false}, target());
+    refused.standin = "9 reductions, more than 8";
+    jit.build(refused);
+    jit.build(render_cuda(kernel_of([&] { return exp(x) + 7; }), {true, false}, target()));
+  }
+  ::unsetenv("KILN_CACHE_MISS_LOG");
+  ToolRun w = in(dir, "why --json " + log);
+  ASSERT_EQ(w.status, 0) << w.out;
+  const json j = json::parse(w.out);
+  ASSERT_EQ(j.size(), 3u) << w.out;
+  EXPECT_EQ(j[0].value("standin", ""), "covered") << j[0];
+  EXPECT_EQ(j[1].value("standin", ""), "9 reductions, more than 8") << j[1];
+  EXPECT_FALSE(j[2].contains("standin")) << "nobody asked the stand-in: " << j[2];
+  const std::string text = in(dir, "why " + log).out;
+  EXPECT_NE(text.find("stand-in: covered (the run went on while it compiled)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("stand-in: not covered (9 reductions, more than 8): the run waited for this "
+                      "compile"),
+            std::string::npos)
+      << text;
+}
+
 // A run's manifest warms another machine's cache: kiln-cache warm compiles its kernels in
 // parallel, and the workload then runs there with compiling forbidden.
 TEST_F(KilnCacheTool, WarmCompilesARunsManifest) {

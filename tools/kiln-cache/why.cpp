@@ -21,9 +21,16 @@ using nlohmann::json;
 namespace {
 
 struct Miss {
-  std::string name, key, why;
+  std::string name, key, why, standin;
   int count = 0;
 };
+
+// The miss log's "standin": whether the run waited for this compile.
+std::string standin_line(const std::string& standin) {
+  if (standin.empty()) return "";
+  if (standin == "covered") return "  stand-in: covered (the run went on while it compiled)\n";
+  return fmt::format("  stand-in: not covered ({}): the run waited for this compile\n", standin);
+}
 
 // The log's misses, one per key in first-seen order; malformed lines are counted.
 std::vector<Miss> read_log(const std::string& path, int& malformed, bool& opened) {
@@ -40,7 +47,8 @@ std::vector<Miss> read_log(const std::string& path, int& malformed, bool& opened
     const std::string key = j["key"];
     auto [it, fresh] = seen.emplace(key, misses.size());
     if (fresh)
-      misses.push_back({j.value("name", std::string()), key, j.value("why", std::string()), 0});
+      misses.push_back({j.value("name", std::string()), key, j.value("why", std::string()),
+                        j.value("standin", std::string()), 0});
     misses[it->second].count++;
   }
   return misses;
@@ -103,7 +111,8 @@ int why(const Directory& d, const Here& here, const Args& a) {
       if (!nearest || dc.size() < diff.size()) nearest = &c, diff = std::move(dc);
     }
     json jm = {{"name", m.name}, {"misses", m.count}, {"why", m.why}, {"key", m.key}};
-    text += fmt::format("{} (missed {}x: {})\n", m.name, m.count, m.why);
+    if (!m.standin.empty()) jm["standin"] = m.standin;
+    text += fmt::format("{} (missed {}x: {})\n", m.name, m.count, m.why) + standin_line(m.standin);
     if (nearest && diff.empty()) {
       jm["cached_now"] = true;
       text += "  cached now (compiled by that run or a later one)\n";
