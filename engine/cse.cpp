@@ -16,7 +16,6 @@
 #include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstdlib>
 #include <cstring>
 
@@ -51,30 +50,17 @@ bool same_structure(const Node* a, const Node* b) {
   return wa == wb;
 }
 
-// One multiply-xorshift round per word. llvm::hash_combine over every field cost ~30 ns per op
-// (measured with bench/record_cost), a sixth of the recording budget; this costs a few. The
-// rarely set attributes are folded into one word first: a collision only costs a comparison.
-uint64_t mix(uint64_t h, uint64_t v) {
-  return hash_mix(h, v);
-}
-
-unsigned structural_hash(const Node* n) {
-  const Shape& s = n->shape();
-  uint64_t h = static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
-               static_cast<uint64_t>(n->device.kind) << 16 |
-               static_cast<uint64_t>(static_cast<uint32_t>(n->device.index)) << 24 |
-               static_cast<uint64_t>(s.size()) << 56;
-  for (int64_t d : s) h = mix(h, static_cast<uint64_t>(d));
+// The node's kind (op, dtype, device, shape, attributes: op_kind_hash, which the loop detector
+// reads too) with its inputs: constants by value, other inputs by identity. One
+// multiply-xorshift round per input: llvm::hash_combine over every field cost ~30 ns per op
+// (bench/record_cost), a sixth of the recording budget.
+unsigned structural_hash(const Node* n, uint64_t kind) {
+  uint64_t h = kind;
   for (const Node* in : n->inputs)
-    h = mix(h, in->op == OpCode::constant
-                   ? bits(in->scalar) ^ static_cast<uint64_t>(in->shape().size()) << 56 ^
-                         static_cast<uint64_t>(in->dtype) << 48
-                   : reinterpret_cast<uintptr_t>(in));
-  uint64_t attrs = 0;
-  int r = 0;
-  n->visit_attrs(n->op, n->layout,
-                 [&](uint64_t w) { attrs ^= std::rotl(w, r), r = (r + 13) & 63; });
-  h = mix(h, attrs);
+    h = hash_mix(h, in->op == OpCode::constant
+                        ? bits(in->scalar) ^ static_cast<uint64_t>(in->shape().size()) << 56 ^
+                              static_cast<uint64_t>(in->dtype) << 48
+                        : reinterpret_cast<uintptr_t>(in));
   return static_cast<unsigned>(h ^ (h >> 32));
 }
 
@@ -110,9 +96,9 @@ Table& table() {
 
 } // namespace
 
-Node* cse_find_or_insert(Node* n) {
+Node* cse_find_or_insert(Node* n, uint64_t kind) {
   if (n->op == OpCode::constant) return n; // never merged themselves, see cse.h
-  n->cse_hash = structural_hash(n);
+  n->cse_hash = structural_hash(n, kind);
   Table& t = table();
   auto [it, inserted] = t.set.insert({n, n->cse_hash});
   if (inserted) {

@@ -16,8 +16,8 @@
 namespace kiln::detail {
 
 /// The pending node structurally identical to `n`, or `n` itself after adding it to the table.
-/// Sets n->cse_hash.
-Node* cse_find_or_insert(Node* n);
+/// `kind`: op_kind_hash(n) (engine/loop_detect.h), which the hash starts from. Sets n->cse_hash.
+Node* cse_find_or_insert(Node* n, uint64_t kind);
 /// Remove `n` from the table (it is being realized or destroyed). No-op if it is not there.
 void cse_erase(Node* n);
 /// The table's bucket count (tests: it shrinks back after a large evaluation).

@@ -3,6 +3,7 @@
 #include "engine/adaptive_flush.h"
 #include "engine/autograd.h"
 #include "engine/cse.h"
+#include "engine/loop_detect.h"
 #include "engine/owner_thread.h"
 #include "ir/errors.h"
 #include "ir/settings.h"
@@ -10,6 +11,7 @@
 
 #include <kiln/tensor.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -96,9 +98,24 @@ void destroy(Node* n) {
 
 } // namespace
 
-EngineState& engine() {
+namespace {
+
+// Set once the engine is made. engine() runs ~40 times per recorded step: a function-local
+// static with make_engine inlined behind its guard cost 14 instructions a call (a stack frame
+// on the fast path too), this test of a pointer 4.
+std::atomic<EngineState*> the_engine{nullptr};
+
+[[gnu::noinline]] EngineState& make_the_engine() {
   static EngineState e = make_engine();
+  the_engine.store(&e, std::memory_order_release);
   return e;
+}
+
+} // namespace
+
+EngineState& engine() {
+  EngineState* e = the_engine.load(std::memory_order_acquire);
+  return e ? *e : make_the_engine();
 }
 
 Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape) {
@@ -198,8 +215,9 @@ Tensor merge_into(Node* same, Node* n, bool internal) {
 
 // A training step is never flushed early (adaptive_flush.cpp): its ops need no loop detection,
 // which would only add to the host's cost of recording them.
-void note_loop_op(EngineState& e, Node* n) {
-  if (e.loop_flush && !e.step_open && e.tracing == 0 && live_grad_records() == 0) e.loop.note(n);
+void note_loop_op(EngineState& e, Node* n, uint64_t kind) {
+  if (e.loop_flush && !e.step_open && e.tracing == 0 && live_grad_records() == 0)
+    e.loop.note(n, kind);
 }
 
 } // namespace
@@ -208,13 +226,15 @@ Tensor publish(Node* n, bool internal) {
   EngineState& e = engine();
   e.stats.ops_recorded++;
   const bool grad = !n->realized() && !e.flushing && wants_grad_record(n->op, n->dtype, n->inputs);
+  // Both CSE and the loop detector start from the op's kind: hashed once.
+  const uint64_t kind = n->realized() || e.flushing ? 0 : op_kind_hash(n);
   if (!n->realized() && !e.flushing && !n->distinct) {
-    Node* same = cse_find_or_insert(n);
+    Node* same = cse_find_or_insert(n, kind);
     // A node with gradient history and one without are different values to autodiff.
     if (same != n && (same->grad_record != nullptr) == grad) {
       Tensor t = merge_into(same, n, internal);
       if (internal) return t;
-      note_loop_op(e, same);
+      note_loop_op(e, same, kind);
       flush_if_needed(same);
       e.op_call_start = e.next_id;
       return t;
@@ -228,7 +248,7 @@ Tensor publish(Node* n, bool internal) {
   recount(n, false);
   if (grad) record_grad(n, n->op, *n, n->inputs);
   if (n->realized() || e.flushing || internal) return t;
-  note_loop_op(e, n);
+  note_loop_op(e, n, kind);
   flush_if_needed(n);
   e.op_call_start = e.next_id;
   return t;

@@ -11,19 +11,6 @@ namespace {
 // Distinct signatures remembered before the table starts over (code that does not repeat).
 constexpr size_t kMaxRemembered = 4096;
 
-// What an op is, apart from its inputs: op, dtype, device, shape and attributes (constant
-// values left out, as in the plan key: a replay writes each run's values).
-uint64_t kind(const Node* n) {
-  uint64_t h = static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
-               static_cast<uint64_t>(n->device.kind) << 16 |
-               static_cast<uint64_t>(static_cast<uint32_t>(n->device.index)) << 24 |
-               static_cast<uint64_t>(n->inputs.size()) << 40;
-  for (int64_t d : n->shape()) h = hash_mix(h, static_cast<uint64_t>(d));
-  n->visit_attrs(
-      n->op, n->layout, [&](uint64_t w) { h = hash_mix(h, w); }, false);
-  return h;
-}
-
 // The op's kind and its inputs' kinds (one level: the inputs' own inputs would make every
 // step's signature depend on all the steps before it). The previous step's state reads the same
 // whether still pending or realized by a flush, and a loop-invariant value that CSE keeps
@@ -36,8 +23,19 @@ uint64_t signature(const Node* n, uint64_t own_kind) {
 
 } // namespace
 
-void LoopDetector::note(Node* n) {
-  n->loop_kind = kind(n);
+uint64_t op_kind_hash(const Node* n) {
+  uint64_t h = static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
+               static_cast<uint64_t>(n->device.kind) << 16 |
+               static_cast<uint64_t>(static_cast<uint32_t>(n->device.index)) << 24 |
+               static_cast<uint64_t>(n->inputs.size()) << 40;
+  for (int64_t d : n->shape()) h = hash_mix(h, static_cast<uint64_t>(d));
+  n->visit_attrs(
+      n->op, n->layout, [&](uint64_t w) { h = hash_mix(h, w); }, false);
+  return h;
+}
+
+void LoopDetector::note(Node* n, uint64_t kind) {
+  n->loop_kind = kind;
   const uint64_t sig = signature(n, n->loop_kind);
   ++pos_;
   if (period_ > 0 && ring_[static_cast<size_t>((pos_ - period_) % kMaxPeriod)] == sig) {

@@ -15,6 +15,11 @@
 
 namespace kiln::detail {
 
+/// What an op is apart from its inputs: op, dtype, device, shape and attributes (constant values
+/// left out, as in the plan key: a replay writes each run's values). The loop detector's kind of
+/// a node, and where CSE's hash starts (engine/cse.h), so that a recorded op hashes these once.
+uint64_t op_kind_hash(const Node* n);
+
 class LoopDetector {
 public:
   /// The longest body looked for, in ops.
@@ -23,7 +28,7 @@ public:
   /// Notes the user's op call that recorded `n`, or found it pending already (CSE): a value that
   /// CSE shares between steps until a flush, and computes once more after it, is the same op
   /// call in every step.
-  void note(Node* n); // sets n->loop_kind
+  void note(Node* n, uint64_t kind); // kind: op_kind_hash(n); sets n->loop_kind
   /// The body's length in ops while the stream repeats, else 0.
   int64_t period() const { return confirmed_ ? period_ : 0; }
   /// Whether the op just noted begins a body. Body boundaries stay where they were put when the

@@ -5,8 +5,7 @@
 namespace kiln::detail {
 
 Shape contiguous_strides(const Shape& shape) {
-  Shape st;
-  st.resize(shape.size());
+  Shape st = shape; // of the same rank; every extent is overwritten below
   int64_t s = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     st[i] = s;
