@@ -86,10 +86,10 @@ void set_grad_enabled(bool on) {
 }
 
 bool wants_grad_record(OpCode op, DType out, llvm::ArrayRef<Node*> inputs) {
-  if (!grad_mode() || !is_floating(out) || !differentiable(op)) return false;
-  for (const Node* in : inputs)
-    if (in->requires_grad) return true;
-  return false;
+  // The inputs first: every recorded op asks, and most have no input that requires grad.
+  bool any = false;
+  for (const Node* in : inputs) any = any || in->requires_grad;
+  return any && grad_mode() && is_floating(out) && differentiable(op);
 }
 
 void record_grad(Node* out, OpCode op, const NodeAttrs& attrs, llvm::ArrayRef<Node*> inputs) {

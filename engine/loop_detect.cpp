@@ -3,6 +3,7 @@
 #include "ir/hash.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace kiln::detail {
 
@@ -29,9 +30,13 @@ uint64_t op_kind_hash(const Node* n) {
                static_cast<uint64_t>(static_cast<uint32_t>(n->device.index)) << 24 |
                static_cast<uint64_t>(n->inputs.size()) << 40;
   for (int64_t d : n->shape()) h = hash_mix(h, static_cast<uint64_t>(d));
+  // The attributes, mostly zero, folded into one word before one round: a collision only
+  // costs the loop detector a period proposed wrongly, or CSE a comparison.
+  uint64_t attrs = 0;
+  int r = 0;
   n->visit_attrs(
-      n->op, n->layout, [&](uint64_t w) { h = hash_mix(h, w); }, false);
-  return h;
+      n->op, n->layout, [&](uint64_t w) { attrs ^= std::rotl(w, r), r = (r + 13) & 63; }, false);
+  return hash_mix(h, attrs);
 }
 
 void LoopDetector::note(Node* n, uint64_t kind) {
