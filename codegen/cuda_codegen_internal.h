@@ -43,7 +43,7 @@ std::string inst_expr(const FusedKernel& k, int id);
 inline constexpr int kBlock = 256;         // elementwise block size (and the reduce maximum)
 inline constexpr int kMaxCachedVecs = 8;   // registers per thread for a cached row: 8 x 16 bytes
 inline constexpr int kMaxDotPrefetch = 16; // a dot kernel's tape inputs loaded before its sums
-inline constexpr int kMaxCachedRowOps = 8; // longest tape that keeps its rows in registers
+inline constexpr int kMaxCachedRowOps = 8; // longest tape that always keeps its rows in registers
 
 // Choice rules, in the order choose_variant tries them: each fills its fields of v; a bool
 // one returns false (v untouched) when the kernel does not suit its layout. `blocks`: about
@@ -84,6 +84,10 @@ int column_rows_per_step(const FusedKernel& k, const CudaVariant& v);
 // elements each), at most the 48 KB a launch may use without opting in; 32 KB rows (8192 f32)
 // still leave room for 7 blocks of 256 threads per H100 SM.
 inline constexpr int64_t kMaxSharedRowBytes = int64_t(48) << 10;
+// Rows up to this many bytes in shared memory still leave room for the 8 blocks of 256 threads
+// an H100 SM holds (228 KB, 1 KB of each block reserved); longer tapes keep larger rows in
+// registers instead (choose_row_reduce).
+inline constexpr int64_t kFullOccupancySharedRowBytes = int64_t(24) << 10;
 int64_t shared_row_bytes(const FusedKernel& k);
 
 // GEMM-tile layout (CudaVariant::gemm_tile, see Emitter::gemm_body): whether its sums are

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -669,4 +670,32 @@ TEST_F(Codegen, CompilingCanBeForbiddenForAWarmDeployment) {
   }
   EXPECT_EQ(warm.stats().compiles, 0);
   fs::remove_all(dir);
+}
+
+// Rows of several passes stay in registers for short tapes, and for long ones (layer_norm) where
+// a shared-memory copy of the row would cost blocks per SM; other rows go to shared memory.
+TEST_F(Codegen, RowsOfSeveralPassesStayInRegistersOrSharedMemory) {
+  Tensor x = randn({4, 8192}), w = randn({8192}), b = randn({8192});
+  Tensor hx = cast(x, DType::bf16), hw = cast(w, DType::bf16), hb = cast(b, DType::bf16);
+  Tensor narrow = randn({4, 2048}), nw = randn({2048}), nb = randn({2048});
+  eval(x, w, b, hx, hw, hb, narrow, nw, nb);
+  std::vector<char> mem(1024);
+  char* al =
+      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
+  const std::vector<void*> aligned(8, al);
+  auto chosen = [&](const std::function<Tensor()>& f) {
+    return choose_variant(kernel_of(f), aligned, target());
+  };
+  const CudaVariant ln = chosen([&] { return layer_norm(x, w, b); }); // 32 KB rows
+  EXPECT_EQ(ln.cached_vecs, 8);
+  EXPECT_FALSE(ln.smem_row);
+  const CudaVariant hln = chosen([&] { return layer_norm(hx, hw, hb); }); // 16 KB rows
+  EXPECT_EQ(hln.cached_vecs, 0);
+  EXPECT_TRUE(hln.smem_row);
+  const CudaVariant nln = chosen([&] { return layer_norm(narrow, nw, nb); }); // 8 KB rows
+  EXPECT_EQ(nln.cached_vecs, 0);
+  EXPECT_TRUE(nln.smem_row);
+  const CudaVariant hsm = chosen([&] { return softmax(hx, 1); }); // a short tape
+  EXPECT_EQ(hsm.cached_vecs, 4);
+  EXPECT_FALSE(hsm.smem_row);
 }
