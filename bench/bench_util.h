@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sched.h>
@@ -101,12 +102,20 @@ template <class F, class S> double time_us(F&& body, S&& sync, int iters = 20, i
   return time_spread(body, sync, iters, batches).median;
 }
 
+/// For benchmarks of compiled kernels' speed: unless KILN_COMPILE says otherwise, a new kernel
+/// compiles before its first run, so that no timed run is the stand-in interpreter's while NVRTC
+/// works in the background (cold starts: first_steps.cpp, cold_start.sh). Call first in main.
+inline void time_compiled_kernels() {
+  ::setenv("KILN_COMPILE", "sync", 0);
+}
+
 /// The header every benchmark prints first: what ran, where and when.
 inline void print_header(const char* title, int argc, char** argv) {
   std::printf("# %s\n\n", title);
   std::printf("- command: `%s`\n", command_line(argc, argv).c_str());
   std::printf("- machine: %s, nproc %d\n", cpu_model().c_str(), nproc());
   std::printf("- date: %s\n", utc_now().c_str());
+  if (const char* mode = std::getenv("KILN_COMPILE")) std::printf("- KILN_COMPILE=%s\n", mode);
 #ifdef NDEBUG
   std::printf("- build: NDEBUG (Release)\n");
 #else

@@ -28,6 +28,7 @@ Tensor chain(const Tensor& x, const Tensor& y) {
 } // namespace
 
 int main(int argc, char** argv) {
+  bench::time_compiled_kernels();
   if (!is_available(Device::cuda(0))) {
     std::printf("no CUDA device\n");
     return 1;

@@ -16,6 +16,7 @@
 using namespace kiln;
 
 int main(int argc, char** argv) {
+  bench::time_compiled_kernels();
   if (!is_available(Device::cuda(0))) {
     std::printf("no CUDA device\n");
     return 1;
