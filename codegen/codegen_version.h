@@ -5,7 +5,7 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 12; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 13; // 2: --fmad=false; 3: column layout, float max/min
                                            // accumulators, per-row constants; 4: f16/bf16 exp and
                                            // division approximated, row-vector weights; 5: f16/bf16
                                            // exp flushes subnormal results; 6: GEMM-tile layout;
@@ -17,6 +17,7 @@ inline constexpr int kCodegenVersion = 12; // 2: --fmad=false; 3: column layout,
                                            // 11: GEMM tiles stage operands k-major, loading
                                            // those with stride 1 along k along k; short dots
                                            // 12: dot kernels load the tape's inputs before the
-                                           // dot products (no change in results)
+                                           // dot products (no change in results);
+                                           // 13: dot sums added by warp shuffles first
 
 } // namespace kiln::detail

@@ -8,7 +8,7 @@
 // half.cuh, ir/philox.h), built with the same toolkit and --fmad=false, so each operation is
 // rounded alike. Elements are independent in the elementwise layout, so any order of them gives
 // the same bits; the dot layout's sums are split, added and combined as Emitter::dot_body does
-// (the same block, cluster and thread shares of K, the same tree in shared memory); a GEMM
+// (the same block, cluster and thread shares of K, the same shuffles and tree); a GEMM
 // tile's element is summed by one thread in the order of its tile's K chunks, groups and
 // cluster ranks (Kernel::gemm_sum); reductions are walked and combined as the compiled
 // kernel's threads do (standin_reduce.cuh).
@@ -320,9 +320,27 @@ template <int S> KD void segmented(const StandinArgs& args, const Kernel& top) {
   }
 }
 
+// A column's partial sums in a warp (its 32 / bx rows) added as Emitter::dot_tree_sum does: by
+// shuffles, ty + half the rows first; the warp's sum goes to slot warp * bx + tx.
+template <class A> KD void warp_sum(A* sums, int bx, int tx, A acc) {
+  for (int o = 16; o >= bx; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) < (unsigned)bx) sums[(threadIdx.x >> 5) * bx + tx] = acc;
+}
+
+// The block's sum of column tx from its warps' (w + 4, w + 2, w + 1), into slot tx.
+template <class A> KD void warps_sum(A* sums, int bx, int tx) {
+  constexpr int kWarps = kBlock / 32;
+  A w[kWarps];
+  for (int i = 0; i < kWarps; ++i) w[i] = sums[i * bx + tx];
+  for (int s = kWarps / 2; s > 0; s /= 2)
+    for (int i = 0; i < s; ++i) w[i] += w[i + s];
+  sums[tx] = w[0];
+}
+
 // The dot layout (Emitter::dot_body): bx elements per block side by side, the by = 256 / bx
 // threads of each splitting its dots' K (and the C blocks of a cluster once more), partial
-// sums added in a tree in shared memory, the cluster's blocks' in rank order by block 0.
+// sums added by warp shuffles, then the warps' in shared memory, the cluster's blocks' in rank
+// order by block 0.
 template <int S> KD void dots(Kernel& k, double* sd) {
   const Program& pr = *k.pr;
   const int bx = pr.dot_bx, by = pr.dot_by, C = pr.cluster;
@@ -337,28 +355,24 @@ template <int S> KD void dots(Kernel& k, double* sd) {
     for (int j = 0; j < pr.n_dots; ++j) {
       const Dot& d = k.dots[j];
       const long long first = (long long)rank * by + ty, step = (long long)C * by;
-      // This thread's share of the dot's K (Emitter::dot_group_sums and dot_k_loops).
+      // This thread's share of the dot's K (Emitter::dot_group_sums and dot_k_loops), then the
+      // warp's rows added by shuffles (Emitter::dot_tree_sum).
       const long long K = k.ifield(d.K);
       if (d.acc_double)
-        sd[j * kBlock + threadIdx.x] =
-            valid ? k.template chain<double>(d, i, first, K, 0.0, step) : 0.0;
+        warp_sum(sd + j * kBlock, bx, tx,
+                 valid ? k.template chain<double>(d, i, first, K, 0.0, step) : 0.0);
       else
-        reinterpret_cast<float*>(sd + j * kBlock)[threadIdx.x] =
-            valid ? k.template chain<float>(d, i, first, K, 0.0f, step) : 0.0f;
+        warp_sum(reinterpret_cast<float*>(sd + j * kBlock), bx, tx,
+                 valid ? k.template chain<float>(d, i, first, K, 0.0f, step) : 0.0f);
     }
     __syncthreads();
-    for (int s = by / 2; s > 0; s >>= 1) {
-      if (ty < s) {
-        for (int j = 0; j < pr.n_dots; ++j) {
-          if (k.dots[j].acc_double) {
-            sd[j * kBlock + threadIdx.x] += sd[j * kBlock + threadIdx.x + s * bx];
-          } else {
-            float* f = reinterpret_cast<float*>(sd + j * kBlock);
-            f[threadIdx.x] += f[threadIdx.x + s * bx];
-          }
-        }
+    if (ty == 0) {
+      for (int j = 0; j < pr.n_dots; ++j) {
+        if (k.dots[j].acc_double)
+          warps_sum(sd + j * kBlock, bx, tx);
+        else
+          warps_sum(reinterpret_cast<float*>(sd + j * kBlock), bx, tx);
       }
-      __syncthreads();
     }
     if (C > 1) cluster_sync();           // every block's sums are in its shared memory
     if (rank == 0 && ty == 0 && valid) { // the other blocks' sums into this thread's slot

@@ -67,14 +67,14 @@ struct Emitter::DotShape {
 // products along K (thread ty takes k = ty, ty + by, ...). Neighbouring elements of a small
 // matmul's output are neighbouring columns of B, so a warp's 8 columns x 4 rows of B are four
 // full 32-byte sectors. Each thread issues four rows' loads before it adds any (see
-// column_body on why ptxas does not do it for a plain loop), the partial sums meet in shared
-// memory, and thread ty = 0 runs the tape and stores. With dot_cluster = C > 1 (sm_90) the C
-// blocks of a cluster take the same elements and split K once more (block r: k = r * by + ty,
-// step C * by); after each block's own tree, block 0 adds the others' sums through distributed
-// shared memory. So an LSTM's 32 groups of 8 units run on 256 blocks rather than 32. The sums use
-// fma (the kernel is built with --fmad=false, which would otherwise round every product), in float,
-// double for f64: cuBLAS's accumulation, not the CPU reference's double, so results agree to
-// rounding.
+// column_body on why ptxas does not do it for a plain loop), the partial sums are added by warp
+// shuffles and then in shared memory (dot_tree_sum), and thread ty = 0 runs the tape and stores.
+// With dot_cluster = C > 1 (sm_90) the C blocks of a cluster take the same elements and split K
+// once more (block r: k = r * by + ty, step C * by); after each block's own tree, block 0 adds the
+// others' sums through distributed shared memory. So an LSTM's 32 groups of 8 units run on 256
+// blocks rather than 32. The sums use fma (the kernel is built with --fmad=false, which would
+// otherwise round every product), in float, double for f64: cuBLAS's accumulation, not the CPU
+// reference's double, so results agree to rounding.
 //
 // Why not cuBLAS: at batch 1 an LSTM step's two GEMVs were two graph nodes, a written result
 // and a kernel to read it, ~10 us of GPU time per replay; here the gates' eight dot products and
@@ -87,6 +87,8 @@ void Emitter::dot_body() {
   ds.S = ds.C * ds.by;
   dot_element_loop(ds);
   const std::vector<int> early = dot_prefetch(ds);
+  for (size_t j = 0; j < k_.dots.size(); ++j)
+    line(2, fmt::format("{} acc{} = {};", dot_acc(j), j, k_.reproducible ? "{0, 0}" : "0"));
   // One loop over K per group of dots with the same K (KernelDot::same_k).
   for (size_t g = 0; g < k_.dots.size(); ++g)
     if (k_.dots[g].same_k == static_cast<int>(g)) dot_group_sums(ds, g);
@@ -154,14 +156,12 @@ std::vector<int> Emitter::dot_prefetch(const DotShape& ds) {
 }
 
 // This thread's partial sums of the dots whose K is dot g's (the group led by g): operand
-// pointers at the element, the K loops, and the sums parked in k_sd at the thread's slot.
+// pointers at the element and the K loops.
 void Emitter::dot_group_sums(const DotShape& ds, size_t g) {
   std::vector<size_t> group;
   for (size_t j = g; j < k_.dots.size(); ++j)
     if (k_.dots[j].same_k == static_cast<int>(g)) group.push_back(j);
   line(2, "{");
-  for (size_t j : group)
-    line(3, fmt::format("{} acc{} = {};", dot_acc(j), j, k_.reproducible ? "{0, 0}" : "0"));
   line(3, "if (valid) {");
   line(4, fmt::format("const idx_t K = (idx_t)p.d{}_K;", g));
   for (size_t j : group) {
@@ -174,7 +174,6 @@ void Emitter::dot_group_sums(const DotShape& ds, size_t g) {
   line(4, ds.C > 1 ? fmt::format("idx_t k = (idx_t)k_rank * {} + ty;", ds.by) : "idx_t k = ty;");
   dot_k_loops(ds, group);
   line(3, "}");
-  for (size_t j : group) line(3, fmt::format("k_sd{0}[threadIdx.x] = acc{0};", j));
   line(2, "}");
 }
 
@@ -218,37 +217,60 @@ std::string Emitter::dot_term(size_t j, const std::string& a, const std::string&
                      cg::load_cvt(k_.inputs[d.b].dtype, b), j);
 }
 
-// The tree over each column's by partial sums in shared memory: rows ty < s add row ty + s,
-// halving s, until row 0 holds the block's sums.
+// Each column's by partial sums to one per block, with one __syncthreads rather than one per
+// level of a tree in shared memory: the rows a warp holds (32 / bx) are added by shuffles, ty +
+// half of them first; the warps' sums meet in k_sd (slot warp * bx + tx), and thread ty = 0
+// adds the 8 of its column in a tree (w + 4, w + 2, w + 1) and leaves the block's sum in slot
+// tx. The stand-in interpreter adds in this order too (codegen/device/standin.cu, dots).
+// Measured under ncu (warm caches), the 5-level tree was 18% of the LSTM cell's warp samples
+// at batch 1 (bench/results/2026-11-27-h100-session28.md).
 void Emitter::dot_tree_sum(const DotShape& ds) {
-  line(2, "__syncthreads();");
-  line(2, fmt::format("for (int s = {} / 2; s > 0; s >>= 1) {{", ds.by));
-  line(3, "if (ty < s) {");
+  constexpr int kWarps = kBlock / 32;
+  line(2, fmt::format("for (int o = 16; o >= {}; o >>= 1) {{", ds.bx));
   for (size_t j = 0; j < k_.dots.size(); ++j)
-    line(4, fmt::format("k_sd{0}[threadIdx.x] += k_sd{0}[threadIdx.x + s * {1}];", j, ds.bx));
-  line(3, "}");
-  line(3, "__syncthreads();");
+    line(3, k_.reproducible
+                ? fmt::format("acc{0} += k_shfl_down(acc{0}, o);", j)
+                : fmt::format("acc{0} += __shfl_down_sync(0xffffffffu, acc{0}, o);", j));
+  line(2, "}");
+  line(2, fmt::format("if ((threadIdx.x & 31) < {}) {{", ds.bx));
+  for (size_t j = 0; j < k_.dots.size(); ++j)
+    line(3, fmt::format("k_sd{0}[(threadIdx.x >> 5) * {1} + tx] = acc{0};", j, ds.bx));
+  line(2, "}");
+  line(2, "__syncthreads();");
+  line(2, "if (ty == 0) {");
+  for (size_t j = 0; j < k_.dots.size(); ++j) {
+    std::string w;
+    for (int i = 0; i < kWarps; ++i)
+      w += fmt::format("{}w{} = k_sd{}[{} + tx]", i ? ", " : "", i, j, i * ds.bx);
+    line(3, "{");
+    line(4, fmt::format("{} {};", dot_acc(j), w));
+    for (int s = kWarps / 2; s > 0; s /= 2)
+      for (int i = 0; i < s; ++i) line(4, fmt::format("w{} += w{};", i, i + s));
+    line(4, fmt::format("k_sd{}[tx] = w0;", j));
+    line(3, "}");
+  }
   line(2, "}");
 }
 
 // Thread ty = 0 (of block 0 of a cluster) takes every dot's sum as k_dot<j>, adding the other
 // blocks' through distributed shared memory in rank order, runs the tape and stores; then the
-// barrier before k_sd is written again.
+// barrier before k_sd is written again. Every remote sum is loaded before any is added, so that
+// the loads wait for one round trip rather than one per add (the LSTM cell's tail under ncu).
 void Emitter::dot_finish(const DotShape& ds, const std::vector<int>& early) {
   const int C = ds.C;
   if (C > 1) line(2, "k_cluster_sync(); // every block's sums are in its shared memory");
   line(2, C > 1 ? "if (k_rank == 0 && ty == 0 && valid) {" : "if (ty == 0 && valid) {");
+  for (size_t j = 0; j < k_.dots.size() && C > 1; ++j)
+    for (int r = 1; r < C; ++r)
+      line(3, k_.reproducible
+                  ? fmt::format("const k_dsum k_r{0}_{1}{{k_cluster_ld(&k_sd{0}[tx].hi, {1}), "
+                                "k_cluster_ld(&k_sd{0}[tx].lo, {1})}};",
+                                j, r)
+                  : fmt::format("const {2} k_r{0}_{1} = k_cluster_ld(&k_sd{0}[tx], {1});", j, r,
+                                dot_acc(j)));
   for (size_t j = 0; j < k_.dots.size(); ++j) {
     line(3, fmt::format("{2}{0} k_dot{1} = k_sd{1}[tx];", dot_acc(j), j, C > 1 ? "" : "const "));
-    if (C > 1 && k_.reproducible)
-      line(3, fmt::format("for (unsigned r = 1; r < {0}; ++r) k_dot{1} += k_dsum{{"
-                          "k_cluster_ld(&k_sd{1}[tx].hi, r), k_cluster_ld(&k_sd{1}[tx].lo, r)}};",
-                          C, j));
-    else if (C > 1)
-      line(3,
-           fmt::format("for (unsigned r = 1; r < {0}; ++r) k_dot{1} += k_cluster_ld(&k_sd{1}[tx], "
-                       "r);",
-                       C, j));
+    for (int r = 1; r < C; ++r) line(3, fmt::format("k_dot{0} += k_r{0}_{1};", j, r));
   }
   tape(3, [&](int j) { return early[j] >= 0 ? fmt::format("k_pf{}", j) : element_load(j); });
   store_outputs(3);
