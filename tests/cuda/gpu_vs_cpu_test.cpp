@@ -214,8 +214,8 @@ TEST_F(GpuVsCpu, FusedNormalizationsRowsColumnsAndVectorRows) {
   for (DType t : kFloat) {
     const std::string dt = dtype_name(t);
     // 1024 columns: whole 16-byte vectors per row; 1001: scalar path; 3: tiny rows; 8192 and
-    // 6400: f32 layer_norm rows in registers, 8 and 6-7 vectors per thread.
-    for (int64_t cols : {1024, 1001, 3, 8192, 6400}) {
+    // 6400: f32 layer_norm rows in registers, 8 and 6-7 vectors per thread; 4096: f64 ones.
+    for (int64_t cols : {1024, 1001, 3, 8192, 6400, 4096}) {
       auto x = host_tensor(random_values(37 * cols, 21, -4, 4), {37, cols}, t);
       auto w = host_tensor(random_values(cols, 22, -2, 2), {cols}, t);
       auto b = host_tensor(random_values(cols, 23, -1, 1), {cols}, t);
