@@ -354,6 +354,31 @@ TEST_F(Codegen, ParamsFollowTheDeclaredOrder) {
   EXPECT_EQ(c, 2.5);
 }
 
+// The dot layout puts more elements side by side when there are enough of them (dot_bx 8, 16,
+// 32: a warp then holds 4, 2 or 1 rows of a column's partial sums), and a grid smaller than the
+// elements' runs makes blocks take several (standin_gpu_test.cpp checks their bits on a GPU).
+TEST_F(Codegen, DotLayoutWidthsAndRuns) {
+  set_small_matmul(SmallMatmul::everywhere);
+  std::vector<char> mem(1024);
+  char* al =
+      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
+  const std::vector<void*> aligned(8, al);
+  auto dot_of = [&](int64_t n) {
+    Tensor v = randn({1, 20}), w = randn({20, n});
+    eval(v, w);
+    return kernel_of([&] { return sigmoid(matmul(v, w)); });
+  };
+  const FusedKernel k256 = dot_of(256), k3000 = dot_of(3000), k40000 = dot_of(40000);
+  set_small_matmul(SmallMatmul::on_gpu);
+  ASSERT_EQ(k40000.dots.size(), 1u);
+  EXPECT_EQ(choose_variant(k256, aligned, target()).dot_bx, 8);
+  EXPECT_EQ(choose_variant(k3000, aligned, target()).dot_bx, 16);
+  const CudaVariant wide = choose_variant(k40000, aligned, target());
+  EXPECT_EQ(wide.dot_bx, 32);
+  EXPECT_EQ(wide.dot_cluster, 1);
+  EXPECT_LT(int64_t(launch_for(k40000, wide, target()).grid), (40000 + 31) / 32);
+}
+
 TEST_F(Codegen, GemmTileChoice) {
   // The tile and cluster a tiled matmul takes (choose_gemm_tile): the smallest tile whose grid
   // stays within ~two blocks per SM, clusters while K is long and the grid small. Measured in

@@ -247,6 +247,15 @@ TEST_F(Standin, DotProductsSplitAndAddedAsCompiled) {
       Tensor x = randn({2, 300}, dt), w = randn({48, 300}, dt);
       return Outputs{relu(matmul(x, transpose(w, 0, 1))) * 2};
     });
+    // 3,000 and 40,000 elements: 16 and 32 of them per block (dot_bx), so that a warp holds 2
+    // rows of a column's partial sums, or 1; at 40,000 blocks take a second run of elements.
+    for (int64_t n : {3000, 40000})
+      expect_same_bits(std::string("wide vector times matrix ") + std::to_string(n) + " " +
+                           dtype_name(dt),
+                       [dt, n] {
+                         Tensor v = randn({1, 20}, dt), w = randn({20, n}, dt);
+                         return Outputs{sigmoid(matmul(v, w))};
+                       });
     expect_same_bits(std::string("lstm cell ") + dtype_name(dt), [dt] {
       const int64_t H = 256;
       Tensor x = randn({1, 64}, dt), h = randn({1, H}, dt), c = randn({1, H}, dt);
