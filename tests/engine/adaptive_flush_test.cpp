@@ -321,6 +321,23 @@ TEST_F(AdaptiveLoopFlush, ABusyDeviceGetsTheLargestFlushesOnly) {
   EXPECT_LE(detail::engine().pending_nodes, 256 + 8);
 }
 
+// With the default interval a loop's bodies are too short for idle checks: each flush comes at
+// the most bodies allowed, where the device must not be one that runs synchronously. That is
+// asked once per device, not at every flush (the real probe answers with a stream query).
+TEST_F(AdaptiveLoopFlush, TheDeviceIsAskedOnceWhetherItRunsSynchronously) {
+  Rnn r = Rnn::make(8);
+  set_idle_flush(1024);
+  probe(DeviceState::busy);
+  for (int i = 0; i < 1000; ++i) r.step();
+  reset_stats();
+  asked.clear();
+  for (int i = 0; i < 1200; ++i) r.step();
+  const Stats s = stats();
+  EXPECT_GE(s.loop_flushes, 37) << s;
+  EXPECT_EQ(s.busy_checks, 0) << s;
+  EXPECT_TRUE(asked.empty()) << asked.size() << " questions in " << s.loop_flushes << " flushes";
+}
+
 // The repetition is confirmed at whatever op of the step the detector happens to (here inside the
 // step, not at its first op). Bodies still begin where the fewest values are held: before the
 // step's first op, where its temporaries are gone and only the state (h, c) is written.
