@@ -207,6 +207,7 @@ std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, in
     fail("split", "sizes sum to {} but dim {} of shape {} has extent {}", total, d, n->layout.shape,
          n->layout.shape[d]);
   std::vector<Tensor> out;
+  out.reserve(sizes.size());
   int64_t at = 0;
   for (int64_t s : sizes) {
     out.push_back(slice(a, d, at, at + s));
@@ -221,6 +222,7 @@ std::vector<Tensor> split(const Tensor& a, int64_t size, int dim) {
   if (size <= 0) fail("split", "split size must be positive, got {}", size);
   int64_t len = n->layout.shape[d];
   std::vector<int64_t> sizes;
+  sizes.reserve(static_cast<size_t>(len / size + 1));
   for (int64_t at = 0; at < len; at += size) sizes.push_back(std::min(size, len - at));
   if (sizes.empty()) sizes.push_back(0);
   return split(a, sizes, d);
