@@ -364,8 +364,7 @@ Tensor detach(const Tensor& t) {
     return alias;
   }
   // A pending value gets an identity view: free, and a node whose grad flags are its own.
-  Node* n = new_node(OpCode::view, in->dtype, in->device, in->shape());
-  n->layout = in->layout;
+  Node* n = new_node(OpCode::view, in->dtype, in->device, in->layout);
   n->view.kind = ViewPrim::Kind::expand;
   n->view.shape = in->shape();
   n->distinct = true;

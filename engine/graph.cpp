@@ -118,14 +118,31 @@ EngineState& engine() {
   return e ? *e : make_the_engine();
 }
 
-Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape) {
+namespace {
+
+// The extents are checked before a layout of them exists: contiguous strides of extents that
+// overflow would overflow too. Front-ends check first, naming the user's op.
+Node* checked_node(OpCode op, DType dtype, Device device, const Shape& shape) {
   check_owner_thread(op_name(op));
-  check_extents(op_name(op), shape, dtype); // front-ends check first, naming the user's op
+  check_extents(op_name(op), shape, dtype);
   Node* n = new Node;
   n->op = op;
   n->dtype = dtype;
   n->device = device;
+  return n;
+}
+
+} // namespace
+
+Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape) {
+  Node* n = checked_node(op, dtype, device, shape);
   n->layout = contiguous_layout(shape);
+  return n;
+}
+
+Node* new_node(OpCode op, DType dtype, Device device, const Layout& l) {
+  Node* n = checked_node(op, dtype, device, l.shape);
+  n->layout = l;
   return n;
 }
 

@@ -83,6 +83,8 @@ EngineState& engine();
 
 /// A fresh pending node with contiguous layout. Not yet visible to anyone.
 Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape);
+/// The same with layout `l` (a view's, relative to its root's contiguous layout).
+Node* new_node(OpCode op, DType dtype, Device device, const Layout& l);
 /// A realized node holding `buf` with layout `l`.
 Node* new_realized(DType dtype, Device device, BufferRef buf, const Layout& l);
 /// A realized node over `of`'s storage and layout with a fresh id, not published (counted as no

@@ -27,8 +27,7 @@ Tensor make_view(const Tensor& a, const ViewPrim& prim, const Layout& l) {
       record_grad(alias.node(), OpCode::view, attrs, {in});
     return alias;
   }
-  Node* n = new_node(OpCode::view, in->dtype, in->device, l.shape);
-  n->layout = l;
+  Node* n = new_node(OpCode::view, in->dtype, in->device, l);
   n->view = prim;
   add_input(n, in);
   return publish(n);
