@@ -76,9 +76,13 @@ void choose_row_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, Cu
   // nine ops) only where a copy of its row in shared memory would leave room for fewer blocks
   // than an SM holds. Measured on the H100, layer_norm over 8192 columns: f32 rows (32 KB)
   // 82% -> 94% of copy bandwidth in registers; bf16 rows (16 KB) 78% in shared memory, 73% in
-  // registers (64 registers a thread: half the blocks).
+  // registers (64 registers a thread: half the blocks). Rows too long for shared memory are
+  // read again by each pass, as before: in registers they would take more than 100 registers a
+  // thread (f64 over 8192 columns: 114), not measured.
+  const int64_t row_bytes = shared_row_bytes(k);
   const bool cache_row =
-      k.compute_ops() <= kMaxCachedRowOps || shared_row_bytes(k) > kFullOccupancySharedRowBytes;
+      k.compute_ops() <= kMaxCachedRowOps ||
+      (row_bytes > kFullOccupancySharedRowBytes && row_bytes <= kMaxSharedRowBytes);
   if (v.vec && reduce_passes(k).passes > 1 && cache_row) {
     int64_t R = 1;
     for (int d = 0; d < k.shape.size(); ++d)

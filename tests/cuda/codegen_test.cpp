@@ -723,4 +723,10 @@ TEST_F(Codegen, RowsOfSeveralPassesStayInRegistersOrSharedMemory) {
   const CudaVariant hsm = chosen([&] { return softmax(hx, 1); }); // a short tape
   EXPECT_EQ(hsm.cached_vecs, 4);
   EXPECT_FALSE(hsm.smem_row);
+  // 64 KB rows (f64): too long for shared memory, and not kept in registers either.
+  Tensor dx = cast(x, DType::f64), dw = cast(w, DType::f64), db = cast(b, DType::f64);
+  eval(dx, dw, db);
+  const CudaVariant dln = chosen([&] { return layer_norm(dx, dw, db); });
+  EXPECT_EQ(dln.cached_vecs, 0);
+  EXPECT_FALSE(dln.smem_row);
 }
