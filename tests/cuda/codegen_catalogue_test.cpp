@@ -204,7 +204,7 @@ std::vector<Job> catalogue_jobs(const std::vector<FusedKernel>& all, size_t& uni
   std::map<std::string, bool> seen;
   int n = 0, nred = 0;
   sm80 = 0;
-  const std::vector<void*> aligned_bases(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
+  const std::vector<void*> aligned_bases = slot_bases();
   for (auto& [key, k] : unique) {
     // Kernels with dot products only in a layout launches choose (dot or GEMM tile), segmented
     // kernels in the variants their segments' launches choose.
@@ -398,8 +398,8 @@ TEST_F(Codegen, CatalogueSourcesToDirectory) {
   std::vector<Job> jobs = catalogue_jobs(catalogue(), unique, sm80);
   // More layouts than the compile test takes: the variants launches choose on a small GPU, and
   // every cluster size and GEMM tile for kernels with dot products.
-  const std::vector<void*> aligned_bases(64, reinterpret_cast<void*>(uintptr_t(1) << 20));
-  const std::vector<void*> unaligned_bases(64, reinterpret_cast<void*>((uintptr_t(1) << 20) + 4));
+  const std::vector<void*> aligned_bases = slot_bases();
+  const std::vector<void*> unaligned_bases = slot_bases(4);
   CudaTarget small = target();
   small.sm_count = 16;
   const size_t catalogue_jobs_count = jobs.size();

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace kt_codegen {
@@ -47,6 +48,12 @@ inline CudaTarget target(int arch = 90) {
   t.sm_count = 132;
   t.nvrtc_version = 13000;
   return t;
+}
+
+// Slot bases for choose_variant, which reads only their alignment: each 16-byte aligned, or
+// `offset` bytes past that.
+inline std::vector<void*> slot_bases(uintptr_t offset = 0) {
+  return std::vector<void*>(64, reinterpret_cast<void*>((uintptr_t(1) << 20) + offset));
 }
 
 inline Tensor chain(const Tensor& x, const Tensor& y) { // the 9-op chain of the liveness tests

@@ -125,8 +125,7 @@ TEST_F(Codegen, GoldenSources) {
   eval(g8, gw8);
   FusedKernel gates8 = kernel_of(
       [&] { return matmul(g8, transpose(gw8, 0, 1)) + matmul(gh, transpose(gwh, 0, 1)); });
-  const CudaVariant gates8_v = choose_variant(
-      gates8, std::vector<void*>(64, reinterpret_cast<void*>(uintptr_t(1) << 20)), target());
+  const CudaVariant gates8_v = choose_variant(gates8, slot_bases(), target());
   set_small_matmul(SmallMatmul::on_gpu);
   EXPECT_EQ(lstm.dots.size(), 8u);
   EXPECT_EQ(seed.dots.size(), 1u);
@@ -359,10 +358,7 @@ TEST_F(Codegen, ParamsFollowTheDeclaredOrder) {
 // elements' runs makes blocks take several (standin_gpu_test.cpp checks their bits on a GPU).
 TEST_F(Codegen, DotLayoutWidthsAndRuns) {
   set_small_matmul(SmallMatmul::everywhere);
-  std::vector<char> mem(1024);
-  char* al =
-      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
-  const std::vector<void*> aligned(8, al);
+  const std::vector<void*> aligned = slot_bases();
   auto dot_of = [&](int64_t n) {
     Tensor v = randn({1, 20}), w = randn({20, n});
     eval(v, w);
@@ -393,9 +389,7 @@ TEST_F(Codegen, GemmTileChoice) {
                {32, 1024, 32, DType::f32, 16, 4},  {512, 128, 256, DType::f32, 32, 1},
                {512, 64, 512, DType::f32, 32, 1},  {1024, 16, 1024, DType::f32, 64, 1},
                {128, 128, 128, DType::f64, 16, 1}, {512, 40, 160, DType::f64, 32, 1}};
-  std::vector<char> mem(64);
-  std::vector<void*> aligned(
-      8, reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15)));
+  const std::vector<void*> aligned = slot_bases();
   for (const Case& c : cases) {
     Tensor a = randn({c.M, c.K}, c.dt), b = randn({c.K, c.N}, c.dt);
     eval(a, b);
@@ -451,10 +445,7 @@ TEST_F(Codegen, LaunchShapes) {
   EXPECT_EQ(r.block, 32u); // R = 7: one warp per output
   EXPECT_EQ(r.grid, 1000u);
   // Vectors need every operand aligned; 32-bit indexing needs everything to fit.
-  std::vector<char> mem(1024);
-  char* al =
-      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
-  std::vector<void*> aligned(8, al), misaligned(8, al + 4);
+  const std::vector<void*> aligned = slot_bases(), misaligned = slot_bases(4);
   EXPECT_TRUE(choose_variant(big, aligned, target()).vec);
   EXPECT_FALSE(choose_variant(big, misaligned, target()).vec);
   EXPECT_TRUE(choose_variant(big, aligned, target()).index32);
@@ -484,10 +475,7 @@ TEST_F(Codegen, ColumnLayoutVariantsAndLaunchShapes) {
   FusedKernel odds = kernel_of([&] { return sum(odd, {0}); });
   FusedKernel ones = kernel_of([&] { return sum(one, {0}); });
   FusedKernel hsum = kernel_of([&] { return sum(h, {0}); });
-  std::vector<char> mem(1024);
-  char* al =
-      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
-  std::vector<void*> aligned(8, al), misaligned(8, al + 4);
+  const std::vector<void*> aligned = slot_bases(), misaligned = slot_bases(4);
   CudaTarget t = target();
 
   CudaVariant v = choose_variant(colsum, aligned, target());
@@ -704,10 +692,7 @@ TEST_F(Codegen, RowsOfSeveralPassesStayInRegistersOrSharedMemory) {
   Tensor hx = cast(x, DType::bf16), hw = cast(w, DType::bf16), hb = cast(b, DType::bf16);
   Tensor narrow = randn({4, 2048}), nw = randn({2048}), nb = randn({2048});
   eval(x, w, b, hx, hw, hb, narrow, nw, nb);
-  std::vector<char> mem(1024);
-  char* al =
-      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) & ~uintptr_t(15));
-  const std::vector<void*> aligned(8, al);
+  const std::vector<void*> aligned = slot_bases();
   auto chosen = [&](const std::function<Tensor()>& f) {
     return choose_variant(kernel_of(f), aligned, target());
   };
