@@ -5,7 +5,7 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 13; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 14; // 2: --fmad=false; 3: column layout, float max/min
                                            // accumulators, per-row constants; 4: f16/bf16 exp and
                                            // division approximated, row-vector weights; 5: f16/bf16
                                            // exp flushes subnormal results; 6: GEMM-tile layout;
@@ -18,6 +18,8 @@ inline constexpr int kCodegenVersion = 13; // 2: --fmad=false; 3: column layout,
                                            // those with stride 1 along k along k; short dots
                                            // 12: dot kernels load the tape's inputs before the
                                            // dot products (no change in results);
-                                           // 13: dot sums added by warp shuffles first
+                                           // 13: dot sums added by warp shuffles first;
+                                           // 14: through dot_sum.cuh's helpers, shared with
+                                           // the stand-in (no change in results)
 
 } // namespace kiln::detail

@@ -33,7 +33,7 @@ const std::string& pasted_sources_tag() {
   static const std::string tag = [] {
     uint64_t h = 0;
     for (const char* s : {kCommonSource, kHalfSource, kPhiloxSource, kClusterSource, kDsumSource,
-                          kFloatMathSource, kDsumCoreSource})
+                          kFloatMathSource, kDsumCoreSource, kDotSumSource})
       h = hash_mix(h, fnv1a64(s));
     return fmt::format("dev{:08x}", h & 0xffffffffu);
   }();

@@ -16,6 +16,7 @@ std::string Emitter::run(const std::string& name) {
   const bool cluster = !k_.dots.empty() && v_.dot_cluster > 1;
   if (cluster) s_ += cluster_helpers();
   if (has_dsum()) s_ += dsum_helpers();
+  if (layout_of(k_, v_) == CudaLayout::dot) s_ += kDotSumSource; // codegen/device/dot_sum.cuh
   line(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} {}(const "
                       "__grid_constant__ Params p) {{",
                       kBlock,

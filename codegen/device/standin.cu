@@ -24,6 +24,8 @@
 
 #include "codegen/device/cluster.cuh"
 
+#include "codegen/device/dot_sum.cuh"
+
 #include "ir/philox.h"
 
 #include "codegen/device/standin_ops.cuh"
@@ -320,23 +322,6 @@ template <int S> KD void segmented(const StandinArgs& args, const Kernel& top) {
   }
 }
 
-// A column's partial sums in a warp (its 32 / bx rows) added as Emitter::dot_tree_sum does: by
-// shuffles, ty + half the rows first; the warp's sum goes to slot warp * bx + tx.
-template <class A> KD void warp_sum(A* sums, int bx, int tx, A acc) {
-  for (int o = 16; o >= bx; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-  if ((threadIdx.x & 31) < (unsigned)bx) sums[(threadIdx.x >> 5) * bx + tx] = acc;
-}
-
-// The block's sum of column tx from its warps' (w + 4, w + 2, w + 1), into slot tx.
-template <class A> KD void warps_sum(A* sums, int bx, int tx) {
-  constexpr int kWarps = kBlock / 32;
-  A w[kWarps];
-  for (int i = 0; i < kWarps; ++i) w[i] = sums[i * bx + tx];
-  for (int s = kWarps / 2; s > 0; s /= 2)
-    for (int i = 0; i < s; ++i) w[i] += w[i + s];
-  sums[tx] = w[0];
-}
-
 // The dot layout (Emitter::dot_body): bx elements per block side by side, the by = 256 / bx
 // threads of each splitting its dots' K (and the C blocks of a cluster once more), partial
 // sums added by warp shuffles, then the warps' in shared memory, the cluster's blocks' in rank
@@ -359,19 +344,19 @@ template <int S> KD void dots(Kernel& k, double* sd) {
       // warp's rows added by shuffles (Emitter::dot_tree_sum).
       const long long K = k.ifield(d.K);
       if (d.acc_double)
-        warp_sum(sd + j * kBlock, bx, tx,
-                 valid ? k.template chain<double>(d, i, first, K, 0.0, step) : 0.0);
+        k_warp_sum(sd + j * kBlock, bx, tx,
+                   valid ? k.template chain<double>(d, i, first, K, 0.0, step) : 0.0);
       else
-        warp_sum(reinterpret_cast<float*>(sd + j * kBlock), bx, tx,
-                 valid ? k.template chain<float>(d, i, first, K, 0.0f, step) : 0.0f);
+        k_warp_sum(reinterpret_cast<float*>(sd + j * kBlock), bx, tx,
+                   valid ? k.template chain<float>(d, i, first, K, 0.0f, step) : 0.0f);
     }
     __syncthreads();
     if (ty == 0) {
       for (int j = 0; j < pr.n_dots; ++j) {
         if (k.dots[j].acc_double)
-          warps_sum(sd + j * kBlock, bx, tx);
+          k_warps_sum<kBlock / 32>(sd + j * kBlock, bx, tx);
         else
-          warps_sum(reinterpret_cast<float*>(sd + j * kBlock), bx, tx);
+          k_warps_sum<kBlock / 32>(reinterpret_cast<float*>(sd + j * kBlock), bx, tx);
       }
     }
     if (C > 1) cluster_sync();           // every block's sums are in its shared memory

@@ -111,8 +111,8 @@ const char* Emitter::dot_acc(size_t j) const {
 // barriers must match).
 void Emitter::dot_element_loop(const DotShape& ds) {
   const int bx = ds.bx, C = ds.C;
-  for (size_t j = 0; j < k_.dots.size(); ++j)
-    line(1, fmt::format("__shared__ {} k_sd{}[{}];", dot_acc(j), j, kBlock));
+  for (size_t j = 0; j < k_.dots.size(); ++j) // a slot per warp and column (dot_tree_sum)
+    line(1, fmt::format("__shared__ {} k_sd{}[{}];", dot_acc(j), j, kBlock / 32 * bx));
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, fmt::format("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};", bx));
   if (C > 1) line(1, "const unsigned k_rank = k_cluster_rank();");
@@ -218,37 +218,22 @@ std::string Emitter::dot_term(size_t j, const std::string& a, const std::string&
 }
 
 // Each column's by partial sums to one per block, with one __syncthreads rather than one per
-// level of a tree in shared memory: the rows a warp holds (32 / bx) are added by shuffles, ty +
-// half of them first; the warps' sums meet in k_sd (slot warp * bx + tx), and thread ty = 0
-// adds the 8 of its column in a tree (w + 4, w + 2, w + 1) and leaves the block's sum in slot
-// tx. The stand-in interpreter adds in this order too (codegen/device/standin.cu, dots).
-// Measured under ncu (warm caches), the 5-level tree was 18% of the LSTM cell's warp samples
-// at batch 1 (bench/results/2026-11-27-h100-session28.md).
+// level of a tree in shared memory, through codegen/device/dot_sum.cuh, which the stand-in
+// interpreter calls as well: the rows a warp holds (32 / bx) are added by shuffles, ty + half of
+// them first; the warps' sums meet in k_sd (slot warp * bx + tx), and thread ty = 0 adds the 8 of
+// its column in a tree (w + 4, w + 2, w + 1) and leaves the block's sum in slot tx. Measured under
+// ncu (warm caches), the 5-level tree was 18% of the LSTM cell's warp samples at batch 1
+// (bench/results/2026-11-27-h100-session28.md). k_sd holds 8 warps x bx slots per dot: the LSTM
+// cell's 8 dots take 2 KB; past 8 KB its kernel took 1.5x as long
+// (bench/results/2026-11-27-h100-session29.md).
 void Emitter::dot_tree_sum(const DotShape& ds) {
   constexpr int kWarps = kBlock / 32;
-  line(2, fmt::format("for (int o = 16; o >= {}; o >>= 1) {{", ds.bx));
   for (size_t j = 0; j < k_.dots.size(); ++j)
-    line(3, k_.reproducible
-                ? fmt::format("acc{0} += k_shfl_down(acc{0}, o);", j)
-                : fmt::format("acc{0} += __shfl_down_sync(0xffffffffu, acc{0}, o);", j));
-  line(2, "}");
-  line(2, fmt::format("if ((threadIdx.x & 31) < {}) {{", ds.bx));
-  for (size_t j = 0; j < k_.dots.size(); ++j)
-    line(3, fmt::format("k_sd{0}[(threadIdx.x >> 5) * {1} + tx] = acc{0};", j, ds.bx));
-  line(2, "}");
+    line(2, fmt::format("k_warp_sum(k_sd{0}, {1}, tx, acc{0});", j, ds.bx));
   line(2, "__syncthreads();");
   line(2, "if (ty == 0) {");
-  for (size_t j = 0; j < k_.dots.size(); ++j) {
-    std::string w;
-    for (int i = 0; i < kWarps; ++i)
-      w += fmt::format("{}w{} = k_sd{}[{} + tx]", i ? ", " : "", i, j, i * ds.bx);
-    line(3, "{");
-    line(4, fmt::format("{} {};", dot_acc(j), w));
-    for (int s = kWarps / 2; s > 0; s /= 2)
-      for (int i = 0; i < s; ++i) line(4, fmt::format("w{} += w{};", i, i + s));
-    line(4, fmt::format("k_sd{}[tx] = w0;", j));
-    line(3, "}");
-  }
+  for (size_t j = 0; j < k_.dots.size(); ++j)
+    line(3, fmt::format("k_warps_sum<{}>(k_sd{}, {}, tx);", kWarps, j, ds.bx));
   line(2, "}");
 }
 
