@@ -155,6 +155,9 @@ public:
   Emitter(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl) : k_(k), v_(v), pl_(pl) {}
 
   std::string run(const std::string& name);
+  /// The same body as `static __device__ void fn(const Params& p)`: one step of a merged
+  /// launch (render_cuda_repeat), whose kernel calls it once per member.
+  std::string run_step(const std::string& fn);
   /// The elementwise layout as `static __device__ void fn(const params_type& p, unsigned blk,
   /// unsigned nblk)`: block blk of nblk (one segment of a segmented kernel). No idx_t typedef.
   std::string run_segment(const std::string& fn, const std::string& params_type);
@@ -304,6 +307,7 @@ private:
   // The block's index and the grid's size in blocks as the elementwise layout reads them.
   const char* block_index_ = "blockIdx.x";
   const char* grid_blocks_ = "gridDim.x";
+  bool as_step_ = false;                     // run_step: a device function rather than the kernel
   const std::vector<bool>* hoist_ = nullptr; // reduce: row constants, emitted once per row
 };
 
@@ -316,6 +320,13 @@ CudaLaunch launch_segmented(const FusedKernel& k, const CudaVariant& v);
 /// Every segment's Params and device function, the Params of the kernel and the kernel.
 std::string render_segmented(const FusedKernel& k, const CudaVariant& v, const std::string& name);
 ParamTemplate segmented_param_template(const FusedKernel& k, const CudaVariant& v);
+
+/// What a kernel's source holds before its Params: the comment naming it and its key, and the
+/// preambles its tape needs.
+std::string source_prelude(const FusedKernel& k, const std::string& name, const std::string& key);
+/// A kernel's entry point: its ops' words, variant marks, `suffix`, the arch and a hash of `key`.
+std::string readable_name(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t,
+                          const std::string& key, const std::string& suffix);
 
 /// The kernel function `name`, to follow the preambles and params_decl(pl) in the source.
 std::string render_kernel(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl,

@@ -17,11 +17,14 @@ std::string Emitter::run(const std::string& name) {
   if (cluster) s_ += cluster_helpers();
   if (has_dsum()) s_ += dsum_helpers();
   if (layout_of(k_, v_) == CudaLayout::dot) s_ += kDotSumSource; // codegen/device/dot_sum.cuh
-  line(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} {}(const "
-                      "__grid_constant__ Params p) {{",
-                      kBlock,
-                      cluster ? fmt::format(" __cluster_dims__({}, 1, 1)", v_.dot_cluster) : "",
-                      name));
+  if (as_step_)
+    line(0, fmt::format("static __device__ __forceinline__ void {}(const Params& p) {{", name));
+  else
+    line(0, fmt::format("extern \"C\" __global__ void __launch_bounds__({}){} {}(const "
+                        "__grid_constant__ Params p) {{",
+                        kBlock,
+                        cluster ? fmt::format(" __cluster_dims__({}, 1, 1)", v_.dot_cluster) : "",
+                        name));
   line(1, "k_wait_for_predecessors();");
   switch (layout_of(k_, v_)) {
   case CudaLayout::elementwise:
@@ -45,6 +48,11 @@ std::string Emitter::run(const std::string& name) {
   }
   line(0, "}");
   return std::move(s_);
+}
+
+std::string Emitter::run_step(const std::string& fn) {
+  as_step_ = true;
+  return run(fn);
 }
 
 std::string Emitter::run_segment(const std::string& fn, const std::string& params_type) {

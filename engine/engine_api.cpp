@@ -8,6 +8,8 @@
 #include <kiln/engine.h>
 #include <kiln/version.h>
 
+#include <utility>
+
 namespace kiln {
 
 const char* version() {
@@ -99,6 +101,19 @@ bool loop_flush() {
   return detail::engine().loop_flush;
 }
 
+void set_merge_launches(bool on) {
+  if (detail::merge_launches() == on) return;
+  detail::merge_launches() = on;
+  // A plan's batches decide their merges when first run: those prepared before go.
+  detail::EngineState& e = detail::engine();
+  const int64_t keep = std::exchange(e.max_plans, 0);
+  detail::trim_plan_cache();
+  e.max_plans = keep;
+}
+bool merge_launches() {
+  return detail::merge_launches();
+}
+
 void set_group_launches(bool on) {
   detail::engine().group_launches = on; // part of every plan key
 }
@@ -154,14 +169,15 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              "(planned {}, "
              "evicted {}, regrouped {}), graphs built {}, replayed {} ({} patched, {} queued to "
              "the launch "
-             "thread), GPU batches launched directly {}, bytes allocated {}, in use {}, peak {}",
+             "thread), kernels merged into one launch {}, GPU batches launched directly {}, bytes "
+             "allocated {}, in use {}, peak {}",
              s.ops_recorded, s.ops_merged, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
              s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
              s.gemms_run, s.copies_run, s.copies_overlapped, s.flushes, s.auto_flushes,
              s.idle_flushes, s.loop_flushes, s.busy_checks, s.plan_hits, s.plan_misses,
              s.plan_evictions, s.plan_retries, s.graph_instantiations, s.graph_replays,
-             s.graph_updates, s.launches_queued, s.graph_misses, s.bytes_allocated, s.bytes_in_use,
-             s.peak_bytes_in_use);
+             s.graph_updates, s.launches_queued, s.kernels_merged, s.graph_misses,
+             s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);
 }
 
 std::string last_plan() {

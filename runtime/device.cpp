@@ -162,6 +162,11 @@ bool& programmatic_launch() {
   return on;
 }
 
+bool& merge_launches() {
+  static bool on = [] { return setting_flag(Setting::merge_launches).value_or(false); }();
+  return on;
+}
+
 void synchronize_all() {
   cpu_backend().synchronize();
 #ifdef KILN_HAVE_CUDA

@@ -109,6 +109,17 @@ SmallMatmul small_matmul();
 /// (env KILN_GROUP_LAUNCHES=0). Results are the same bits either way.
 void set_group_launches(bool on);
 bool group_launches();
+/// Merged launches (experimental): on the GPU, consecutive launches of one small kernel in an
+/// evaluation (the steps of a loop recorded without eval, flushed together: a seed step, an RNN
+/// cell at batch 1) run as one launch on one block or one thread-block cluster, a barrier
+/// between the steps instead of a launch or graph node each. Such kernels then run on at most
+/// 8 SMs in a variant chosen for that, merged or not (merged once the merged kernel is
+/// compiled). Off by default: the steps still pass their state through global memory, and on
+/// the H100 a step took longer between barriers than between launches (docs/architecture.md,
+/// "Merged launches"). On with env KILN_MERGE_LAUNCHES=1; switching drops the cached plans.
+/// Merged steps compute the bits of the same steps launched one by one in the same variant.
+void set_merge_launches(bool on);
+bool merge_launches();
 /// Held values: at an evaluation, a value a Tensor holds but the evaluation does not ask for,
 /// cheap to recompute (elementwise ops of values that stay in memory anyway: held realized
 /// tensors), stays pending instead of being written; it is computed if and when it is read, or
@@ -158,6 +169,8 @@ struct Stats {
   int64_t graph_updates = 0;        // of those, replays that first patched changed pointers
   int64_t graph_misses = 0;         // batches of GPU steps launched one kernel at a time
   int64_t launches_queued = 0;      // of the replays, those issued by the launch thread
+  int64_t kernels_merged = 0;       // kernels run inside a merged launch with others of their
+                                    // kind (consecutive steps of a loop: KILN_MERGE_LAUNCHES)
   int64_t bytes_allocated = 0;      // total bytes of buffers allocated
   int64_t bytes_in_use = 0;         // bytes of live buffers now (not reset)
   int64_t peak_bytes_in_use = 0;

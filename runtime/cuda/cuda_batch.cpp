@@ -127,7 +127,7 @@ void CudaBatch::prefetch_kernels(llvm::ArrayRef<void*> base) {
     if (const IndexStep* s = l.item.index) {
       if (index_launch(*s, kernels_.target()).grid != 0) index_steps.push_back(s);
     } else if (const FusedKernel* k = l.item.kernel) {
-      const CudaVariant v = choose_variant(*k, base, kernels_.target());
+      const CudaVariant v = in_group(l) ? l.variant : choose_variant(*k, base, kernels_.target());
       if (launch_for(*k, v, kernels_.target()).grid != 0) kernels.push_back({k, v});
     }
   }
@@ -139,6 +139,7 @@ void CudaBatch::prefetch_kernels(llvm::ArrayRef<void*> base) {
 void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
   standins_ = 0; // (a prepare that threw is started again)
   for (Launch& l : launches_) l.standin = false;
+  form_groups(base);
   prefetch_kernels(base);
   std::vector<bool> used(base.size(), false);
   for (Launch& l : launches_) {
@@ -153,7 +154,7 @@ void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
       l.params = index_param_template(*s, index_error_.device_ptr());
     } else {
       const FusedKernel& k = *l.item.kernel;
-      l.variant = choose_variant(k, base, kernels_.target());
+      if (!in_group(l)) l.variant = choose_variant(k, base, kernels_.target());
       l.shape = launch_for(k, l.variant, kernels_.target());
       if (l.shape.grid == 0) continue; // empty iteration space
       KernelChoice c = kernels_.choose(k, l.variant);
@@ -174,6 +175,7 @@ void CudaBatch::prepare(llvm::ArrayRef<void*> base) {
     if (used[i]) used_slots_.push_back(static_cast<int>(i));
   for (int slot : used_slots_)
     align_.push_back(static_cast<uint8_t>(reinterpret_cast<uintptr_t>(base[slot]) % 16));
+  load_merged();
   prepared_ = true;
 }
 
@@ -185,12 +187,19 @@ bool CudaBatch::same_alignment(llvm::ArrayRef<void*> base) const {
 
 void CudaBatch::launch_direct(llvm::ArrayRef<void*> base) {
   const cudaStream_t stream = stream_.after_queued(); // after the replays queued before
-  for (Launch& l : launches_) {
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    Launch& l = launches_[i];
     if (const GemmStep* g = l.item.gemm) {
       gemm_.run(*g, base[g->a_slot], base[g->b_slot], base[g->out_slot]);
       continue;
     }
-    if (!l.fn) continue;
+    if (!l.fn || merged(i)) continue;
+    if (leads_merged(i)) {
+      ParamTemplate::patch_pointers(l.group_params.bytes, l.group_params.pointers, base);
+      void* args[] = {l.group_params.bytes.data()};
+      launch_kernel(l.group_fn, l.repeat.shape, args, stream);
+      continue;
+    }
     ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
     void* args[] = {l.params.bytes.data()};
     launch_kernel(l.fn, l.shape, args, stream);
@@ -226,8 +235,11 @@ bool CudaBatch::swap_in_compiled() {
 }
 
 void CudaBatch::write_constants() {
-  for (Launch& l : launches_)
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    Launch& l = launches_[i];
     if (l.item.kernel) ParamTemplate::patch_values(l.params.bytes, l.params.values, *l.item.kernel);
+    if (leads_merged(i)) patch_group_values(l.group_params.bytes, i);
+  }
 }
 
 // A replay whose instance holds other constant values than this run's: its kernel nodes take
@@ -236,7 +248,14 @@ bool CudaBatch::update_constants(Instance& in, GraphLaunch* queued) {
   bool changed = false;
   for (size_t i = 0; i < launches_.size(); ++i) {
     const Launch& l = launches_[i];
-    if (!in.nodes[i] || !l.item.kernel || l.params.values.empty()) continue;
+    if (!in.nodes[i] || !l.item.kernel || merged(i)) continue;
+    if (leads_merged(i)) {
+      if (!patch_group_values(in.args[i], i)) continue;
+      set_node(in, in.nodes[i], l.group_fn, l.repeat.shape, in.args[i], queued);
+      changed = true;
+      continue;
+    }
+    if (l.params.values.empty()) continue;
     if (!ParamTemplate::patch_values(in.args[i], l.params.values, *l.item.kernel)) continue;
     set_node(in, in.nodes[i], l.fn, l.shape, in.args[i], queued);
     changed = true;
@@ -288,9 +307,17 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<
   try {
     for (size_t i = 0; i < launches_.size(); ++i) {
       if (!launched[i]) continue;
+      if (merged(i)) { // later launches that read a member follow the merged launch
+        in.nodes[i] = in.nodes[launches_[i].leader];
+        continue;
+      }
       GraphPredecessors after; // (a GEMM's staging copies take its edges, none programmatic)
-      for (size_t k = 0; k < deps[i].size(); ++k)
-        after.add(in.nodes[deps[i][k]], pdl && links[i][k]);
+      if (leads_merged(i)) {
+        after = group_predecessors(in, i, deps, links, pdl);
+      } else {
+        for (size_t k = 0; k < deps[i].size(); ++k)
+          after.add(in.nodes[deps[i][k]], pdl && links[i][k]);
+      }
       in.nodes[i] = add_launch(in, i, base, after);
     }
     cuda_check(cudaGraphInstantiate(&in.exec, in.graph, 0), "eval", "cudaGraphInstantiate");
@@ -321,10 +348,14 @@ cudaGraphNode_t CudaBatch::add_launch(Instance& in, size_t i, llvm::ArrayRef<voi
                   gemm_.capture(*g, operand[0], operand[1], base[g->out_slot]));
     return node;
   }
-  ParamTemplate::patch_pointers(l.params.bytes, l.params.pointers, base);
-  in.args[i] = l.params.bytes;
+  const bool group = leads_merged(i);
+  ParamTemplate& params = group ? l.group_params : l.params;
+  ParamTemplate::patch_pointers(params.bytes, params.pointers, base);
+  in.args[i] = params.bytes;
   void* args[] = {in.args[i].data()};
-  add_kernel_node(&node, in.graph, after, kernel_node_params(l.shape, l.fn, args),
+  add_kernel_node(&node, in.graph, after,
+                  group ? kernel_node_params(l.repeat.shape, l.group_fn, args)
+                        : kernel_node_params(l.shape, l.fn, args),
                   "cudaGraphAddKernelNode");
   return node;
 }
@@ -373,6 +404,13 @@ bool CudaBatch::update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* qu
       cudaError_t e = cudaGraphExecChildGraphNodeSetParams(in.exec, in.nodes[i], child);
       cudaGraphDestroy(child);
       cuda_check(e, "eval", "cudaGraphExecChildGraphNodeSetParams");
+      changed = true;
+      continue;
+    }
+    if (merged(i)) continue; // its node is its leader's
+    if (leads_merged(i)) {
+      if (!ParamTemplate::patch_pointers(in.args[i], l.group_params.pointers, base)) continue;
+      set_node(in, in.nodes[i], l.group_fn, l.repeat.shape, in.args[i], queued);
       changed = true;
       continue;
     }
@@ -533,6 +571,11 @@ void CudaBatch::run(llvm::ArrayRef<Buffer*> buffers, bool graphs, Stats& stats) 
     stats.graph_misses++;
     return;
   }
+  if (groups_waiting_ > 0 && load_merged()) { // instances hold a node per member: rebuilt
+    for (Instance& x : instances_) destroy(x);
+    instances_.clear();
+  }
+  stats.kernels_merged += merged_kernels_;
   if (standins_ > 0 && !swap_in_compiled()) { // no graph of a stand-in: it is short-lived
     launch_direct(base);
     stats.graph_misses++;

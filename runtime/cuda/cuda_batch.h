@@ -78,6 +78,15 @@ private:
       ParamTemplate params;
     };
     Copy copy[2];
+    // Merged launches (cuda_batch_groups.cpp): consecutive launches of one small kernel, all
+    // in the group's variant. Once the merged kernel is loaded the group's first launch (its
+    // leader) runs them all and the others nothing; until then each runs on its own.
+    int group = 0;                   // the leader: launches in the group, itself included; else 0
+    int leader = -1;                 // a later member: its leader's index
+    CudaRepeat repeat;               // the leader: the variant, the merged grid
+    cudaKernel_t group_fn = nullptr; // the leader: the merged kernel, once loaded
+    bool group_settled = false;      // the leader: its merged kernel loaded, or never will be
+    ParamTemplate group_params;      // the leader: the members' Params in order
   };
   struct Instance {
     cudaGraph_t graph = nullptr; // kept while exec lives: updates name nodes of this graph
@@ -96,6 +105,23 @@ private:
   };
 
   void prepare(llvm::ArrayRef<void*> base);
+  /// Groups the runs of launches that can merge (merge_launches()) and sets their variant.
+  void form_groups(llvm::ArrayRef<void*> base);
+  /// Asks for the groups' merged kernels not loaded yet; true if one just was (the graph
+  /// instances, built with a node per member, are then dropped).
+  bool load_merged();
+  bool merged(size_t i) const { // launch i runs inside a merged launch it does not lead
+    return launches_[i].leader >= 0 && launches_[launches_[i].leader].group_fn;
+  }
+  static bool in_group(const Launch& l) { return l.group > 0 || l.leader >= 0; }
+  bool leads_merged(size_t i) const { return launches_[i].group > 0 && launches_[i].group_fn; }
+  /// The members' constants into a leader's merged Params; true if any changed.
+  bool patch_group_values(std::vector<std::byte>& params, size_t leader) const;
+  /// The predecessors of a merged launch: those of its members outside the group.
+  GraphPredecessors group_predecessors(const Instance& in, size_t leader,
+                                       llvm::ArrayRef<llvm::SmallVector<int, 4>> deps,
+                                       llvm::ArrayRef<llvm::SmallVector<bool, 4>> links,
+                                       bool pdl) const;
   /// Replaces stand-ins whose binaries the background compiles finished; true when none is
   /// left (until then the batch launches directly, never as a graph).
   bool swap_in_compiled();
@@ -141,7 +167,9 @@ private:
   std::vector<int> used_slots_; // slots any launch reads or writes
   bool prepared_ = false;
   int runs_ = 0;
-  int standins_ = 0; // launches running as the stand-in
+  int standins_ = 0;       // launches running as the stand-in
+  int groups_waiting_ = 0; // groups whose merged kernel is not loaded yet
+  int merged_kernels_ = 0; // launches inside merged ones, per run (Stats::kernels_merged)
   uint64_t clock_ = 0;
   bool graph_failed_ = false;  // building or updating failed: launch directly from now on
   uint64_t failures_seen_ = 0; // stream_.launches().failures() when last looked

@@ -265,6 +265,78 @@ void CudaKernelCache::submit_background(std::vector<BackgroundBuilds::Job> jobs)
   }
 }
 
+namespace {
+
+// Whether a kernel compiled with its cluster's dimensions can run here: a cluster's blocks
+// must all fit on the multiprocessors of one GPC at once.
+bool cluster_launchable(cudaKernel_t fn, const CudaLaunch& shape) {
+  if (shape.grid * shape.grid_y * shape.grid_z <= 1) return true;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid_dims(shape);
+  config.blockDim = dim3(shape.block);
+  config.dynamicSmemBytes = shape.shared_bytes;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(fn), &config) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return clusters > 0;
+}
+
+} // namespace
+
+cudaKernel_t CudaKernelCache::repeat(const FusedKernel& k, const CudaRepeat& r, int count,
+                                     bool& waiting) {
+  waiting = false;
+  const CompileMode mode = compile_mode();
+  if (mode == CompileMode::standin) return nullptr; // the members' stand-ins, for A/B
+  llvm::SmallString<256> key;
+  memory_key(k, r.variant, key);
+  key += "\x01repeat";
+  const char* c = reinterpret_cast<const char*>(&count);
+  key.append(c, c + sizeof count);
+  // A cluster that cannot be launched here is not merged; an empty failure says so.
+  auto usable = [&](cudaKernel_t fn) -> cudaKernel_t {
+    if (cluster_launchable(fn, r.shape)) return fn;
+    loaded_.erase(key);
+    failed_[key] = "";
+    return nullptr;
+  };
+  if (!pending_.empty()) collect_background_builds();
+  if (auto it = loaded_.find(key); it != loaded_.end()) return usable(it->second);
+  if (pending_.count(key)) return waiting = true, nullptr;
+  if (auto f = failed_.find(key); f != failed_.end()) {
+    // A failed compile is a bug rather than the user's error (the same body compiles alone):
+    // said once, and the steps go on one launch each.
+    static bool said = false;
+    if (!said && !f->second.empty())
+      std::fprintf(stderr,
+                   "kiln: a merged launch's kernel failed (%s); its launches run one "
+                   "by one\n",
+                   f->second.c_str());
+    said |= !f->second.empty();
+    return nullptr;
+  }
+  CudaKernelSource src = render_cuda_repeat(k, r, target(), count);
+  try {
+    if (std::optional<JitKernel> disk = jit_.cached(src))
+      return usable(loaded_[key] = load(src, std::move(*disk)));
+    if (mode == CompileMode::sync) return usable(loaded_[key] = load(src));
+  } catch (const std::exception& e) {
+    failed_[key] = e.what();
+    return repeat(k, r, count, waiting); // says so
+  }
+  if (mode != CompileMode::background) return nullptr;
+  pending_[key] = true;
+  stats_.background_builds++;
+  std::vector<BackgroundBuilds::Job> jobs;
+  jobs.push_back({std::string(key), std::move(src)});
+  submit_background(std::move(jobs));
+  waiting = pending_.count(key) > 0; // (not queued: failed)
+  return nullptr;
+}
+
 bool CudaKernelCache::pending(const FusedKernel& k, const CudaVariant& v) const {
   llvm::SmallString<256> key;
   memory_key(k, v, key);

@@ -66,6 +66,13 @@ public:
   /// the version that built it).
   bool standin_available() { return standin_kernel(false) != nullptr; }
   const std::string& standin_why() const { return standin_why_; }
+  /// The merged kernel of `count` launches of k (render_cuda_repeat), or null while it is not
+  /// loaded: from memory or the disk cache, else compiled now (KILN_COMPILE=sync) or in the
+  /// background (the default: a later call finds it). Never compiled with KILN_COMPILE=off,
+  /// never used with KILN_COMPILE=standin (the members' stand-ins run, for A/B), and null after
+  /// its compile failed: the members then launch one by one.
+  /// `waiting`: whether a later call may find it (its compile is under way).
+  cudaKernel_t repeat(const FusedKernel& k, const CudaRepeat& r, int count, bool& waiting);
   /// Whether (k, v)'s binary is being compiled in the background.
   bool pending(const FusedKernel& k, const CudaVariant& v) const;
   size_t background_outstanding() const { return background_.outstanding(); }

@@ -12,6 +12,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace kt_codegen {
@@ -71,6 +77,29 @@ template <class F> FusedKernel kernel_of(F&& f) {
   eval(r);
   EXPECT_EQ(c.kernels.size(), 1u);
   return c.kernels.empty() ? FusedKernel{} : c.kernels.back();
+}
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Compare (or, with KILN_UPDATE_GOLDEN=1, rewrite) tests/cuda/golden/<name>.cu.
+inline void check_golden(const std::string& name, const CudaKernelSource& src) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::path(__FILE__).parent_path() / "golden" / (name + ".cu");
+  const char* update = std::getenv("KILN_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << src.source;
+    std::cout << "[codegen] rewrote " << path << "\n";
+    return;
+  }
+  ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with KILN_UPDATE_GOLDEN=1";
+  EXPECT_EQ(src.source, read_file(path)) << "generated source differs from " << path
+                                         << " (KILN_UPDATE_GOLDEN=1 rewrites it after review)";
 }
 
 } // namespace kt_codegen

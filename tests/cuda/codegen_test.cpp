@@ -30,43 +30,9 @@ using namespace kiln;
 using namespace kiln::detail;
 using namespace kt_codegen;
 
-namespace {
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-} // namespace
-
 // ---- golden sources -------------------------------------------------------------------------
-
-namespace {
-
-fs::path golden_dir() {
-  return fs::path(__FILE__).parent_path() / "golden";
-}
-
-// Compare (or, with KILN_UPDATE_GOLDEN=1, rewrite) tests/cuda/golden/<name>.cu.
-void check_golden(const std::string& name, const CudaKernelSource& src) {
-  fs::path path = golden_dir() / (name + ".cu");
-  const char* update = std::getenv("KILN_UPDATE_GOLDEN");
-  if (update && std::string(update) == "1") {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << src.source;
-    std::cout << "[codegen] rewrote " << path << "\n";
-    return;
-  }
-  ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with KILN_UPDATE_GOLDEN=1";
-  std::string want = read_file(path);
-  EXPECT_EQ(src.source, want) << "generated source differs from " << path
-                              << " (KILN_UPDATE_GOLDEN=1 rewrites it after review)";
-}
-
-} // namespace
 
 TEST_F(Codegen, GoldenSources) {
   Tensor x = randn({4096}), y = randn({4096});
