@@ -7,23 +7,6 @@
 
 namespace kiln {
 
-int itemsize(DType t) {
-  switch (t) {
-  case DType::f32:
-  case DType::i32:
-    return 4;
-  case DType::f64:
-  case DType::i64:
-    return 8;
-  case DType::f16:
-  case DType::bf16:
-    return 2;
-  case DType::boolean:
-    return 1;
-  }
-  return 0;
-}
-
 const char* dtype_name(DType t) {
   switch (t) {
   case DType::f32:

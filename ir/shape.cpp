@@ -39,12 +39,6 @@ void Shape::erase(int pos) {
   --n_;
 }
 
-int64_t Shape::numel() const {
-  int64_t p = 1;
-  for (int i = 0; i < n_; ++i) p *= d_[i];
-  return p;
-}
-
 std::string Shape::str() const {
   std::string s = "(";
   for (int i = 0; i < n_; ++i) {

@@ -18,8 +18,23 @@ namespace kiln {
 enum class DType : uint8_t { f32, f64, f16, bf16, i32, i64, boolean };
 inline constexpr int kNumDTypes = 7;
 
-/// Bytes per element.
-int itemsize(DType t);
+/// Bytes per element. Inline: recording an op asks it several times.
+constexpr int itemsize(DType t) {
+  switch (t) {
+  case DType::f32:
+  case DType::i32:
+    return 4;
+  case DType::f64:
+  case DType::i64:
+    return 8;
+  case DType::f16:
+  case DType::bf16:
+    return 2;
+  case DType::boolean:
+    return 1;
+  }
+  return 0;
+}
 /// Short name: "f32", "bf16", "bool", ...
 const char* dtype_name(DType t);
 bool is_floating(DType t);

@@ -37,7 +37,11 @@ public:
   void insert(int pos, int64_t v);
   void erase(int pos);
   /// Product of the extents (1 for rank 0).
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t p = 1;
+    for (int i = 0; i < n_; ++i) p *= d_[i];
+    return p;
+  }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
   /// "(2, 3)" like PyTorch's torch.Size printing without the name; "()" for rank 0.
   std::string str() const;
