@@ -291,11 +291,15 @@ cudaKernel_t CudaKernelCache::repeat(const FusedKernel& k, const CudaRepeat& r, 
   waiting = false;
   const CompileMode mode = compile_mode();
   if (mode == CompileMode::standin) return nullptr; // the members' stand-ins, for A/B
+  // The signature leaves sizes out, but the merged kernel's source holds its grid (the
+  // cluster's dimensions): kernels of one structure over other sizes need kernels of their own.
   llvm::SmallString<256> key;
   memory_key(k, r.variant, key);
   key += "\x01repeat";
-  const char* c = reinterpret_cast<const char*>(&count);
-  key.append(c, c + sizeof count);
+  const uint32_t words[4] = {static_cast<uint32_t>(count), r.shape.grid, r.shape.grid_y,
+                             r.shape.grid_z};
+  const char* c = reinterpret_cast<const char*>(words);
+  key.append(c, c + sizeof words);
   // A cluster that cannot be launched here is not merged; an empty failure says so.
   auto usable = [&](cudaKernel_t fn) -> cudaKernel_t {
     if (cluster_launchable(fn, r.shape)) return fn;

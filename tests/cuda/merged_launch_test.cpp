@@ -81,6 +81,27 @@ TEST_F(Codegen, MergedLaunchesTakeSmallKernelsOnOneCluster) {
       choose_repeat(kernel_of([&] { return tanh(big) * 2; }), slot_bases(), target()).has_value());
 }
 
+TEST_F(Codegen, OneStructureOverOtherSizesMergesOnOtherGrids) {
+  // The premise of MergedLaunchGpu.OneKernelOverTwoSizesMergesOnEachSizesGrid: one variant,
+  // two grids, so two merged kernels (their keys differ by the grid the source holds).
+  auto step = [](int64_t n) {
+    Tensor x = randn({n, n});
+    eval(x);
+    return kernel_of([&] { return tanh(transpose(x, 0, 1) * 0.5f + 0.1f); });
+  };
+  const FusedKernel k64 = step(64), k128 = step(128);
+  const std::optional<CudaRepeat> r64 = choose_repeat(k64, slot_bases(), target());
+  const std::optional<CudaRepeat> r128 = choose_repeat(k128, slot_bases(), target());
+  ASSERT_TRUE(r64.has_value());
+  ASSERT_TRUE(r128.has_value());
+  EXPECT_EQ(layout_of(k64, r64->variant), CudaLayout::tiled);
+  EXPECT_EQ(variant_key(k64, r64->variant), variant_key(k128, r128->variant));
+  EXPECT_EQ(blocks(r64->shape), 4);
+  EXPECT_EQ(blocks(r128->shape), 8);
+  EXPECT_NE(render_cuda_repeat(k64, *r64, target(), 8).key,
+            render_cuda_repeat(k128, *r128, target(), 8).key);
+}
+
 TEST_F(Codegen, MergedKernelsCompile) {
   const FusedKernel seed = seed_step(64), lstm = lstm_cell(256);
   const CudaRepeat r = *choose_repeat(seed, slot_bases(), target());
@@ -159,6 +180,14 @@ Loop lstm_loop() {
           }};
 }
 
+// x = tanh(x^T * 0.5 + 0.1) over n x n: each block reads what other blocks wrote the step
+// before (the tiled layout), so a barrier that spans fewer blocks than the grid would race.
+Loop transpose_loop(int64_t n) {
+  manual_seed(13);
+  return {{randn({n, n}, DType::f32, Device::cpu())},
+          [](std::vector<Tensor>& s) { s[0] = tanh(transpose(s[0], 0, 1) * 0.5f + 0.1f); }};
+}
+
 // `reps` evaluations of `steps` steps each, continuing from the same start on `dev`, merging
 // or not: the first runs of the plan launch directly, the later ones replay a CUDA graph.
 std::vector<std::vector<float>> runs(Loop loop, Device dev, bool merge, int steps, int reps) {
@@ -230,4 +259,21 @@ TEST_F(MergedLaunchGpu, SeedLoopStepsMergedGiveTheBitsOfStepsLaunchedAlone) {
 
 TEST_F(MergedLaunchGpu, LstmCellStepsMergedGiveTheBitsOfStepsLaunchedAlone) {
   check_merged_loop(lstm_loop, 8, 4);
+}
+
+TEST_F(MergedLaunchGpu, OneKernelOverTwoSizesMergesOnEachSizesGrid) {
+  // The same structure and variant over 64 x 64 and 128 x 128: grids of 4 and 8 blocks, so two
+  // merged kernels (the cluster's dimensions are in the source). Had the second size been
+  // given the first one's kernel, its barrier would span half its blocks.
+  kt::ScopedEnv sync("KILN_COMPILE", "sync");
+  fresh_plans();
+  const auto small = runs(transpose_loop(64), Device::cuda(0), true, 8, 3);
+  const auto large = runs(transpose_loop(128), Device::cuda(0), true, 8, 3);
+  EXPECT_EQ(stats().kernels_merged, 2 * 8 * 3) << stats();
+  const auto small_cpu = runs(transpose_loop(64), Device::cpu(), false, 8, 3);
+  const auto large_cpu = runs(transpose_loop(128), Device::cpu(), false, 8, 3);
+  for (size_t r = 0; r < small.size(); ++r) {
+    EXPECT_LT(max_diff(small[r], small_cpu[r]), 1e-5) << "64 x 64, evaluation " << r;
+    EXPECT_LT(max_diff(large[r], large_cpu[r]), 1e-5) << "128 x 128, evaluation " << r;
+  }
 }
