@@ -163,15 +163,14 @@ void allocate_outputs(Run& r, const Step& st, Backend& be, Stats& stats) {
 // After a step ran: count it and realize the nodes it computed.
 void finish_step(Run& r, const Step& st, Stats& stats) {
   const KernelStep* ks = st.kernel();
+  const int ops = ks ? ks->kernel.compute_ops() : 0;
   if (st.gemm()) {
     stats.gemms_run++;
   } else if (st.index()) {
     stats.kernels_run++;
-  } else if (!ks ||
-             (ks->kernel.kind == FusedKernel::Kind::elementwise && ks->kernel.compute_ops() == 0)) {
+  } else if (!ks || (ks->kernel.kind == FusedKernel::Kind::elementwise && ops == 0)) {
     stats.copies_run++;
   } else {
-    int ops = ks->kernel.compute_ops();
     stats.kernels_run++;
     stats.fused_ops += ops;
     stats.max_fused_ops = std::max<int64_t>(stats.max_fused_ops, ops);

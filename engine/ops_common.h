@@ -38,6 +38,14 @@ inline Device resolve_device(const std::optional<Device>& d, const char* op) {
 /// `t` as dtype `to`, recording a cast only when the dtype differs. Internal casts (operand
 /// promotion) fuse into their op even in eager mode.
 Tensor cast_to(const Tensor& t, DType to, bool internal = true);
+/// t in dtype `to`: t itself where it has it, else its cast recorded into `storage`. Op
+/// front-ends read their operands through it: a cast_to that returns t copies a handle (and
+/// drops it again) on every op call.
+inline const Tensor& as_dtype(const Tensor& t, DType to, Tensor& storage) {
+  if (t.dtype() == to) return t;
+  storage = cast_to(t, to);
+  return storage;
+}
 /// Store a scalar's value in a constant node (double, and exact int64 for integer dtypes).
 /// Throws "[op] ..." when the value has no representation in n's dtype: an integer dtype's range
 /// is exceeded or the value is NaN or infinite; with `finite_range`, also a finite value that

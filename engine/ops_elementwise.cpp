@@ -173,7 +173,8 @@ Tensor binary_typed(OpCode op, const Tensor& a, const Tensor& b, DType compute, 
   DType out =
       op_kind(op) == OpKind::Compare || op_kind(op) == OpKind::Logical ? DType::boolean : compute;
   check_extents(op_name(op), s, out); // before the casts: a failed call records nothing
-  Tensor ca = cast_to(a, compute), cb = cast_to(b, compute);
+  Tensor sa, sb;
+  const Tensor &ca = as_dtype(a, compute, sa), &cb = as_dtype(b, compute, sb);
   return record(op, out, s, a.device(), {&ca, &cb});
 }
 
@@ -218,13 +219,15 @@ Tensor unary(OpCode op, const Tensor& a) {
   DType t = na->dtype;
   OpKind k = op_kind(op);
   if (k == OpKind::Logical) {
-    Tensor ca = cast_to(a, DType::boolean);
+    Tensor sa;
+    const Tensor& ca = as_dtype(a, DType::boolean, sa);
     return record(op, DType::boolean, na->layout.shape, na->device, {&ca});
   }
   if (t == DType::boolean && k == OpKind::Unary)
     fail(name, "not supported for boolean tensors; use logical_not or cast first");
   DType out = (k == OpKind::UnaryFloat && !is_floating(t)) ? DType::f32 : t;
-  Tensor ca = cast_to(a, out);
+  Tensor sa;
+  const Tensor& ca = as_dtype(a, out, sa);
   return record(op, out, na->layout.shape, na->device, {&ca});
 }
 
@@ -402,7 +405,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   rt.add_tensor(nb);
   DType r = rt.get();
   check_extents("where", s, r);
-  Tensor ca = cast_to(a, r), cb = cast_to(b, r);
+  Tensor sa, sb;
+  const Tensor &ca = as_dtype(a, r, sa), &cb = as_dtype(b, r, sb);
   return record(OpCode::where, r, s, nc->device, {&cond, &ca, &cb});
 }
 
@@ -420,7 +424,8 @@ Tensor where_scalar(const Tensor& cond, const Tensor& t, Scalar s, bool scalar_s
   DType r = rt.get();
   check_extents("where", shape, r);
   Tensor cs = scalar_tensor("where", s, r, nc->device); // first: it may reject the value
-  Tensor ct = cast_to(t, r);
+  Tensor st;
+  const Tensor& ct = as_dtype(t, r, st);
   return scalar_second ? record(OpCode::where, r, shape, nc->device, {&cond, &ct, &cs})
                        : record(OpCode::where, r, shape, nc->device, {&cond, &cs, &ct});
 }
