@@ -10,15 +10,16 @@
 
 namespace kiln::detail {
 
-/// The calling thread's tag, distinct among live threads: its thread pointer (the TLS base
-/// register) where the compiler can read it, which costs one instruction; else the address of a
-/// thread-local byte, which in a shared library is a call to __tls_get_addr on every op.
-inline uintptr_t this_thread_tag() {
 #if defined(__has_builtin) && (defined(__x86_64__) || defined(__aarch64__))
 #if __has_builtin(__builtin_thread_pointer)
 #define KILN_HAVE_THREAD_POINTER 1
 #endif
 #endif
+
+/// The calling thread's tag, distinct among live threads: its thread pointer (the TLS base
+/// register) where the compiler can read it, which costs one instruction; else the address of a
+/// thread-local byte, which in a shared library is a call to __tls_get_addr on every op.
+inline uintptr_t this_thread_tag() {
 #ifdef KILN_HAVE_THREAD_POINTER
   return reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
 #else

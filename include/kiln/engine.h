@@ -114,9 +114,9 @@ bool group_launches();
 /// cell at batch 1) run as one launch on one block or one thread-block cluster, a barrier
 /// between the steps instead of a launch or graph node each. Such kernels then run on at most
 /// 8 SMs in a variant chosen for that, merged or not (merged once the merged kernel is
-/// compiled). Off by default: the steps still pass their state through global memory, and on
-/// the H100 a step took longer between barriers than between launches (docs/architecture.md,
-/// "Merged launches"). On with env KILN_MERGE_LAUNCHES=1; switching drops the cached plans.
+/// compiled). Off by default: on the H100 those few-SM variants took longer per step than the
+/// launches that merging saved (docs/architecture.md, "Merged launches"). On with env
+/// KILN_MERGE_LAUNCHES=1; switching drops the cached plans.
 /// Merged steps compute the bits of the same steps launched one by one in the same variant.
 void set_merge_launches(bool on);
 bool merge_launches();
