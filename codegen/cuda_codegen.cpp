@@ -19,16 +19,11 @@ namespace kiln::detail {
 
 using namespace cg; // the internals of cuda_codegen_internal.h
 
-namespace {
-
-// The whole key: structure, variant, target and versions (everything that changes the binary).
-std::string full_key(const std::string& structural, const FusedKernel& k, const CudaVariant& v,
-                     const CudaTarget& t) {
+std::string cg::full_key(const std::string& structural, const FusedKernel& k, const CudaVariant& v,
+                         const CudaTarget& t) {
   return fmt::format("{}{} sm_{} nvrtc{} cg{} {}", structural, variant_key(k, v), t.arch,
                      t.nvrtc_version, kCodegenVersion, pasted_sources_tag());
 }
-
-} // namespace
 
 std::string cg::source_prelude(const FusedKernel& k, const std::string& name,
                                const std::string& key) {
@@ -51,8 +46,9 @@ std::string cg::source_prelude(const FusedKernel& k, const std::string& name,
 }
 
 std::string cg::readable_name(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t,
-                              const std::string& key, const std::string& suffix) {
-  std::string readable = kernel_name(k, kernel_key(k)); // "kiln_mul_add_f32_3fa2c1": the words
+                              const std::string& structural, const std::string& key,
+                              const std::string& suffix) {
+  std::string readable = kernel_name(k, structural); // "kiln_mul_add_f32_3fa2c1": the words
   if (auto us = readable.rfind('_'); us != std::string::npos) readable.resize(us);
   return fmt::format("{}{}{}{}_sm{}_{:06x}", readable,
                      v.vec ? fmt::format("_v{}", elems_per_vec(k)) : std::string(),
@@ -61,8 +57,9 @@ std::string cg::readable_name(const FusedKernel& k, const CudaVariant& v, const 
 
 CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
   CudaKernelSource src;
-  src.key = full_key(kernel_key(k), k, v, t);
-  src.name = readable_name(k, v, t, src.key, "");
+  const std::string structural = kernel_key(k);
+  src.key = full_key(structural, k, v, t);
+  src.name = readable_name(k, v, t, structural, src.key, "");
   std::string s = source_prelude(k, src.name, src.key);
   if (k.segmented()) {
     src.source = s + render_segmented(k, v, src.name);

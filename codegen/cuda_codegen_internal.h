@@ -324,9 +324,14 @@ ParamTemplate segmented_param_template(const FusedKernel& k, const CudaVariant& 
 /// What a kernel's source holds before its Params: the comment naming it and its key, and the
 /// preambles its tape needs.
 std::string source_prelude(const FusedKernel& k, const std::string& name, const std::string& key);
+/// A kernel's whole key: its structural key (kernel_key), variant, target and versions
+/// (everything that changes the binary).
+std::string full_key(const std::string& structural, const FusedKernel& k, const CudaVariant& v,
+                     const CudaTarget& t);
 /// A kernel's entry point: its ops' words, variant marks, `suffix`, the arch and a hash of `key`.
 std::string readable_name(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t,
-                          const std::string& key, const std::string& suffix);
+                          const std::string& structural, const std::string& key,
+                          const std::string& suffix);
 
 /// The kernel function `name`, to follow the preambles and params_decl(pl) in the source.
 std::string render_kernel(const FusedKernel& k, const CudaVariant& v, const CgPlan& pl,

@@ -10,6 +10,7 @@
 // read through the non-coherent read-only path, which kernels never do (no __restrict__, no
 // __ldg).
 #include "codegen/cuda_codegen_internal.h"
+#include "ir/kernel_key.h"
 
 #include <fmt/format.h>
 
@@ -73,9 +74,10 @@ CudaKernelSource render_cuda_repeat(const FusedKernel& k, const CudaRepeat& r, c
   const CudaLaunch& g = r.shape;
   const bool one_block = g.grid * g.grid_y * g.grid_z == 1;
   CudaKernelSource src;
-  src.key = render_cuda(k, r.variant, t).key +
+  const std::string structural = kernel_key(k);
+  src.key = full_key(structural, k, r.variant, t) +
             fmt::format(" repeat{} grid{}x{}x{}", count, g.grid, g.grid_y, g.grid_z);
-  src.name = readable_name(k, r.variant, t, src.key, fmt::format("_x{}", count));
+  src.name = readable_name(k, r.variant, t, structural, src.key, fmt::format("_x{}", count));
   std::string s = source_prelude(k, src.name, src.key);
   CgPlan pl = cuda_make_plan(k, {});
   s += params_decl(pl);
