@@ -129,21 +129,22 @@ CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const C
 CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 /// Launches of one kernel in a row (a loop's steps, flushed together) merged into one launch:
 /// its body once per member over the members' Params, a barrier over the whole grid between
-/// them. The grid is one block, or one thread-block cluster of at most kMaxRepeatBlocks
-/// (sm_90+), so that the barrier is a block's or a cluster's: consecutive steps then cost a
-/// barrier rather than a launch each. See docs/architecture.md, "Merged launches".
+/// them. Only a kernel whose own grid is one block, or at most kMaxRepeatBlocks on sm_90+ (one
+/// thread-block cluster), merges, in its own variant: consecutive steps then cost a barrier
+/// rather than a launch each, and compute the same bits. See docs/architecture.md, "Merged
+/// launches".
 struct CudaRepeat {
-  CudaVariant variant; // the members' variant (every member launch uses it, merged or not)
-  CudaLaunch shape;    // the merged launch's grid: one block or one cluster
+  CudaVariant variant; // the members' variant (choose_variant's)
+  CudaLaunch shape;    // the members' grid: one block or one cluster
   int max_count = 0;   // members per merged launch at most (its Params must fit)
 };
-constexpr int kMaxRepeatBlocks = 8; // the portable cluster size
+// A cluster of 16 (the most the H100 allows, above the portable 8: the kernel cache sets
+// cudaFuncAttributeNonPortableClusterSizeAllowed and checks that it can be resident).
+constexpr int kMaxRepeatBlocks = 16;
 constexpr int kMaxRepeatCount = 64;
-// Kernels with more work than this (elements times one plus their dots' K) keep their own
-// grids: a cluster's 8 SMs would take longer over them than the launches that merging saves.
-constexpr int64_t kMaxRepeatWork = int64_t(1) << 21;
-/// How launches of k can be merged, or nullopt when none fits one cluster (a kernel over many
-/// elements, a segmented one, or one with dynamic shared memory above the default limit).
+/// How launches of k can be merged, or nullopt when its grid is not one cluster (a kernel over
+/// many elements, clusters of its own, a segmented one, or dynamic shared memory above the
+/// default limit).
 std::optional<CudaRepeat> choose_repeat(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                                         const CudaTarget& t);
 /// The merged kernel of `count` launches of (k, r.variant): `count` Params in one struct.

@@ -38,35 +38,26 @@ const char* grid_barrier(const CudaLaunch& shape) {
 
 } // namespace
 
-// The variant a target with fewer multiprocessors would choose, where its grid fits one
-// cluster: the layouts size their grids by sm_count (about two blocks per SM), so that a small
-// kernel's grid shrinks with it. 4 first (8 blocks: the most that the barrier can span), then
-// 2 and 1. Members computed by this variant launched one by one get the same bits as merged:
-// no layout's results depend on its grid's size, only on the variant.
+// Only kernels whose own grid is one cluster (or one block) merge, in their own variant:
+// merging then changes no variant and no grid, only the launches, and the merged steps compute
+// the bits of the steps launched one by one. Shrinking a larger grid to fit a cluster was
+// measured slower than the launches it saves: the seed step's tile of 32 on 4 SMs took 3.1 us a
+// step, the LSTM cell's dots on 8 SMs 11.4 (bench/results/2026-11-27-h100-session30.md).
 std::optional<CudaRepeat> choose_repeat(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                                         const CudaTarget& t) {
   if (k.segmented() || k.shape.numel() == 0) return std::nullopt;
-  int64_t work = 1; // a run of the tape per element, and its dots' multiply-adds
-  for (const KernelDot& d : k.dots) work += d.K;
-  if (k.shape.numel() > kMaxRepeatWork / work) return std::nullopt;
-  for (int sms : {4, 2, 1}) {
-    CudaTarget small = t;
-    small.sm_count = sms;
-    CudaRepeat r;
-    r.variant = choose_variant(k, slot_base, small);
-    if (t.arch < 90) r.variant.dot_cluster = 1;
-    if (r.variant.dot_cluster > 1) continue; // its own clusters: the grid is not one
-    r.shape = launch_for(k, r.variant, small);
-    const int64_t blocks = int64_t(r.shape.grid) * r.shape.grid_y * r.shape.grid_z;
-    if (blocks < 1 || blocks > (t.arch >= 90 ? kMaxRepeatBlocks : 1)) continue;
-    if (r.shape.shared_bytes > (48u << 10)) return std::nullopt;
-    const int64_t bytes = int64_t(param_template(k, r.variant).bytes.size());
-    r.max_count =
-        int(std::min<int64_t>(kMaxRepeatCount, max_param_bytes(t) / std::max<int64_t>(bytes, 8)));
-    if (r.max_count < 2) return std::nullopt;
-    return r;
-  }
-  return std::nullopt;
+  CudaRepeat r;
+  r.variant = choose_variant(k, slot_base, t);
+  if (r.variant.dot_cluster > 1) return std::nullopt; // clusters of its own: the grid is not one
+  r.shape = launch_for(k, r.variant, t);
+  const int64_t blocks = int64_t(r.shape.grid) * r.shape.grid_y * r.shape.grid_z;
+  if (blocks < 1 || blocks > (t.arch >= 90 ? kMaxRepeatBlocks : 1)) return std::nullopt;
+  if (r.shape.shared_bytes > (48u << 10)) return std::nullopt;
+  const int64_t bytes = int64_t(param_template(k, r.variant).bytes.size());
+  r.max_count =
+      int(std::min<int64_t>(kMaxRepeatCount, max_param_bytes(t) / std::max<int64_t>(bytes, 8)));
+  if (r.max_count < 2) return std::nullopt;
+  return r;
 }
 
 CudaKernelSource render_cuda_repeat(const FusedKernel& k, const CudaRepeat& r, const CudaTarget& t,

@@ -110,14 +110,12 @@ SmallMatmul small_matmul();
 void set_group_launches(bool on);
 bool group_launches();
 /// Merged launches (experimental): on the GPU, consecutive launches of one small kernel in an
-/// evaluation (the steps of a loop recorded without eval, flushed together: a seed step, an RNN
-/// cell at batch 1) run as one launch on one block or one thread-block cluster, a barrier
-/// between the steps instead of a launch or graph node each. Such kernels then run on at most
-/// 8 SMs in a variant chosen for that, merged or not (merged once the merged kernel is
-/// compiled). Off by default: on the H100 those few-SM variants took longer per step than the
-/// launches that merging saved (docs/architecture.md, "Merged launches"). On with env
+/// evaluation (the steps of a loop recorded without eval, flushed together) run as one launch,
+/// a barrier between the steps instead of a launch or graph node each. Only kernels whose own
+/// grid is one block or one thread-block cluster (at most 16 blocks: the seed step at d = 64)
+/// merge, so merged steps compute the same bits as the same steps launched one by one. Off by
+/// default until measured faster (docs/architecture.md, "Merged launches"). On with env
 /// KILN_MERGE_LAUNCHES=1; switching drops the cached plans.
-/// Merged steps compute the bits of the same steps launched one by one in the same variant.
 void set_merge_launches(bool on);
 bool merge_launches();
 /// Held values: at an evaluation, a value a Tensor holds but the evaluation does not ask for,

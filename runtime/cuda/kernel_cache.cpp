@@ -268,9 +268,17 @@ void CudaKernelCache::submit_background(std::vector<BackgroundBuilds::Job> jobs)
 namespace {
 
 // Whether a kernel compiled with its cluster's dimensions can run here: a cluster's blocks
-// must all fit on the multiprocessors of one GPC at once.
+// must all fit on the multiprocessors of one GPC at once. Above 8 blocks (not portable) the
+// kernel must allow it first.
 bool cluster_launchable(cudaKernel_t fn, const CudaLaunch& shape) {
-  if (shape.grid * shape.grid_y * shape.grid_z <= 1) return true;
+  const unsigned blocks = shape.grid * shape.grid_y * shape.grid_z;
+  if (blocks <= 1) return true;
+  if (blocks > 8 &&
+      cudaFuncSetAttribute(reinterpret_cast<const void*>(fn),
+                           cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
   cudaLaunchConfig_t config = {};
   config.gridDim = grid_dims(shape);
   config.blockDim = dim3(shape.block);
