@@ -41,27 +41,6 @@ DeviceProbe& probe() {
   return p;
 }
 
-// The last device asked whether its work runs synchronously, and the answer.
-struct SynchronousCache {
-  bool known = false;
-  Device device;
-  bool synchronous = false;
-};
-
-SynchronousCache& synchronous_cache() {
-  static SynchronousCache c;
-  return c;
-}
-
-// Whether work on `d` runs synchronously (the CPU): asked of the probe once per device (a
-// backend's answer never changes; set_device_probe forgets it). The real probe answers with a
-// stream query, which at every loop flush was ~4% of an LSTM loop's host time on the H100.
-bool synchronous(Device d) {
-  SynchronousCache& c = synchronous_cache();
-  if (!c.known || !(c.device == d)) c = {true, d, probe()(d) == DeviceState::synchronous};
-  return c.synchronous;
-}
-
 // About the bytes a flush would write now: the pending values with a live handle (flush_all's
 // targets; a view counts its own elements, the part of its root that it shows).
 int64_t held_bytes(const EngineState& e) {
@@ -76,7 +55,6 @@ int64_t held_bytes(const EngineState& e) {
 DeviceProbe set_device_probe(DeviceProbe p) {
   if (!p) p = backend_state;
   std::swap(probe(), p);
-  synchronous_cache().known = false;
   return p;
 }
 
@@ -119,7 +97,7 @@ bool flush_whole_bodies(uint64_t read_key_hash) {
   std::vector<uint64_t> ends;
   ends.swap(e.body_ends); // each chunk's evaluation ends with note_flushed
   if (ends.empty() || e.flushing || !e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 ||
-      e.step_open || synchronous(e.body_device))
+      e.step_open)
     return false;
   // A read cut before that comes again is worth a plan of its own.
   if (e.reads_cut.size() > 4096) e.reads_cut.clear();
@@ -157,11 +135,6 @@ bool body_start_chosen(EngineState& e, const Node* n) {
   if (e.body_start_chosen_for == l.confirmations()) return true;
   const int64_t pos = l.position(), p = l.period();
   if (e.body_start_sampling_for != l.confirmations()) {
-    // A synchronous device (the CPU) is never flushed early: nothing to choose.
-    if (synchronous(n->device)) {
-      e.body_start_chosen_for = l.confirmations();
-      return true;
-    }
     e.body_start_sampling_for = l.confirmations();
     e.body_start_sampled_from = pos;
     e.body_start_fewest = INT64_MAX;
@@ -197,10 +170,10 @@ void maybe_flush_loop(EngineState& e, Node* n) {
   // What the body's first op call recorded (its node, casts of its operands) stays pending.
   const uint64_t cut = e.op_call_start;
   e.body_ends.push_back(cut);
-  e.body_device = n->device;
   const int64_t most =
       std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(kMaxLoopFlushNodes / p, 1)));
   if (k < most) {
+    // Early only on an asynchronous device that is idle (the CPU, synchronous, never is).
     if (!std::has_single_bit(static_cast<uint64_t>(k)) ||
         k * p < kMinLoopFlushChecks * e.idle_flush_nodes)
       return;
@@ -210,10 +183,6 @@ void maybe_flush_loop(EngineState& e, Node* n) {
       return;
     }
     e.stats.idle_flushes++;
-  } else if (synchronous(n->device)) {
-    e.bodies_since_flush = 0; // never early on the CPU: its limits flush as before
-    e.body_ends.clear();
-    return;
   }
   e.stats.loop_flushes++;
   e.bodies_since_flush = 0; // first: if the flush fails (out of memory), it is not retried at once

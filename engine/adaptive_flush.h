@@ -12,7 +12,7 @@ namespace kiln::detail {
 
 /// What the policy needs to know about the device an op runs on.
 enum class DeviceState {
-  synchronous, // runs work as it is issued (the CPU): never flushed early
+  synchronous, // runs work as it is issued (the CPU): never idle, so never flushed early
   idle,        // asynchronous, and everything issued so far has finished
   busy,        // asynchronous, still running earlier work
 };
