@@ -41,6 +41,27 @@ DeviceProbe& probe() {
   return p;
 }
 
+// The last device asked whether its work runs synchronously, and the answer.
+struct SynchronousCache {
+  bool known = false;
+  Device device;
+  bool synchronous = false;
+};
+
+SynchronousCache& synchronous_cache() {
+  static SynchronousCache c;
+  return c;
+}
+
+// Whether work on `d` runs synchronously (the CPU): asked of the probe once per device (a
+// backend's answer never changes; set_device_probe forgets it), as the real probe answers with
+// a stream query.
+bool synchronous(Device d) {
+  SynchronousCache& c = synchronous_cache();
+  if (!c.known || !(c.device == d)) c = {true, d, probe()(d) == DeviceState::synchronous};
+  return c.synchronous;
+}
+
 // About the bytes a flush would write now: the pending values with a live handle (flush_all's
 // targets; a view counts its own elements, the part of its root that it shows).
 int64_t held_bytes(const EngineState& e) {
@@ -55,6 +76,7 @@ int64_t held_bytes(const EngineState& e) {
 DeviceProbe set_device_probe(DeviceProbe p) {
   if (!p) p = backend_state;
   std::swap(probe(), p);
+  synchronous_cache().known = false;
   return p;
 }
 
@@ -96,8 +118,10 @@ bool flush_whole_bodies(uint64_t read_key_hash) {
   EngineState& e = engine();
   std::vector<uint64_t> ends;
   ends.swap(e.body_ends); // each chunk's evaluation ends with note_flushed
+  // Not on the CPU: its plans cost no graph builds, and an unrolled expression a read finds
+  // whole (`acc = acc + x[i] * w[i]` over i) fuses more evaluated whole than cut in chunks.
   if (ends.empty() || e.flushing || !e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 ||
-      e.step_open)
+      e.step_open || synchronous(e.body_device))
     return false;
   // A read cut before that comes again is worth a plan of its own.
   if (e.reads_cut.size() > 4096) e.reads_cut.clear();
@@ -170,6 +194,7 @@ void maybe_flush_loop(EngineState& e, Node* n) {
   // What the body's first op call recorded (its node, casts of its operands) stays pending.
   const uint64_t cut = e.op_call_start;
   e.body_ends.push_back(cut);
+  e.body_device = n->device;
   const int64_t most =
       std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(kMaxLoopFlushNodes / p, 1)));
   if (k < most) {

@@ -51,8 +51,9 @@ struct EngineState {
   LoopDetector loop;
   int64_t bodies_since_flush = 0;
   // Per whole body pending since the last flush: the id of the first node recorded after it
-  // (engine/adaptive_flush.cpp, flush_whole_bodies).
+  // (engine/adaptive_flush.cpp, flush_whole_bodies), and the device the loop's ops run on.
   std::vector<uint64_t> body_ends;
+  Device body_device;
   llvm::DenseSet<uint64_t> reads_cut; // key hashes of reads cut so (planned whole if they recur)
   int64_t loop_checked = -1;          // the loop position whose body start was last counted
   // The id of the first node the user's op call being recorded may have made (its own, and

@@ -339,6 +339,220 @@ TEST_F(AdaptiveLoopFlush, FlushesAtTheMostBodiesAskTheDeviceNothing) {
   EXPECT_TRUE(asked.empty()) << asked.size() << " questions in " << s.loop_flushes << " flushes";
 }
 
+// The repetition is confirmed at whatever op of the step the detector happens to (here inside the
+// step, not at its first op). Bodies still begin where the fewest values are held: before the
+// step's first op, where its temporaries are gone and only the state (h, c) is written.
+TEST_F(AdaptiveLoopFlush, BodiesBeginWhereOnlyTheLoopStateIsHeld) {
+  const Tensor xs = realized_randn({512, 8}), w = realized_randn({1, 8}),
+               u = realized_randn({1, 8});
+  const Tensor h0 = realized_randn({1, 8}), c0 = realized_randn({1, 8});
+  Tensor h = h0, c = c0;
+  probe(DeviceState::busy);
+  int t = 0;
+  auto step = [&] {
+    Tensor x = slice(xs, 0, t++ % 512, 1); // temporaries, held until the step's end
+    Tensor a = tanh(h * w + x);
+    Tensor b = sigmoid(c + u);
+    Tensor g = a * b;
+    c = c * b + g;
+    h = tanh(c) * a;
+  };
+  for (int i = 0; i < 100; ++i) step();
+  reset_stats();
+  for (int i = 0; i < 512; ++i) step();
+  const Stats s = stats();
+  EXPECT_GE(s.loop_flushes, 8) << s;
+  EXPECT_EQ(s.buffers_materialized, 2 * s.loop_flushes) << "h and c only: " << s;
+  const std::vector<float> got = h.to_vector<float>();
+  set_idle_flush(0); // the same steps evaluated once, at the end
+  h = h0, c = c0, t = 0;
+  for (int i = 0; i < 612; ++i) step();
+  EXPECT_EQ(h.to_vector<float>(), got);
+}
+
+// A step whose first op casts its bf16 state first (an internal node recorded before the op's
+// own): the cut before the body's first op call leaves the cast pending with it, not written.
+TEST_F(AdaptiveLoopFlush, TheCutKeepsAnOpCallsInternalNodesWithIt) {
+  const Tensor w = realized_randn({1, 8});
+  Tensor h = realized_randn({1, 8}).astype(DType::bf16);
+  eval(h);
+  probe(DeviceState::busy);
+  auto step = [&] { h = (tanh(h * w) + 1.0f).astype(DType::bf16); };
+  for (int i = 0; i < 100; ++i) step();
+  reset_stats();
+  for (int i = 0; i < 512; ++i) step();
+  const Stats s = stats();
+  EXPECT_GE(s.loop_flushes, 8) << s;
+  EXPECT_EQ(s.buffers_materialized, s.loop_flushes) << "h only: " << s;
+}
+
+// A loop that keeps every step's output: the kept values count alike before every op of the
+// step (only those recorded within one body before it are counted), so the bodies still begin
+// at the step's first op and a flush writes the kept outputs and nothing else.
+TEST_F(AdaptiveLoopFlush, KeptOutputsDoNotMoveTheBodiesStart) {
+  const Tensor u = realized_randn({1, 8});
+  Tensor h = realized_randn({1, 8});
+  std::vector<Tensor> outs;
+  probe(DeviceState::busy);
+  auto step = [&] {
+    Tensor a = tanh(h * u);
+    h = a + h * u * 2.0f;
+    outs.push_back(h);
+  };
+  for (int i = 0; i < 100; ++i) step();
+  kiln::sync();
+  reset_stats();
+  for (int i = 0; i < 512; ++i) step();
+  const Stats s = stats();
+  EXPECT_GE(s.loop_flushes, 8) << s;
+  EXPECT_LE(s.buffers_materialized, 512) << "at most one per step, the kept h: " << s;
+}
+
+// Each loop flush leaves the next body's first op pending, so the CSE table never empties (where
+// its buckets were reset): its tombstones are dropped when they outnumber the entries instead,
+// or every record would probe past more of them.
+TEST_F(AdaptiveLoopFlush, ALoopThatNeverEmptiesTheCseTableDropsItsTombstones) {
+  const Tensor w = realized_randn({1, 8}), u = realized_randn({1, 8});
+  Tensor h = realized_randn({1, 8}), c = realized_randn({1, 8});
+  probe(DeviceState::busy);
+  size_t most_erased = 0, most_entries = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Tensor a = tanh(h * w); // the body's first op: pending after every flush
+    c = c * sigmoid(c + u) + a;
+    h = tanh(c) * a;
+    most_erased = std::max(most_erased, detail::cse_table_erased());
+    most_entries = std::max(most_entries, detail::cse_table_entries());
+  }
+  EXPECT_GT(stats().loop_flushes, 50) << stats();
+  EXPECT_LE(most_erased, 4 * most_entries + 257) << "tombstones since the last reset";
+}
+
+// Reads after any number of bodies (the device busy, so nothing was flushed early): the whole
+// bodies pending are flushed in chunks of a power of two of bodies, so after some reads (a plan
+// per chunk size and remainder; with 32 bodies a flush, 4-5 of reads 80-120 still planned, 1 of
+// reads 180-220) every read finds its plans cached, where a plan per number of bodies would miss at
+// almost every read. Same bits as the loop read without loop flushes.
+TEST_F(AdaptiveLoopFlush, ReadsAfterAnyNumberOfBodiesReuseAFewPlans) {
+  auto run = [](Rnn r, bool loops) {
+    set_loop_flush(loops);
+    std::mt19937 gen(5);
+    std::vector<float> all;
+    Stats warm;
+    for (int read = 0; read < 220; ++read) {
+      if (read == 180) {
+        warm = stats();
+        reset_stats();
+      }
+      const int bodies = std::uniform_int_distribution<int>(1, 200)(gen);
+      for (int i = 0; i < bodies; ++i) r.step();
+      const std::vector<float> h = r.h.to_vector<float>();
+      all.insert(all.end(), h.begin(), h.end());
+    }
+    return std::pair{all, stats()};
+  };
+  Rnn r = Rnn::make(8);
+  probe(DeviceState::busy);
+  for (int i = 0; i < 50; ++i) r.step(); // finds the loop
+  eval(r.h);
+  reset_stats();
+  const auto [want, counts_off] = run(r, false);
+  reset_stats();
+  const auto [got, s] = run(r, true);
+  EXPECT_EQ(got, want);
+  EXPECT_LE(s.plan_misses, 4) << s; // the last 40 reads
+  EXPECT_GE(counts_off.plan_misses, 10) << counts_off;
+  EXPECT_EQ(s.auto_flushes, 0) << s;
+}
+
+// A loop that evaluates every step, or every third: its reads find their plans cached, and are
+// not cut at the body starts the detector found.
+TEST_F(AdaptiveLoopFlush, ALoopWithAnEvalEveryFewStepsIsNotCut) {
+  for (int every : {1, 3}) {
+    Rnn r = Rnn::make(8);
+    probe(DeviceState::busy);
+    for (int i = 0; i < 60; ++i) { // reads at the same place in the loop as below
+      r.step();
+      if (i % every == every - 1) eval(r.h);
+    }
+    reset_stats();
+    for (int i = 0; i < 60 * every; ++i) {
+      r.step();
+      if (i % every == every - 1) eval(r.h);
+    }
+    EXPECT_EQ(stats().flushes, 60) << every << ": " << stats();
+    EXPECT_EQ(stats().plan_misses, 0) << every << ": " << stats();
+    EXPECT_GT(detail::engine().loop.period(), 0) << every;
+  }
+}
+
+// An LSTM cell evaluated every step, reading row i % 8 of a sequence: every eighth read (row 0,
+// offset 0) keys apart from the others. The bodies begin at the step's first op, so a read finds
+// no whole body pending before the current one and is never cut: one flush per step, every plan
+// cached.
+TEST_F(AdaptiveLoopFlush, AReadThatRecursIsPlannedWhole) {
+  Tensor seq = realized_randn({8, 8}), wx = realized_randn({8, 32}, 0.3f);
+  Tensor wh = realized_randn({8, 32}, 0.3f), bias = realized_randn({32}, 0.1f);
+  Tensor h = realized_randn({1, 8}), c = realized_randn({1, 8});
+  probe(DeviceState::busy);
+  auto step = [&](int i) {
+    Tensor gates = matmul(slice(seq, 0, i % 8, i % 8 + 1), wx) + matmul(h, wh) + bias;
+    std::vector<Tensor> g = chunk(gates, 4, 1);
+    c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
+    h = sigmoid(g[3]) * tanh(c);
+    eval(h, c);
+  };
+  for (int i = 0; i < 64; ++i) step(i);
+  reset_stats();
+  for (int i = 0; i < 64; ++i) step(i);
+  EXPECT_EQ(stats().flushes, 64) << stats();
+  EXPECT_EQ(stats().plan_misses, 0) << stats();
+}
+
+// A loop without eval reading row t % 64 of a sequence, read every 37 steps, the device idle or
+// busy at random (so flushes of 1, 2, 4, ... bodies start anywhere in the sequence, as a GPU's
+// timing makes them): the rows' offsets inside a flush (where it wraps around the sequence)
+// differ from flush to flush, and the plans do not depend on them (each row, a realized view of
+// the sequence, has a slot of its own). Same bits as without loop flushes.
+TEST_F(AdaptiveLoopFlush, RowsOfASequenceAtAnyOffsetsKeepThePlans) {
+  Tensor seq = realized_randn({64, 8}), w = realized_randn({8, 8}, 0.3f);
+  auto run = [&](bool loops) {
+    set_loop_flush(loops);
+    Tensor h = seq * 0.0f;
+    h = slice(h, 0, 0, 1);
+    eval(h);
+    std::vector<float> all;
+    int t = 0;
+    for (int read = 0; read < 26; ++read) {
+      if (read == 10) reset_stats();
+      for (int i = 0; i < 37; ++i, ++t) h = tanh(matmul(h, w) + slice(seq, 0, t % 64, t % 64 + 1));
+      const std::vector<float> v = h.to_vector<float>();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return std::pair{all, stats()};
+  };
+  uint64_t bits = 88172645463325252ull; // xorshift
+  detail::set_device_probe([&bits](Device) {
+    bits ^= bits << 13, bits ^= bits >> 7, bits ^= bits << 17;
+    return bits % 2 ? DeviceState::idle : DeviceState::busy;
+  });
+  const auto [want, off] = run(false);
+  const auto [got, s] = run(true);
+  EXPECT_EQ(got, want);
+  EXPECT_GE(s.loop_flushes, 8) << s;
+  EXPECT_LE(s.plan_misses, 4) << s; // the last 16 reads
+}
+
+TEST_F(AdaptiveLoopFlush, TurnedOffTheNodeCountsDecide) {
+  Rnn r = Rnn::make(8);
+  probe(DeviceState::idle);
+  set_loop_flush(false);
+  EXPECT_FALSE(loop_flush());
+  reset_stats();
+  for (int i = 0; i < 100; ++i) r.step();
+  EXPECT_EQ(stats().loop_flushes, 0);
+  EXPECT_GE(stats().idle_flushes, 100 * 6 / kEvery - 1);
+}
+
 TEST_F(AdaptiveLoopFlush, ABodyThatRepeatsAnOpWithinItIsFoundWhole) {
   // Per step: tanh, mul, tanh, add: the two tanh ops look alike, the body is all four.
   Tensor y = realized_randn({4, 4}), x = realized_randn({4, 4});
@@ -353,8 +567,9 @@ TEST_F(AdaptiveLoopFlush, ABodyThatRepeatsAnOpWithinItIsFoundWhole) {
 
 // The CPU backend (synchronous) is never idle, so it is never flushed early, but a loop's
 // flushes still come at the most bodies: without them its pending graph grew to the node limit
-// (10,000 nodes) and each of those flushes was planned afresh (the seed loop at d = 4 took 14 us a
-// step without eval against 2.6 with an eval every step, bench/results/2026-11-27-cpu-session31.md).
+// (10,000 nodes) and each of those flushes was planned afresh (the seed loop at d = 4 took 8.7
+// us a step without eval against 2.7 with an eval every step,
+// bench/results/2026-11-27-cpu-session31.md).
 TEST_F(AdaptiveLoopFlush, ASynchronousDeviceFlushesALoopAtTheMostBodiesOnly) {
   Rnn r = Rnn::make(8);
   probe(DeviceState::synchronous);
@@ -368,6 +583,20 @@ TEST_F(AdaptiveLoopFlush, ASynchronousDeviceFlushesALoopAtTheMostBodiesOnly) {
   EXPECT_EQ(s.idle_flushes + s.busy_checks, 0) << s;
   EXPECT_EQ(s.plan_misses, 0) << s;
   EXPECT_LE(detail::engine().pending_nodes, 256 + 8);
+}
+
+// ... nor cut at a read: an unrolled expression (the same few ops over i) fuses more evaluated
+// whole than cut into chunks of bodies, and the CPU's plans build no CUDA graphs.
+TEST_F(AdaptiveLoopFlush, AReadOnASynchronousDeviceIsNotCutIntoBodies) {
+  probe(DeviceState::synchronous);
+  std::vector<Tensor> xs;
+  for (int i = 0; i < 40; ++i) xs.push_back(realized_randn({8, 8}));
+  reset_stats();
+  Tensor acc = tanh(xs[0]);
+  for (int i = 1; i < 40; ++i) acc = acc + tanh(xs[i]) * float(i);
+  eval(acc);
+  EXPECT_EQ(stats().flushes, 1) << stats();
+  EXPECT_EQ(stats().kernels_run, 1) << stats();
 }
 
 // Issue 20: a loop without eval runs in bounded memory however long it goes, whatever the
