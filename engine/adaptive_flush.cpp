@@ -16,14 +16,13 @@ namespace {
 // into later work. Early flushes are limited to what such a cut can cost: 1 MiB written and
 // read back again is ~0.7 us of H100 memory traffic, about one kernel launch.
 constexpr int64_t kMaxEarlyFlushBytes = int64_t(1) << 20;
-// A loop's flushes hold a power of two of bodies, at most this many nodes: then a flush is due
-// whatever the device's state. Small, so that the pending graph stays in the host's caches: a
+// A loop's flushes hold a power of two of bodies, at most EngineState::loop_flush_nodes nodes
+// (256 by default): then a flush is due whatever the device's state. Small, so that the pending graph stays in the host's caches: a
 // flush's host work (walk, key, binding, realizing) grows faster than its nodes, and recording
 // slows down as the graph grows (at 2048 nodes 0.17 us per node to flush on the H100's host, at
 // 256 0.10). Measured in the same processes, A/B: the seeds' loop at d = 256 4.5-5.4 us per step
 // against 4.6-8.2 at 2048, the LSTM at batch 32 10.1-10.2 against 9.7-13.8, the GRU at batch 1
 // 7.8-12.4 against 8.1-15.3 (bench/results/2026-11-26-h100-session24.md).
-constexpr int64_t kMaxLoopFlushNodes = 256;
 // An idle device is flushed early only after this many idle_flush_nodes intervals (1024 nodes by
 // default, so only when set_idle_flush lowers the interval to 16 or fewer): a loop whose host is
 // slower than its GPU finds the GPU idle at every check, and flushes of a body or two each cost the
@@ -196,7 +195,7 @@ void maybe_flush_loop(EngineState& e, Node* n) {
   e.body_ends.push_back(cut);
   e.body_device = n->device;
   const int64_t most =
-      std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(kMaxLoopFlushNodes / p, 1)));
+      std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(e.loop_flush_nodes / p, 1)));
   if (k < most) {
     // Early only on an asynchronous device that is idle (the CPU, synchronous, never is).
     if (!std::has_single_bit(static_cast<uint64_t>(k)) ||
