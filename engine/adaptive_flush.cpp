@@ -17,16 +17,16 @@ namespace {
 // read back again is ~0.7 us of H100 memory traffic, about one kernel launch.
 constexpr int64_t kMaxEarlyFlushBytes = int64_t(1) << 20;
 // A loop's flushes hold a power of two of bodies, at most EngineState::loop_flush_nodes nodes
-// (256 by default): then a flush is due whatever the device's state. Small, so that the pending graph stays in the host's caches: a
-// flush's host work (walk, key, binding, realizing) grows faster than its nodes, and recording
-// slows down as the graph grows (at 2048 nodes 0.17 us per node to flush on the H100's host, at
-// 256 0.10). Measured in the same processes, A/B: the seeds' loop at d = 256 4.5-5.4 us per step
-// against 4.6-8.2 at 2048, the LSTM at batch 32 10.1-10.2 against 9.7-13.8, the GRU at batch 1
-// 7.8-12.4 against 8.1-15.3 (bench/results/2026-11-26-h100-session24.md).
-// An idle device is flushed early only after this many idle_flush_nodes intervals (1024 nodes by
-// default, so only when set_idle_flush lowers the interval to 16 or fewer): a loop whose host is
-// slower than its GPU finds the GPU idle at every check, and flushes of a body or two each cost the
-// host its fixed work while the GPU waits anyway.
+// (256 by default): then a flush is due whatever the device's state. Small, so that the pending
+// graph stays in the host's caches: a flush's host work (walk, key, binding, realizing) grows
+// faster than its nodes, and recording slows down as the graph grows (at 2048 nodes 0.17 us per
+// node to flush on the H100's host, at 256 0.10). Measured in the same processes, A/B: the seeds'
+// loop at d = 256 4.5-5.4 us per step against 4.6-8.2 at 2048, the LSTM at batch 32 10.1-10.2
+// against 9.7-13.8, the GRU at batch 1 7.8-12.4 against 8.1-15.3
+// (bench/results/2026-11-26-h100-session24.md). An idle device is flushed early only after this
+// many idle_flush_nodes intervals (1024 nodes by default, so only when set_idle_flush lowers the
+// interval to 16 or fewer): a loop whose host is slower than its GPU finds the GPU idle at every
+// check, and flushes of a body or two each cost the host its fixed work while the GPU waits anyway.
 constexpr int64_t kMinLoopFlushChecks = 16;
 
 DeviceState backend_state(Device d) {

@@ -48,7 +48,8 @@ struct EngineState {
   // before a body's first op only, after a power of two of bodies (KILN_LOOP_FLUSH; false: node
   // counts).
   bool loop_flush = true;
-  int64_t loop_flush_nodes = 256; // a loop's flushes hold at most this many nodes (adaptive_flush.cpp)
+  int64_t loop_flush_nodes =
+      256; // a loop's flushes hold at most this many nodes (adaptive_flush.cpp)
   LoopDetector loop;
   int64_t bodies_since_flush = 0;
   // Per whole body pending since the last flush: the id of the first node recorded after it

@@ -90,6 +90,7 @@ struct Node : NodeAttrs {
   // walk of the pending graph, valid while walk_stamp is the current walk's. kiln::grad's walk
   // of a history marks the nodes it has seen with a stamp of its own (next_walk_stamp).
   uint32_t walk_index = 0;
+  uint32_t walk_uses = 0;  // the plan key's walk: its nodes that read this one (edges)
   uint64_t walk_stamp = 0; // 64 bits: a 32-bit stamp would wrap within hours of small steps
 
   // Autodiff (engine/autograd.h). A node requires grad when the user marked it (a leaf) or an

@@ -170,33 +170,42 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
   w.targets.clear();
   w.key.clear();
   const uint64_t stamp = next_walk_stamp();
-  llvm::SmallVector<Node*, 32> stack(targets.begin(), targets.end());
+  // A long loop's flush walks hundreds of nodes that later recording pushed out of the host's
+  // caches, so each pass over them is mostly misses: the readers are counted as the walk finds
+  // them, and the index and the key come from one pass in creation order.
+  llvm::SmallVector<Node*, 32> stack;
   int64_t pending = 0;
-  while (!stack.empty()) {
-    Node* n = stack.pop_back_val();
-    if (n->walk_stamp == stamp) continue;
+  auto discover = [&](Node* n) {
+    if (n->walk_stamp == stamp) return;
     n->walk_stamp = stamp;
+    n->walk_uses = 0;
     w.nodes.push_back(n);
     pending += !n->realized();
-    for (Node* in : n->inputs) stack.push_back(in); // realized nodes have no inputs
+    stack.push_back(n);
+  };
+  for (Node* t : targets) discover(t);
+  while (!stack.empty()) {
+    Node* n = stack.pop_back_val();
+    for (Node* in : n->inputs) { // realized nodes have no inputs
+      discover(in);
+      in->walk_uses++;
+    }
   }
   // Creation order: inputs come before their consumers, and a loop step that records the same
   // ops in the same order walks to the same sequence.
   in_creation_order(w.nodes, pending, stamp);
-  for (size_t i = 0; i < w.nodes.size(); ++i) w.nodes[i]->walk_index = static_cast<uint32_t>(i);
   // The planner reads a node's uses as its readers in this walk and whether others exist
   // (mark.cpp, buffer_reuse.cpp, concat_slices.cpp): keyed so, a value that every body of a
   // long pending loop reads (a CSE-shared view of a weight) keys alike whatever the number of
   // bodies outside the walk.
-  w.uses.assign(w.nodes.size(), 0);
-  for (Node* n : w.nodes)
-    for (Node* in : n->inputs) w.uses[in->walk_index]++;
-
+  w.uses.resize(w.nodes.size());
   std::vector<uint64_t>& k = w.key;
   k.push_back(planning_flags());
   FirstHolders buffers;
-  for (Node* n : w.nodes) {
-    const uint32_t here = w.uses[n->walk_index];
+  for (size_t i = 0; i < w.nodes.size(); ++i) {
+    Node* n = w.nodes[i];
+    n->walk_index = static_cast<uint32_t>(i); // its inputs, created before it, have theirs
+    const uint32_t here = w.uses[i] = n->walk_uses;
     NodeWords words;
     put_node(words, n, here, n->uses != here);
     if (n->realized()) {
