@@ -48,8 +48,8 @@ struct EngineState {
   // before a body's first op only, after a power of two of bodies (KILN_LOOP_FLUSH; false: node
   // counts).
   bool loop_flush = true;
-  int64_t loop_flush_nodes =
-      256; // a loop's flushes hold at most this many nodes (adaptive_flush.cpp)
+  // A loop's flushes hold at most this many nodes (adaptive_flush.cpp says why 256).
+  int64_t loop_flush_nodes = 256;
   LoopDetector loop;
   int64_t bodies_since_flush = 0;
   // Per whole body pending since the last flush: the id of the first node recorded after it
