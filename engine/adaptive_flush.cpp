@@ -25,11 +25,11 @@ constexpr int64_t kMaxEarlyFlushBytes = int64_t(1) << 20;
 // against 9.7-13.8, the GRU at batch 1 7.8-12.4 against 8.1-15.3
 // (bench/results/2026-11-26-h100-session24.md); and at 64 or 128 nodes no faster for the seed
 // loop, slower for the LSTM and GRU cells (bench/results/2026-11-27-h100-session31.md, call 8).
-//
-// An idle device is flushed early only after this
-// many idle_flush_nodes intervals (1024 nodes by default, so only when set_idle_flush lowers the
-// interval to 16 or fewer): a loop whose host is slower than its GPU finds the GPU idle at every
-// check, and flushes of a body or two each cost the host its fixed work while the GPU waits anyway.
+
+// An idle device is flushed early only after this many idle_flush_nodes intervals (1024 nodes
+// by default, so only when set_idle_flush lowers the interval to 16 or fewer): a loop whose host
+// is slower than its GPU finds the GPU idle at every check, and flushes of a body or two each
+// cost the host its fixed work while the GPU waits anyway.
 constexpr int64_t kMinLoopFlushChecks = 16;
 
 DeviceState backend_state(Device d) {
