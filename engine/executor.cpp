@@ -335,14 +335,16 @@ void realize(llvm::ArrayRef<Node*> targets) {
   if (!left_pending()) return;
 
   static Walk w; // one evaluation at a time (re-entry fails above); its capacity is reused
-  walk_pending(pending, w);
+  std::shared_ptr<CachedPlan> guess = last_plan(); // a loop repeats its evaluations
+  walk_pending(pending, w, expected_key(guess));
   // A loop without eval read after a number of bodies never planned: its whole bodies are
   // flushed in chunks that have plans (adaptive_flush.h), then the rest is walked again.
   if (!e.body_ends.empty() && !plan_cached(w) && flush_whole_bodies(w.hash)) {
     if (!left_pending()) return;
-    walk_pending(pending, w);
+    guess = last_plan();
+    walk_pending(pending, w, expected_key(guess));
   }
-  std::shared_ptr<CachedPlan> p = plan_for(w);
+  std::shared_ptr<CachedPlan> p = plan_for(w, guess);
   run_plan(*p, w.nodes);
   // Targets that are views of roots realized now (or earlier) become aliases too.
   for (Node* t : pending) {

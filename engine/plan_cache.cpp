@@ -20,11 +20,42 @@ Cache& cache() {
   return *c;
 }
 
+// Keep `p` as the most recently used plan for its hash; a different graph with the same hash
+// gives way (the newer one wins).
+void remember(const std::shared_ptr<CachedPlan>& p) {
+  Cache& c = cache();
+  if (auto it = c.by_hash.find(p->hash); it != c.by_hash.end()) {
+    c.lru.erase(it->second);
+    c.by_hash.erase(it);
+  }
+  c.lru.push_front(p);
+  c.by_hash[p->hash] = c.lru.begin();
+  trim_plan_cache();
+}
+
 } // namespace
 
-std::shared_ptr<CachedPlan> plan_for(const Walk& w) {
+std::shared_ptr<CachedPlan> last_plan() {
+  Cache& c = cache();
+  return c.lru.empty() ? nullptr : c.lru.front();
+}
+
+ExpectedKey expected_key(const std::shared_ptr<CachedPlan>& p) {
+  return p ? ExpectedKey{&p->key, p->hash} : ExpectedKey{};
+}
+
+std::shared_ptr<CachedPlan> plan_for(const Walk& w, const std::shared_ptr<CachedPlan>& guess) {
   EngineState& e = engine();
   Cache& c = cache();
+  if (w.matched && guess) { // the walk found guess's key: guess is this evaluation's plan
+    e.stats.plan_hits++;
+    auto it = c.by_hash.find(guess->hash);
+    if (it != c.by_hash.end() && it->second->get() == guess.get())
+      c.lru.splice(c.lru.begin(), c.lru, it->second); // now the most recently used
+    else
+      remember(guess); // evicted since the walk (nothing does that today): cached again
+    return guess;
+  }
   auto it = c.by_hash.find(w.hash);
   if (it != c.by_hash.end() && (*it->second)->key == w.key) {
     e.stats.plan_hits++;
@@ -37,17 +68,12 @@ std::shared_ptr<CachedPlan> plan_for(const Walk& w) {
   if (e.max_plans == 0) return p;
   p->key = w.key;
   p->hash = w.hash;
-  if (it != c.by_hash.end()) { // a different graph with the same hash: the newer one wins
-    c.lru.erase(it->second);
-    c.by_hash.erase(it);
-  }
-  c.lru.push_front(p);
-  c.by_hash[w.hash] = c.lru.begin();
-  trim_plan_cache();
+  remember(p);
   return p;
 }
 
 bool plan_cached(const Walk& w) {
+  if (w.matched) return true; // its guess is the last plan, still cached
   Cache& c = cache();
   auto it = c.by_hash.find(w.hash);
   return it != c.by_hash.end() && (*it->second)->key == w.key;

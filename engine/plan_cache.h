@@ -29,9 +29,16 @@ struct CachedPlan {
   std::vector<const void*> last_data;
 };
 
+/// The plan used last, or null: the next evaluation of a loop is likely the same, so its walk
+/// compares its key with this one's as it goes (walk_pending's ExpectedKey).
+std::shared_ptr<CachedPlan> last_plan();
+/// The key of `p` as the key walk_pending should expect (none for null).
+ExpectedKey expected_key(const std::shared_ptr<CachedPlan>& p);
 /// The plan for the evaluation walked in `w`: the cached one with an equal key, else planned
-/// now and cached (counted in stats().plan_hits / plan_misses).
-std::shared_ptr<CachedPlan> plan_for(const Walk& w);
+/// now and cached (counted in stats().plan_hits / plan_misses). `guess`: the plan whose key the
+/// walk was given to expect (when w.matched, that plan).
+std::shared_ptr<CachedPlan> plan_for(const Walk& w,
+                                     const std::shared_ptr<CachedPlan>& guess = nullptr);
 /// Whether plan_for(w) would find a cached plan (counts nothing, moves nothing).
 bool plan_cached(const Walk& w);
 /// Drop least recently used plans until the cache is within engine().max_plans.

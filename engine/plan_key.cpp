@@ -32,7 +32,42 @@ struct NodeWords {
   void put_shape(const Shape& s) {
     for (int i = 0; i < s.size(); ++i) w[n++] = static_cast<uint64_t>(s[i]);
   }
-  void append_to(std::vector<uint64_t>& k) const { k.insert(k.end(), w, w + n); }
+};
+
+// Where the key's words go: compared with the expected key while they agree, written from the
+// first word that differs (after the agreeing prefix, copied from the expected key).
+class KeyWriter {
+public:
+  KeyWriter(std::vector<uint64_t>& k, ExpectedKey expect)
+      : k_(k), expect_(expect.key), matching_(expect.key != nullptr) {}
+  void put(const uint64_t* w, size_t n) {
+    if (matching_) {
+      if (pos_ + n <= expect_->size() && std::equal(w, w + n, expect_->data() + pos_)) {
+        pos_ += n;
+        return;
+      }
+      diverge();
+    }
+    k_.insert(k_.end(), w, w + n);
+  }
+  void put(const NodeWords& words) { put(words.w, static_cast<size_t>(words.n)); }
+  void put(uint64_t x) { put(&x, 1); }
+  /// Whether every word agreed and the expected key has no more; else the key is written.
+  bool finish() {
+    if (matching_ && pos_ == expect_->size()) return true;
+    if (matching_) diverge();
+    return false;
+  }
+
+private:
+  void diverge() {
+    matching_ = false;
+    k_.assign(expect_->begin(), expect_->begin() + static_cast<std::ptrdiff_t>(pos_));
+  }
+  std::vector<uint64_t>& k_;
+  const std::vector<uint64_t>* expect_;
+  bool matching_;
+  size_t pos_ = 0;
 };
 
 // A hash of the key for the cache's map (a hit compares the whole key anyway). Four independent
@@ -150,7 +185,7 @@ void leaf_key(llvm::ArrayRef<Node*> leaves, llvm::ArrayRef<bool> others, std::ve
     NodeWords words;
     put_node(words, n, 0, others[i]);
     put_storage(words, n, buffers.find_or_add(n->buffer.get(), static_cast<uint32_t>(i)).first);
-    words.append_to(k);
+    k.insert(k.end(), words.w, words.w + words.n);
   }
 }
 
@@ -165,7 +200,7 @@ uint64_t next_walk_stamp() {
   return ++stamp;
 }
 
-void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
+void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect) {
   w.nodes.clear();
   w.targets.clear();
   w.key.clear();
@@ -199,8 +234,8 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
   // long pending loop reads (a CSE-shared view of a weight) keys alike whatever the number of
   // bodies outside the walk.
   w.uses.resize(w.nodes.size());
-  std::vector<uint64_t>& k = w.key;
-  k.push_back(planning_flags());
+  KeyWriter k(w.key, expect);
+  k.put(planning_flags());
   FirstHolders buffers;
   for (size_t i = 0; i < w.nodes.size(); ++i) {
     Node* n = w.nodes[i];
@@ -210,19 +245,20 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w) {
     put_node(words, n, here, n->uses != here);
     if (n->realized()) {
       put_storage(words, n, buffers.find_or_add(n->buffer.get(), n->walk_index).first);
-      words.append_to(k);
+      k.put(words);
       continue;
     }
     n->visit_attrs(
         n->op, n->layout, [&](uint64_t x) { words.put(x); }, /*constant_values=*/false);
-    words.append_to(k);
-    for (Node* in : n->inputs) k.push_back(in->walk_index);
+    k.put(words);
+    for (Node* in : n->inputs) k.put(in->walk_index);
   }
   for (Node* t : targets) {
     w.targets.push_back(static_cast<int>(t->walk_index));
-    k.push_back(t->walk_index);
+    k.put(t->walk_index);
   }
-  w.hash = hash_words(k);
+  w.matched = k.finish();
+  w.hash = w.matched ? expect.hash : hash_words(w.key);
 }
 
 } // namespace kiln::detail

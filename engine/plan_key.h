@@ -21,6 +21,15 @@ struct Walk {
   std::vector<uint64_t> key;
   std::vector<uint32_t> uses; // per node: its readers among the walk's nodes
   uint64_t hash = 0;
+  /// The key equals the expected one walk_pending was given: `key` is left empty (it is the
+  /// expected one) and `hash` is its hash.
+  bool matched = false;
+};
+
+/// A key a walk is likely to produce (the last plan's, in a loop), with its hash.
+struct ExpectedKey {
+  const std::vector<uint64_t>* key = nullptr;
+  uint64_t hash = 0;
 };
 
 /// In-place reuse (buffer_reuse.cpp) takes only buffers with at most this many references;
@@ -41,7 +50,10 @@ uint64_t planning_flags();
 void leaf_key(llvm::ArrayRef<Node*> leaves, llvm::ArrayRef<bool> others, std::vector<uint64_t>& k);
 
 /// Walk the pending graph of `targets` (pending nodes) and compute its key into `w` (its
-/// vectors are reused: a loop step then allocates nothing here).
-void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w);
+/// vectors are reused: a loop step then allocates nothing here). Given the key it is likely to
+/// be, the walk compares with it as it goes and writes and hashes a key only where they differ
+/// (Walk::matched): a loop's flush keys hundreds of nodes, and writing, hashing and comparing
+/// that key were a fifth of its host's cache misses.
+void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect = {});
 
 } // namespace kiln::detail

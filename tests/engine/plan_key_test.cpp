@@ -1,0 +1,110 @@
+// The plan key's walk given the key it is likely to produce (the last plan's): where every word
+// agrees the walk reports a match and writes no key; where any word differs, the key it writes is
+// the one a walk without an expectation writes, word for word, whichever key it was given.
+#include "engine/plan_key.h"
+
+#include <kiln/kiln.h>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+using namespace kiln;
+using detail::ExpectedKey;
+using detail::Walk;
+
+namespace {
+
+struct PlanKey : ::testing::Test {
+  void SetUp() override {
+    set_default_device(Device::cpu());
+    set_eager(false);
+    manual_seed(5);
+  }
+};
+
+Tensor realized(const Shape& s) {
+  Tensor t = randn(s);
+  eval(t);
+  return t;
+}
+
+// Walks are filled in place: a Walk holds an llvm::SmallVector, whose growth lives in LLVM's
+// support library, which the tests do not link.
+std::unique_ptr<Walk> walk(const Tensor& t, ExpectedKey expect = {}) {
+  auto w = std::make_unique<Walk>();
+  detail::walk_pending({t.node()}, *w, expect);
+  return w;
+}
+
+// Graphs whose keys share prefixes of several lengths: one step, two steps (the first step's
+// key is a prefix of nothing, but agrees for its first nodes), another shape, another op.
+std::vector<Tensor> graphs(const Tensor& x, const Tensor& w, const Tensor& y) {
+  Tensor a = tanh(matmul(x, w) + 1.0f);
+  Tensor b = tanh(matmul(a, w) + 1.0f);
+  return {a, b, tanh(y + 1.0f), sigmoid(matmul(x, w) + 1.0f), x * 2.0f};
+}
+
+} // namespace
+
+TEST_F(PlanKey, AWalkGivenItsOwnKeyMatchesAndWritesNone) {
+  const Tensor x = realized({4, 8}), w = realized({8, 8});
+  const Tensor a = tanh(matmul(x, w) + 1.0f);
+  const auto plain = walk(a);
+  ASSERT_FALSE(plain->key.empty());
+  EXPECT_FALSE(plain->matched);
+  const auto again = walk(a, {&plain->key, plain->hash});
+  EXPECT_TRUE(again->matched);
+  EXPECT_TRUE(again->key.empty());
+  EXPECT_EQ(again->hash, plain->hash);
+  EXPECT_EQ(again->nodes, plain->nodes);
+  EXPECT_EQ(again->uses, plain->uses);
+}
+
+TEST_F(PlanKey, AWalkGivenAnotherKeyWritesItsOwnWordForWord) {
+  const Tensor x = realized({4, 8}), w = realized({8, 8}), y = realized({4, 4});
+  const std::vector<Tensor> gs = graphs(x, w, y);
+  std::vector<std::unique_ptr<Walk>> plain;
+  for (const Tensor& g : gs) plain.push_back(walk(g));
+  for (size_t i = 0; i < gs.size(); ++i) {
+    for (size_t j = 0; j < gs.size(); ++j) {
+      const auto w2 = walk(gs[i], {&plain[j]->key, plain[j]->hash});
+      EXPECT_EQ(w2->matched, i == j) << "graph " << i << ", expected the key of " << j;
+      if (i == j) continue;
+      EXPECT_EQ(w2->key, plain[i]->key) << "graph " << i << ", expected the key of " << j;
+      EXPECT_EQ(w2->hash, plain[i]->hash);
+    }
+  }
+  // A key that agrees with all of graph 0's words and has more: no match, graph 0's own key.
+  std::vector<uint64_t> longer = plain[0]->key;
+  longer.push_back(7);
+  const auto w3 = walk(gs[0], {&longer, 1});
+  EXPECT_FALSE(w3->matched);
+  EXPECT_EQ(w3->key, plain[0]->key);
+  EXPECT_EQ(w3->hash, plain[0]->hash);
+}
+
+// A loop whose plan repeats (its walks match the last plan) and now and then changes (they
+// do not, and the plan they find is another cached one): the values of plans made afresh.
+TEST_F(PlanKey, RepeatedAndAlternatingPlansGiveTheValuesOfFreshPlans) {
+  auto run = [](int plans_kept) {
+    set_plan_cache_limit(plans_kept);
+    manual_seed(9);
+    Tensor x = realized({4, 8});
+    const Tensor w = realized({8, 8});
+    std::vector<float> out;
+    for (int i = 0; i < 12; ++i) {
+      x = i % 3 == 2 ? sigmoid(matmul(x, w) - 0.5f) : tanh(matmul(x, w) * 0.5f + 0.25f);
+      eval(x);
+      for (float v : x.to_vector<float>()) out.push_back(v);
+    }
+    return out;
+  };
+  reset_stats();
+  const std::vector<float> cached = run(256);
+  EXPECT_GE(stats().plan_hits, 8) << stats();
+  const std::vector<float> fresh = run(0);
+  set_plan_cache_limit(256);
+  EXPECT_EQ(cached, fresh);
+}
