@@ -36,7 +36,8 @@ void note_flushed();
 /// instead of a new plan for each number (a plan, two direct runs and a graph build for hundreds
 /// of nodes). A read whose plan is cached (an eval every step, or every k steps) is not cut,
 /// nor one with the key of a read cut before (`read_key_hash`): one that recurs is planned
-/// whole. Returns whether it flushed anything.
+/// whole; nor one on the CPU, whose plans build no CUDA graphs (an unrolled expression then
+/// fuses whole). Returns whether it flushed anything.
 bool flush_whole_bodies(uint64_t read_key_hash);
 
 } // namespace kiln::detail
