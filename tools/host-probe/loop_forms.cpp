@@ -1,0 +1,85 @@
+// Probe (GPU or CPU): each of the seed loop (d = 64), the LSTM and the GRU cell at batch 1
+// written two ways, an eval every step and no eval (read at the end), the latter with the loop
+// flush bound (EngineState::loop_flush_nodes) at 64, 128 and 256 nodes; the four forms
+// alternated 5 times in one process, since the H100 host's speed differs by process (~1.4x).
+// Prints us a step (median, min-max), the host's time before the final sync, and flushes a
+// step. Results: bench/results/2026-11-27-h100-session31.md, call 8.
+//   g++ -std=c++20 -O2 -DLLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING=1 -I. -Iinclude -Ibench \
+//     -Ibuild-gpu/generated/include -I.deps/llvm/include tools/host-probe/loop_forms.cpp \
+//     -Lbuild-gpu -lkiln -Wl,-rpath,$PWD/build-gpu -o /tmp/loop_forms
+//   /tmp/loop_forms [STEPS, default 3000] [seed|lstm|gru, default all three]
+#include "engine/graph.h"
+#include "rnn_cells.h"
+
+#include <kiln/kiln.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+double now_us() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+struct Result {
+  double wall, host, flushes;
+};
+
+// One timed loop of `steps` steps after 300 warm-up steps: an eval every step (nodes == 0), or
+// no eval with flushes of at most `nodes` nodes.
+template <class Cell> Result run(Cell& cell, int steps, int64_t nodes) {
+  const bool eval_each = nodes == 0;
+  if (!eval_each) detail::engine().loop_flush_nodes = nodes;
+  for (int i = 0; i < 300; ++i) {
+    cell.record();
+    if (eval_each) eval(cell.state());
+  }
+  kiln::sync();
+  reset_stats();
+  const double t0 = now_us();
+  for (int i = 0; i < steps; ++i) {
+    cell.record();
+    if (eval_each) eval(cell.state());
+  }
+  eval(cell.state());
+  const double host = now_us() - t0;
+  kiln::sync();
+  return {(now_us() - t0) / steps, host / steps, double(stats().flushes) / steps};
+}
+
+// The four forms alternated over 5 rounds, one row each.
+template <class Cell> void compare_forms(const char* name, Cell cell, int steps) {
+  const std::vector<int64_t> ns = {0, 64, 128, 256};
+  std::vector<std::vector<Result>> r(ns.size());
+  for (int round = 0; round < 5; ++round)
+    for (size_t i = 0; i < ns.size(); ++i) r[i].push_back(run(cell, steps, ns[i]));
+  for (size_t i = 0; i < ns.size(); ++i) {
+    auto v = r[i];
+    std::sort(v.begin(), v.end(), [](const Result& a, const Result& b) { return a.wall < b.wall; });
+    std::printf("%-14s %-22s %6.2f (%5.2f-%5.2f) us/step, host %5.2f, flushes/step %.4f\n", name,
+                ns[i] == 0 ? "eval every step"
+                           : ("no eval, <= " + std::to_string(ns[i]) + " nodes").c_str(),
+                v[2].wall, v[0].wall, v[4].wall, v[2].host, v[2].flushes);
+  }
+  detail::engine().loop_flush_nodes = 256;
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 3000;
+  const std::string only = argc > 2 ? argv[2] : "";
+  const Device dev = default_device();
+  if (only.empty() || only == "seed")
+    compare_forms("seed d=64", bench::Seed::random(64, 1).on(dev), steps);
+  if (only.empty() || only == "lstm")
+    compare_forms("LSTM b1", bench::Lstm::random(1, 256, 256, steps + 400, 2).on(dev), steps);
+  if (only.empty() || only == "gru")
+    compare_forms("GRU b1", bench::Gru::random(1, 256, 256, steps + 400, 3).on(dev), steps);
+}
