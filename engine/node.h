@@ -65,33 +65,40 @@ struct NodeAttrs {
 };
 
 struct Node : NodeAttrs {
+  // The fields every pass over the pending graph reads (a flush's cut, the plan key's walk,
+  // destroying the nodes after it) come first, in three cache lines: a loop's flush walks
+  // hundreds of nodes that later recording pushed out of the host's caches.
   OpCode op = OpCode::buffer;
   DType dtype = DType::f32;
   Device device;
   uint32_t handles = 0;
   uint32_t uses = 0;
-  uint64_t id = 0; // creation order; inputs always have smaller ids
-  // Realized: where the elements are in `buffer`. Pending: where they will be (contiguous for
-  // computed values; a view's layout is relative to its root's contiguous layout).
-  Layout layout;
+  uint64_t id = 0;                    // creation order; inputs always have smaller ids
   llvm::SmallVector<Node*, 3> inputs; // pending nodes only; each holds one use
   BufferRef buffer;                   // set once realized
+
+  // Scratch of the evaluation being planned (engine/plan_key.cpp): the node's position in the
+  // walk of the pending graph, valid while walk_stamp is the current walk's. kiln::grad's walk
+  // of a history marks the nodes it has seen with a stamp of its own (next_walk_stamp).
+  uint64_t walk_stamp = 0; // 64 bits: a 32-bit stamp would wrap within hours of small steps
+  uint32_t walk_index = 0;
+  uint32_t walk_uses = 0; // the plan key's walk: its nodes that read this one (edges)
+
+  Node* prev_pending = nullptr; // intrusive list of pending nodes
+  Node* next_pending = nullptr;
 
   bool internal = false; // an op's own operand (cast, scalar): its handle is not the user's
   bool fused = false;    // computed in registers by a kernel that ran (not "dropped")
 
   // Common subexpression elimination (engine/cse.cpp).
-  unsigned cse_hash = 0;  // structural hash, set when the node is published
   bool in_cse = false;    // in the table of pending nodes that identical ops are answered from
   bool duplicate = false; // an op's constant operand whose op was merged with an identical one:
                           // an equal constant is computed there, so it is not "dropped"
+  unsigned cse_hash = 0;  // structural hash, set when the node is published
 
-  // Scratch of the evaluation being planned (engine/plan_key.cpp): the node's position in the
-  // walk of the pending graph, valid while walk_stamp is the current walk's. kiln::grad's walk
-  // of a history marks the nodes it has seen with a stamp of its own (next_walk_stamp).
-  uint32_t walk_index = 0;
-  uint32_t walk_uses = 0;  // the plan key's walk: its nodes that read this one (edges)
-  uint64_t walk_stamp = 0; // 64 bits: a 32-bit stamp would wrap within hours of small steps
+  // Realized: where the elements are in `buffer`. Pending: where they will be (contiguous for
+  // computed values; a view's layout is relative to its root's contiguous layout).
+  Layout layout;
 
   // Autodiff (engine/autograd.h). A node requires grad when the user marked it (a leaf) or an
   // op recorded it from an input that does: then `grad_record` holds its history until
@@ -106,9 +113,6 @@ struct Node : NodeAttrs {
   // 0 for values no user op recorded (buffers the user made, an op's own constants). Kept once
   // realized.
   uint64_t loop_kind = 0;
-
-  Node* prev_pending = nullptr; // intrusive list of pending nodes
-  Node* next_pending = nullptr;
 
   bool realized() const { return buffer != nullptr; }
   Node() = default;
