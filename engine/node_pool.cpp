@@ -1,6 +1,6 @@
 // Node allocation from a free list. A loop of small steps creates and destroys one node per op
-// call (17 per LSTM step), each a 432-byte malloc + free; freed nodes are kept (up to
-// kMaxFree, ~1.7 MB) and handed out again. kiln's contract is one thread at a time
+// call (17 per LSTM step), each a 456-byte malloc + free; freed nodes are kept (up to
+// kMaxFree, ~1.9 MB) and handed out again. kiln's contract is one thread at a time
 // (tensor.h), so the list is a plain global. It is never torn down: a node freed during static
 // destruction still finds it, and the blocks it holds at exit are the process's to reclaim.
 #include "engine/node.h"
