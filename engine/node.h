@@ -95,6 +95,8 @@ struct Node : NodeAttrs {
   bool duplicate = false; // an op's constant operand whose op was merged with an identical one:
                           // an equal constant is computed there, so it is not "dropped"
   unsigned cse_hash = 0;  // structural hash, set when the node is published
+  // Autodiff's history of this node (below); read here by every node's destructor.
+  GradRecord* grad_record = nullptr;
 
   // Realized: where the elements are in `buffer`. Pending: where they will be (contiguous for
   // computed values; a view's layout is relative to its root's contiguous layout).
@@ -104,7 +106,6 @@ struct Node : NodeAttrs {
   // op recorded it from an input that does: then `grad_record` holds its history until
   // kiln::grad consumes it (`grad_freed`). `distinct` nodes are never merged by CSE: a
   // detach() alias has grad flags of its own.
-  GradRecord* grad_record = nullptr;
   bool requires_grad = false;
   bool grad_freed = false;
   bool distinct = false;
