@@ -28,4 +28,13 @@ size_t cse_table_erased();
 /// Entries in the table now.
 size_t cse_table_entries();
 
+/// Kinds (op_kind_hash) of the ops CSE has merged. In a loop whose repetition the detector has
+/// confirmed, an op of a kind never merged skips the table (engine/graph.cpp, publish): the
+/// first bodies, recorded before the confirmation, went through it and merged whatever they
+/// could, and both sides of a merge have the same kind.
+void cse_note_merged(uint64_t kind);
+bool cse_kind_merged(uint64_t kind);
+/// Forgets the merged kinds (tests: kinds merged by earlier tests keep their ops in the table).
+void cse_forget_merged_kinds();
+
 } // namespace kiln::detail

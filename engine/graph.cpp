@@ -232,9 +232,19 @@ Tensor merge_into(Node* same, Node* n, bool internal) {
 
 // A training step is never flushed early (adaptive_flush.cpp): its ops need no loop detection,
 // which would only add to the host's cost of recording them.
+bool loop_detected(const EngineState& e) {
+  return e.loop_flush && !e.step_open && e.tracing == 0 && live_grad_records() == 0;
+}
+
 void note_loop_op(EngineState& e, Node* n, uint64_t kind) {
-  if (e.loop_flush && !e.step_open && e.tracing == 0 && live_grad_records() == 0)
-    e.loop.note(n, kind);
+  if (loop_detected(e)) e.loop.note(n, kind);
+}
+
+// Whether `n` goes through CSE: not in a confirmed loop, unless ops of its kind merged before
+// (engine/cse.h, cse_kind_merged).
+bool wants_cse(const EngineState& e, const Node* n, uint64_t kind) {
+  if (n->realized() || e.flushing || n->distinct) return false;
+  return e.loop.period() == 0 || !loop_detected(e) || cse_kind_merged(kind);
 }
 
 } // namespace
@@ -245,10 +255,11 @@ Tensor publish(Node* n, bool internal) {
   const bool grad = !n->realized() && !e.flushing && wants_grad_record(n->op, n->dtype, n->inputs);
   // Both CSE and the loop detector start from the op's kind: hashed once.
   const uint64_t kind = n->realized() || e.flushing ? 0 : op_kind_hash(n);
-  if (!n->realized() && !e.flushing && !n->distinct) {
+  if (wants_cse(e, n, kind)) {
     Node* same = cse_find_or_insert(n, kind);
     // A node with gradient history and one without are different values to autodiff.
     if (same != n && (same->grad_record != nullptr) == grad) {
+      cse_note_merged(kind);
       Tensor t = merge_into(same, n, internal);
       if (internal) return t;
       note_loop_op(e, same, kind);

@@ -427,6 +427,71 @@ TEST_F(AdaptiveLoopFlush, ALoopThatNeverEmptiesTheCseTableDropsItsTombstones) {
   EXPECT_LE(most_erased, 4 * most_entries + 257) << "tombstones since the last reset";
 }
 
+// Once the detector has confirmed a loop, ops of kinds that never merged skip the CSE table: a
+// loop like this one never merges anything, and the table's hash, probe and erase were ~8% of
+// its recording's host instructions. Its pending nodes stay out of the table.
+TEST_F(AdaptiveLoopFlush, AConfirmedLoopThatNeverMergesSkipsTheCseTable) {
+  // Rnn::step would merge: its sigmoid(x) reads nothing that changes.
+  const Tensor w = realized_randn({8, 8}, 0.3f), b = realized_randn({8}, 0.1f);
+  Tensor h = realized_randn({4, 8});
+  probe(DeviceState::busy);
+  detail::cse_forget_merged_kinds();
+  auto step = [&] { h = tanh(matmul(h, w) + b) * 0.5f + h; };
+  for (int i = 0; i < 100; ++i) step();
+  ASSERT_GT(detail::engine().loop.period(), 0);
+  reset_stats();
+  for (int i = 0; i < 50; ++i) step();
+  EXPECT_GT(detail::engine().pending_nodes, 10);
+  EXPECT_EQ(detail::cse_table_entries(), 0u) << "pending nodes in the table";
+  EXPECT_EQ(stats().ops_merged, 0) << stats();
+}
+
+// Both sides of a merge have the same kind: once an op merged in the loop's first bodies, its
+// kind keeps going through the table, and every later step merges it as before.
+TEST_F(AdaptiveLoopFlush, OpsThatMergedBeforeTheLoopWasConfirmedKeepMerging) {
+  const Tensor w = realized_randn({4, 4});
+  Tensor y = realized_randn({4, 4});
+  probe(DeviceState::busy);
+  detail::cse_forget_merged_kinds();
+  auto step = [&] {
+    Tensor a = tanh(w * y);
+    Tensor b = tanh(w * y); // the same op on the same inputs: CSE hands out a's nodes
+    y = a - b * 0.5f;
+  };
+  for (int i = 0; i < 100; ++i) step();
+  ASSERT_GT(detail::engine().loop.period(), 0);
+  reset_stats();
+  for (int i = 0; i < 50; ++i) step();
+  EXPECT_EQ(stats().ops_merged, 100) << "w * y and tanh, every step: " << stats();
+}
+
+// A value that repeats only after the loop was confirmed is not merged (computed twice), and
+// the values are those of the loop recorded with CSE throughout (loop flushes off).
+TEST_F(AdaptiveLoopFlush, AnOpThatFirstRepeatsInAConfirmedLoopGivesTheSameValues) {
+  auto run = [](bool loops) {
+    set_loop_flush(loops);
+    detail::cse_forget_merged_kinds();
+    manual_seed(7);
+    const Tensor w = realized_randn({4, 4});
+    Tensor y = realized_randn({4, 4});
+    for (int i = 0; i < 300; ++i) {
+      Tensor a = sigmoid(w + y);
+      // From step 200 on, the same op on the same inputs once more.
+      Tensor b = i >= 200 ? sigmoid(w + y) : a * 1.0f;
+      y = a * 0.5f + b * 0.25f;
+    }
+    return std::pair{y.to_vector<float>(), stats().ops_merged};
+  };
+  probe(DeviceState::busy);
+  reset_stats();
+  auto [loop_values, loop_merged] = run(true);
+  reset_stats();
+  auto [cse_values, cse_merged] = run(false);
+  EXPECT_EQ(loop_values, cse_values);
+  EXPECT_EQ(cse_merged, 200) << "w + y and sigmoid in each of the last 100 steps";
+  EXPECT_LT(loop_merged, cse_merged) << "the confirmed loop skipped the table for them";
+}
+
 // Reads after any number of bodies (the device busy, so nothing was flushed early): the whole
 // bodies pending are flushed in chunks of a power of two of bodies, so after some reads (a plan
 // per chunk size and remainder; with 32 bodies a flush, 4-5 of reads 80-120 still planned, 1 of
