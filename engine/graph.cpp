@@ -244,7 +244,7 @@ void note_loop_op(EngineState& e, Node* n, uint64_t kind) {
 // (engine/cse.h, cse_kind_merged).
 bool wants_cse(const EngineState& e, const Node* n, uint64_t kind) {
   if (n->realized() || e.flushing || n->distinct) return false;
-  return e.loop.period() == 0 || !loop_detected(e) || cse_kind_merged(kind);
+  return e.loop.period() == 0 || !e.loop_skips_cse || !loop_detected(e) || cse_kind_merged(kind);
 }
 
 } // namespace

@@ -50,6 +50,9 @@ struct EngineState {
   bool loop_flush = true;
   // A loop's flushes hold at most this many nodes (adaptive_flush.cpp says why 256).
   int64_t loop_flush_nodes = 256;
+  // A confirmed loop's ops skip the CSE table unless their kind merged (engine/cse.h); false
+  // for A/B measurements only (tools/host-probe/loop_forms.cpp).
+  bool loop_skips_cse = true;
   LoopDetector loop;
   int64_t bodies_since_flush = 0;
   // Per whole body pending since the last flush: the id of the first node recorded after it

@@ -37,6 +37,7 @@ struct AdaptiveFlush : ::testing::Test {
     detail::set_device_probe({});
     set_idle_flush(0);
     set_loop_flush(true);
+    detail::engine().loop_skips_cse = true;
   }
   // A probe that answers `state` for every device and counts the questions.
   void probe(DeviceState state) {
@@ -444,6 +445,9 @@ TEST_F(AdaptiveLoopFlush, AConfirmedLoopThatNeverMergesSkipsTheCseTable) {
   EXPECT_GT(detail::engine().pending_nodes, 10);
   EXPECT_EQ(detail::cse_table_entries(), 0u) << "pending nodes in the table";
   EXPECT_EQ(stats().ops_merged, 0) << stats();
+  detail::engine().loop_skips_cse = false; // the probes' A/B switch
+  for (int i = 0; i < 10; ++i) step();
+  EXPECT_GT(detail::cse_table_entries(), 0u);
 }
 
 // Both sides of a merge have the same kind: once an op merged in the loop's first bodies, its

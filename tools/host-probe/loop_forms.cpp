@@ -1,9 +1,10 @@
 // Probe (GPU or CPU): each of the seed loop (d = 64), the LSTM and the GRU cell at batch 1
-// written two ways, an eval every step and no eval (read at the end), the latter with the loop
-// flush bound (EngineState::loop_flush_nodes) at 64, 128 and 256 nodes; the four forms
-// alternated 5 times in one process, since the H100 host's speed differs by process (~1.4x).
-// Prints us a step (median, min-max), the host's time before the final sync, and flushes a
-// step. Results: bench/results/2026-11-27-h100-session31.md, call 8.
+// written two ways, an eval every step and no eval (read at the end), each with a confirmed
+// loop's ops skipping the CSE table and without (EngineState::loop_skips_cse); the four forms
+// alternated 5 times in one process, since the H100 host's speed changes in phases of seconds
+// (~1.4x). Prints us a step (median, min-max), the host's time before the final sync, and
+// flushes a step. Session 31's version compared loop flush bounds
+// (bench/results/2026-11-27-h100-session31.md, call 8).
 //   g++ -std=c++20 -O2 -DLLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING=1 -I. -Iinclude -Ibench \
 //     -Ibuild-gpu/generated/include -I.deps/llvm/include tools/host-probe/loop_forms.cpp \
 //     -Lbuild-gpu -lkiln -Wl,-rpath,$PWD/build-gpu -o /tmp/loop_forms
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -32,21 +34,28 @@ struct Result {
   double wall, host, flushes;
 };
 
-// One timed loop of `steps` steps after 300 warm-up steps: an eval every step (nodes == 0), or
-// no eval with flushes of at most `nodes` nodes.
-template <class Cell> Result run(Cell& cell, int steps, int64_t nodes) {
-  const bool eval_each = nodes == 0;
-  if (!eval_each) detail::engine().loop_flush_nodes = nodes;
+struct Form {
+  const char* name;
+  bool eval_each, skip_cse;
+};
+constexpr Form kForms[] = {{"eval every step", true, true},
+                           {"eval, CSE always", true, false},
+                           {"no eval", false, true},
+                           {"no eval, CSE always", false, false}};
+
+// One timed loop of `steps` steps after 300 warm-up steps.
+template <class Cell> Result run(Cell& cell, int steps, const Form& f) {
+  detail::engine().loop_skips_cse = f.skip_cse;
   for (int i = 0; i < 300; ++i) {
     cell.record();
-    if (eval_each) eval(cell.state());
+    if (f.eval_each) eval(cell.state());
   }
   kiln::sync();
   reset_stats();
   const double t0 = now_us();
   for (int i = 0; i < steps; ++i) {
     cell.record();
-    if (eval_each) eval(cell.state());
+    if (f.eval_each) eval(cell.state());
   }
   eval(cell.state());
   const double host = now_us() - t0;
@@ -54,21 +63,19 @@ template <class Cell> Result run(Cell& cell, int steps, int64_t nodes) {
   return {(now_us() - t0) / steps, host / steps, double(stats().flushes) / steps};
 }
 
-// The four forms alternated over 5 rounds, one row each.
+// The forms alternated over 5 rounds, one row each.
 template <class Cell> void compare_forms(const char* name, Cell cell, int steps) {
-  const std::vector<int64_t> ns = {0, 64, 128, 256};
-  std::vector<std::vector<Result>> r(ns.size());
+  constexpr size_t n = std::size(kForms);
+  std::vector<std::vector<Result>> r(n);
   for (int round = 0; round < 5; ++round)
-    for (size_t i = 0; i < ns.size(); ++i) r[i].push_back(run(cell, steps, ns[i]));
-  for (size_t i = 0; i < ns.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) r[i].push_back(run(cell, steps, kForms[i]));
+  for (size_t i = 0; i < n; ++i) {
     auto v = r[i];
     std::sort(v.begin(), v.end(), [](const Result& a, const Result& b) { return a.wall < b.wall; });
     std::printf("%-14s %-22s %6.2f (%5.2f-%5.2f) us/step, host %5.2f, flushes/step %.4f\n", name,
-                ns[i] == 0 ? "eval every step"
-                           : ("no eval, <= " + std::to_string(ns[i]) + " nodes").c_str(),
-                v[2].wall, v[0].wall, v[4].wall, v[2].host, v[2].flushes);
+                kForms[i].name, v[2].wall, v[0].wall, v[4].wall, v[2].host, v[2].flushes);
   }
-  detail::engine().loop_flush_nodes = 256;
+  detail::engine().loop_skips_cse = true;
 }
 } // namespace
 
