@@ -38,20 +38,32 @@ struct GradRecord {
   ~GradRecord();
   GradRecord(const GradRecord&) = delete;
   GradRecord& operator=(const GradRecord&) = delete;
+  static inline int64_t live = 0; // records alive now (live_grad_records)
   OpCode op{};
   NodeAttrs attrs; // the node's attributes at record time (a realized node forgets its op)
   llvm::SmallVector<GradInput, 3> inputs;
 };
 
-/// Gradient records alive now: while there are any, no early flush cuts the step.
-int64_t live_grad_records();
+/// Gradient records alive now: while there are any, no early flush cuts the step. Inline: every
+/// recorded op asks, twice.
+inline int64_t live_grad_records() {
+  return GradRecord::live;
+}
 
 /// Whether ops record gradient history now (false inside a NoGradGuard).
 bool grad_enabled();
 void set_grad_enabled(bool on);
 
-/// Whether an op `op` with output dtype `out` over `inputs` records a GradRecord.
-bool wants_grad_record(OpCode op, DType out, llvm::ArrayRef<Node*> inputs);
+/// Whether an op `op` with output dtype `out`, some input of which requires grad, records a
+/// GradRecord (grad mode, a floating output, a differentiable op).
+bool records_grad(OpCode op, DType out);
+/// Whether an op `op` with output dtype `out` over `inputs` records a GradRecord. Inline: every
+/// recorded op asks, and most have no input that requires grad.
+inline bool wants_grad_record(OpCode op, DType out, llvm::ArrayRef<Node*> inputs) {
+  for (const Node* in : inputs)
+    if (in->requires_grad) return records_grad(op, out);
+  return false;
+}
 /// Attach a GradRecord for `op` over `inputs` to the published node `out`; marks it as
 /// requiring grad. Realized views record explicitly (their node has no inputs to read).
 void record_grad(Node* out, OpCode op, const NodeAttrs& attrs, llvm::ArrayRef<Node*> inputs);

@@ -57,8 +57,6 @@ bool rule_reads(OpCode op, size_t i) {
   }
 }
 
-int64_t live_records = 0;
-
 bool& grad_mode() {
   static bool enabled = true; // one thread uses kiln at a time (tensor.h)
   return enabled;
@@ -67,14 +65,10 @@ bool& grad_mode() {
 } // namespace
 
 GradRecord::GradRecord() {
-  ++live_records;
+  ++live;
 }
 GradRecord::~GradRecord() {
-  --live_records;
-}
-
-int64_t live_grad_records() {
-  return live_records;
+  --live;
 }
 
 bool grad_enabled() {
@@ -85,11 +79,8 @@ void set_grad_enabled(bool on) {
   grad_mode() = on;
 }
 
-bool wants_grad_record(OpCode op, DType out, llvm::ArrayRef<Node*> inputs) {
-  // The inputs first: every recorded op asks, and most have no input that requires grad.
-  bool any = false;
-  for (const Node* in : inputs) any = any || in->requires_grad;
-  return any && grad_mode() && is_floating(out) && differentiable(op);
+bool records_grad(OpCode op, DType out) {
+  return grad_mode() && is_floating(out) && differentiable(op);
 }
 
 void record_grad(Node* out, OpCode op, const NodeAttrs& attrs, llvm::ArrayRef<Node*> inputs) {

@@ -136,7 +136,7 @@ Node* checked_node(OpCode op, DType dtype, Device device, const Shape& shape) {
 
 Node* new_node(OpCode op, DType dtype, Device device, const Shape& shape) {
   Node* n = checked_node(op, dtype, device, shape);
-  n->layout = contiguous_layout(shape);
+  set_contiguous(n->layout, shape);
   return n;
 }
 

@@ -30,6 +30,7 @@ uint64_t op_kind_hash(const Node* n) {
                static_cast<uint64_t>(static_cast<uint32_t>(n->device.index)) << 24 |
                static_cast<uint64_t>(n->inputs.size()) << 40;
   for (int64_t d : n->shape()) h = hash_mix(h, static_cast<uint64_t>(d));
+  if (!has_attrs(n->op)) return hash_mix(h, 0);
   // The attributes, mostly zero, folded into one word before one round: a collision only
   // costs the loop detector a period proposed wrongly, or CSE a comparison.
   uint64_t attrs = 0;
@@ -64,10 +65,6 @@ void LoopDetector::note(Node* n, uint64_t kind) {
   if (last_.size() >= kMaxRemembered) last_.clear();
   last_[sig] = pos_;
   ring_[static_cast<size_t>(pos_ % kMaxPeriod)] = sig;
-}
-
-bool LoopDetector::at_body_start() const {
-  return confirmed_ && pos_ >= anchor_ && (pos_ - anchor_) % period_ == 0;
 }
 
 void LoopDetector::reset() {

@@ -34,7 +34,9 @@ public:
   /// Whether the op just noted begins a body. Body boundaries stay where they were put when the
   /// repetition was found (anchor_at may move them once), so that every flush cut before a
   /// body's first op covers whole bodies alike.
-  bool at_body_start() const;
+  bool at_body_start() const {
+    return confirmed_ && pos_ >= anchor_ && (pos_ - anchor_) % period_ == 0;
+  }
   /// How many times the repetition was confirmed (found, or found again after it was lost).
   int64_t confirmations() const { return confirmations_; }
   /// Bodies begin at `position` (and every period from it) instead; only while confirmed.

@@ -64,6 +64,25 @@ struct NodeAttrs {
   }
 };
 
+/// Whether nodes of `op` may carry attributes: elementwise computations, matmuls and transfers
+/// have none, so theirs are all zero (NodeAttrs) and need not be read.
+inline bool has_attrs(OpCode op) {
+  switch (op_kind(op)) {
+  case OpKind::Unary:
+  case OpKind::UnaryFloat:
+  case OpKind::Logical:
+  case OpKind::Cast:
+  case OpKind::Binary:
+  case OpKind::Compare:
+  case OpKind::Ternary:
+  case OpKind::Gemm:
+  case OpKind::Transfer:
+    return false;
+  default:
+    return true;
+  }
+}
+
 struct Node : NodeAttrs {
   // The fields every pass over the pending graph reads (a flush's cut, the plan key's walk,
   // destroying the nodes after it) come first, in three cache lines: a loop's flush walks

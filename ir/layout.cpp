@@ -18,6 +18,17 @@ Layout contiguous_layout(const Shape& shape) {
   return {shape, contiguous_strides(shape), 0};
 }
 
+void set_contiguous(Layout& l, const Shape& shape) {
+  l.shape = shape;
+  l.strides = shape; // of the same rank; every extent is overwritten below
+  int64_t s = 1;
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    l.strides[i] = s;
+    s *= std::max<int64_t>(shape[i], 1);
+  }
+  l.offset = 0;
+}
+
 bool is_contiguous(const Layout& l) {
   if (l.shape.numel() == 0) return true;
   int64_t expect = 1;

@@ -16,6 +16,9 @@ struct Layout {
 
 Shape contiguous_strides(const Shape& shape);
 Layout contiguous_layout(const Shape& shape);
+/// `l` becomes the contiguous layout of `shape`, written in place: every recorded op makes one,
+/// and building it by value copied its two shapes twice.
+void set_contiguous(Layout& l, const Shape& shape);
 bool is_contiguous(const Layout& l); // ignoring extents of size 1, and empty tensors
 
 /// One primitive view. Its output shape is `shape` (for permute: the permutation).

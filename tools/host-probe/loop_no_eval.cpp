@@ -48,6 +48,14 @@ void report(const char* name, const std::vector<double>& each, double host, doub
     if (x > 50) slow += x, ++n_slow;
   std::printf("  step us: median %.2f p99 %.2f max %.1f; %d steps over 50 us took %.0f us\n",
               sorted[n / 2], sorted[n * 99 / 100], sorted.back(), n_slow, slow);
+  // Without eval one step in k flushes (k = 1 / flushes a step): the slowest n/k steps are about
+  // the flushing ones, so the rest are recording alone.
+  const size_t flushing = s.flushes > 0 ? std::min(n, size_t(s.flushes)) : 0;
+  double record = 0, flush = 0;
+  for (size_t i = 0; i < n; ++i) (i < n - flushing ? record : flush) += sorted[i];
+  std::printf("  per step: recording %.2f us, flushing steps add %.2f us (%zu flushing steps)\n",
+              record / double(n - flushing), (flush - record / double(n - flushing) * flushing) / n,
+              flushing);
   if (std::getenv("PROBE_STATS")) {
     std::ostringstream os;
     os << s;
