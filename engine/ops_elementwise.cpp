@@ -130,6 +130,7 @@ struct ResultType {
 };
 
 Shape broadcast_or_fail(const char* op, const Shape& a, const Shape& b) {
+  if (a == b) return a; // most binary ops of a step: no broadcast to work out
   auto s = broadcast_shapes(a, b);
   if (!s) fail(op, "shapes {} and {} cannot be broadcast together", a, b);
   return *s;

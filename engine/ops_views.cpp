@@ -219,12 +219,15 @@ std::vector<Tensor> split(const Tensor& a, int64_t size, int dim) {
   Node* n = arg(a, "split");
   int d = norm_dim("split", dim, n->layout.shape.size());
   if (size <= 0) fail("split", "split size must be positive, got {}", size);
-  int64_t len = n->layout.shape[d];
-  std::vector<int64_t> sizes;
-  sizes.reserve(static_cast<size_t>(len / size + 1));
-  for (int64_t at = 0; at < len; at += size) sizes.push_back(std::min(size, len - at));
-  if (sizes.empty()) sizes.push_back(0);
-  return split(a, sizes, d);
+  const int64_t len = n->layout.shape[d];
+  // The pieces directly (split by sizes would build and check a list of them first): an LSTM
+  // or GRU step chunks its gates every step.
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>(std::max<int64_t>(len / size + (len % size != 0), 1)));
+  for (int64_t at = 0; at < len; at += size)
+    out.push_back(slice(a, d, at, at + std::min(size, len - at)));
+  if (out.empty()) out.push_back(slice(a, d, 0, 0));
+  return out;
 }
 
 std::vector<Tensor> chunk(const Tensor& a, int chunks, int dim) {

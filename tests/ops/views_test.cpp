@@ -233,6 +233,13 @@ TEST_F(Views, SplitBySizeAndSizes) {
   ASSERT_EQ(u.size(), 2u);
   EXPECT_EQ(u[1].shape(), (Shape{3, 5}));
   EXPECT_EQ(u[1].to_vector<double>()[0], 6);
+  // An empty extent splits into one empty piece, as torch.split and torch.chunk do.
+  auto e = kiln::split(kiln::zeros({0, 3}), 2);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].shape(), (Shape{0, 3}));
+  auto ce = kiln::chunk(kiln::zeros({3, 0}), 2, 1);
+  ASSERT_EQ(ce.size(), 1u);
+  EXPECT_EQ(ce[0].shape(), (Shape{3, 0}));
 }
 
 TEST_F(Views, ContiguousCopiesOnlyWhenNeeded) {
