@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Prepared in session 32, not run (the device time was spent): the CSE change timed on the
+# H100, with and without it alternated in one process (EngineState::loop_skips_cse), by
+# tools/host-probe/loop_forms.cpp: eval every step and no eval, each with and without.
+set -uo pipefail
+t0=$(date +%s)
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKILN_LLVM_ROOT="$PWD/.deps/llvm" > /tmp/cfg.log 2>&1 || { tail -20 /tmp/cfg.log; exit 1; }
+cmake --build build-gpu -j16 --target kiln > /tmp/b.log 2>&1 || { grep -E "error" /tmp/b.log | head; exit 1; }
+echo "built $(( $(date +%s) - t0 )) s"
+g++ -std=c++20 -O2 -DLLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING=1 -I. -Iinclude -Ibench \
+  -Ibuild-gpu/generated/include -I.deps/llvm/include tools/host-probe/loop_forms.cpp \
+  -Lbuild-gpu -lkiln -Wl,-rpath,$PWD/build-gpu -o /tmp/loop_forms || exit 1
+KILN_COMPILE=sync /tmp/loop_forms 300 > /dev/null 2>&1
+for p in 1 2 3; do echo "== process $p"; timeout 60 /tmp/loop_forms 2000; done 2>&1 | tee $OUT/cse-ab.txt
+echo "total $(( $(date +%s) - t0 )) s"
