@@ -12,6 +12,7 @@
 #include <kiln/tensor.h>
 
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -74,12 +75,19 @@ void unlink_pending(EngineState& e, Node* n) {
   e.pending_nodes--;
 }
 
+// A constant loop_constant may hand out is no longer pending.
+void forget_loop_constant(EngineState& e, const Node* n) {
+  for (Node*& c : e.loop_constants)
+    if (c == n) c = nullptr;
+}
+
 // Destroy dead nodes iteratively: a long dead chain must not recurse once per node.
 void destroy(Node* n) {
   EngineState& e = engine();
   llvm::SmallVector<Node*, 16> work{n};
   while (!work.empty()) {
     Node* d = work.pop_back_val();
+    if (d->op == OpCode::constant) forget_loop_constant(e, d);
     if (!d->realized()) {
       unlink_pending(e, d);
       if (d->op != OpCode::view && !d->fused && !d->duplicate)
@@ -282,6 +290,31 @@ Tensor publish(Node* n, bool internal) {
   return t;
 }
 
+namespace {
+
+bool shares_constants(const EngineState& e) {
+  return e.loop_shares_constants && !e.flushing && e.loop.period() > 0 && loop_detected(e);
+}
+
+} // namespace
+
+Node* loop_constant(DType dtype, Device device, double scalar, int64_t iscalar) {
+  const EngineState& e = engine();
+  if (!shares_constants(e)) return nullptr;
+  for (Node* c : e.loop_constants)
+    if (c && c->internal && c->dtype == dtype && c->device == device && c->iscalar == iscalar &&
+        std::bit_cast<uint64_t>(c->scalar) == std::bit_cast<uint64_t>(scalar))
+      return c;
+  return nullptr;
+}
+
+void share_loop_constant(Node* n) {
+  EngineState& e = engine();
+  if (!shares_constants(e) || n->realized() || !n->internal) return;
+  e.loop_constants[static_cast<size_t>(e.next_loop_constant)] = n;
+  e.next_loop_constant = (e.next_loop_constant + 1) % static_cast<int>(e.loop_constants.size());
+}
+
 void expose(Node* n) {
   bool was = counted(n);
   n->internal = false;
@@ -325,6 +358,7 @@ void release_use(Node* n) {
 
 void mark_realized(Node* n, BufferRef buf) {
   EngineState& e = engine();
+  if (n->op == OpCode::constant) forget_loop_constant(e, n);
   if (counted(n)) e.pending_bytes -= n->nbytes(); // a realized value is no longer pending
   unlink_pending(e, n);
   if (n->op != OpCode::view) n->layout = contiguous_layout(n->layout.shape);

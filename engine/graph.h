@@ -10,6 +10,7 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,11 @@ struct EngineState {
   // A confirmed loop's ops skip the CSE table unless their kind merged (engine/cse.h); false
   // for A/B measurements only (tools/host-probe/loop_forms.cpp).
   bool loop_skips_cse = true;
+  // A confirmed loop's scalar operands share one pending constant node per value (graph.h,
+  // loop_constant); false for A/B measurements only.
+  bool loop_shares_constants = true;
+  std::array<Node*, 4> loop_constants{}; // pending, internal; cleared as each is realized or freed
+  int next_loop_constant = 0;            // the entry the next constant replaces
   LoopDetector loop;
   int64_t bodies_since_flush = 0;
   // Per whole body pending since the last flush: the id of the first node recorded after it
@@ -115,6 +121,14 @@ Tensor publish(Node* n, bool internal = false);
 
 /// Make an op's own operand (internal) a value in its own right, computed by flushes.
 void expose(Node* n);
+
+/// In a loop the recorder has confirmed (no gradient history or trace being recorded): an op's
+/// scalar operand equal to one an earlier op made (dtype, device and value, bitwise) reuses
+/// that pending constant node instead of a node of its own, which costs recording, the flush's
+/// walk and freeing it: the seeds' loop has two per step. Returns nullptr otherwise.
+Node* loop_constant(DType dtype, Device device, double scalar, int64_t iscalar);
+/// Offer the internal constant `n`, just published, for loop_constant to hand out.
+void share_loop_constant(Node* n);
 
 void retain_handle(Node* n);
 /// A new handle to `n` (one more handle count).

@@ -77,7 +77,10 @@ void mark_all(PlanGraph& pg, llvm::ArrayRef<Node*> targets) {
       else
         mark(n, n->op == OpCode::view ? Why::viewed_by_live_tensor : Why::live_handle);
     }
-    if (n->uses > in.consumers.size()) mark(n, Why::used_outside);
+    // An op's own constant that ops outside this evaluation read too (a loop's shared scalar,
+    // graph.h loop_constant) stays pending: each kernel reading it computes it.
+    if (n->uses > in.consumers.size() && !(n->op == OpCode::constant && n->internal))
+      mark(n, Why::used_outside);
     switch (op_kind(n->op)) {
     case OpKind::Gemm:
       if (!fused_matmul(n)) mark(n, Why::gemm_result);

@@ -11,6 +11,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace kiln {
 
@@ -70,18 +72,31 @@ void check_representable(const char* op, Scalar s, DType dt, bool finite_range) 
 
 } // namespace
 
+namespace {
+
+// A scalar's value as a constant node holds it (NodeAttrs::scalar and iscalar).
+std::pair<double, int64_t> constant_value(Scalar s) {
+  const bool floating = s.kind == Scalar::Kind::floating;
+  return {floating ? s.f : static_cast<double>(s.i), floating ? saturate_cast<int64_t>(s.f) : s.i};
+}
+
+} // namespace
+
 void set_constant(const char* op, Node* n, Scalar s, bool finite_range) {
   check_representable(op, s, n->dtype, finite_range);
-  const bool floating = s.kind == Scalar::Kind::floating;
-  n->scalar = floating ? s.f : static_cast<double>(s.i);
-  n->iscalar = floating ? saturate_cast<int64_t>(s.f) : s.i;
+  std::tie(n->scalar, n->iscalar) = constant_value(s);
 }
 
 Tensor scalar_tensor(const char* op, Scalar s, DType dt, Device dev) {
+  check_representable(op, s, dt, /*finite_range=*/false);
+  const auto [scalar, iscalar] = constant_value(s);
+  if (Node* shared = loop_constant(dt, dev, scalar, iscalar)) return handle_to(shared);
   Node* n = new_node(OpCode::constant, dt, dev, Shape{});
-  std::unique_ptr<Node> guard(n); // not yet published: freed if the value is rejected
-  set_constant(op, n, s, /*finite_range=*/false);
-  return publish(guard.release(), /*internal=*/true);
+  n->scalar = scalar;
+  n->iscalar = iscalar;
+  Tensor t = publish(n, /*internal=*/true);
+  share_loop_constant(n);
+  return t;
 }
 
 } // namespace detail

@@ -38,6 +38,7 @@ struct AdaptiveFlush : ::testing::Test {
     set_idle_flush(0);
     set_loop_flush(true);
     detail::engine().loop_skips_cse = true;
+    detail::engine().loop_shares_constants = true;
   }
   // A probe that answers `state` for every device and counts the questions.
   void probe(DeviceState state) {
@@ -494,6 +495,67 @@ TEST_F(AdaptiveLoopFlush, AnOpThatFirstRepeatsInAConfirmedLoopGivesTheSameValues
   EXPECT_EQ(loop_values, cse_values);
   EXPECT_EQ(cse_merged, 200) << "w + y and sigmoid in each of the last 100 steps";
   EXPECT_LT(loop_merged, cse_merged) << "the confirmed loop skipped the table for them";
+}
+
+// In a confirmed loop an op's scalar operand reuses the pending constant an earlier op made with
+// the same value (graph.h, loop_constant): the seeds' step records 7 op calls and no constant,
+// not 9 nodes. The same bits, buffers and kernels as with a constant per op.
+TEST_F(AdaptiveLoopFlush, AConfirmedLoopsScalarsShareOneConstantNode) {
+  auto run = [](bool share) {
+    detail::engine().loop_shares_constants = share;
+    manual_seed(3);
+    const Tensor w = realized_randn({8, 8}, 0.3f), b = realized_randn({8}, 0.1f);
+    Tensor h = realized_randn({4, 8});
+    auto step = [&] {
+      Tensor y = tanh(matmul(h, w) + b) * 0.5f + h;
+      h = sigmoid(y) - 0.5f;
+    };
+    for (int i = 0; i < 100; ++i) step();
+    EXPECT_GT(detail::engine().loop.period(), 0);
+    reset_stats();
+    for (int i = 0; i < 200; ++i) step();
+    const std::vector<float> values = h.to_vector<float>();
+    return std::pair{values, stats()};
+  };
+  probe(DeviceState::busy);
+  const auto [shared_values, shared] = run(true);
+  const auto [own_values, own] = run(false);
+  // A flush that realizes every reader of the constant frees it: the next body makes another.
+  EXPECT_GE(shared.ops_recorded, 7 * 200) << shared;
+  EXPECT_LE(shared.ops_recorded, 7 * 200 + shared.flushes) << shared;
+  EXPECT_EQ(own.ops_recorded, 9 * 200) << own;
+  EXPECT_EQ(shared_values, own_values);
+  EXPECT_EQ(shared.buffers_materialized, own.buffers_materialized) << shared << "\n" << own;
+  EXPECT_EQ(shared.kernels_run, own.kernels_run);
+  EXPECT_GT(shared.loop_flushes, 3) << shared;
+}
+
+// A body whose first op reads a scalar: the shared constant, made in an earlier body, is read
+// on both sides of each loop flush's cut. It stays pending there (each kernel computes it), is
+// never written (as many buffers as with a constant per op), and the values are the same.
+TEST_F(AdaptiveLoopFlush, AConstantSharedAcrossAFlushCutStaysPending) {
+  auto run = [](bool share) {
+    detail::engine().loop_shares_constants = share;
+    manual_seed(4);
+    Tensor h = realized_randn({4, 8});
+    auto step = [&] {
+      Tensor a = h * 0.9f; // the body's first op (the fewest values held), named: recorded first
+      Tensor s = sigmoid(h);
+      h = a + s * 0.9f;
+    };
+    for (int i = 0; i < 100; ++i) step();
+    reset_stats();
+    for (int i = 0; i < 300; ++i) step();
+    const std::vector<float> values = h.to_vector<float>();
+    return std::pair{values, stats()};
+  };
+  probe(DeviceState::busy);
+  const auto [shared_values, shared] = run(true);
+  const auto [own_values, own] = run(false);
+  EXPECT_GE(shared.loop_flushes, 4) << shared;
+  EXPECT_EQ(shared.ops_recorded, 4 * 300) << "one constant throughout: " << shared;
+  EXPECT_EQ(shared_values, own_values);
+  EXPECT_EQ(shared.buffers_materialized, own.buffers_materialized) << shared << "\n" << own;
 }
 
 // Reads after any number of bodies (the device busy, so nothing was flushed early): the whole

@@ -581,6 +581,9 @@ TEST_F(FusionPatterns, AChainReadingANewInputEveryOpIsCutInOnePlanningPass) {
   // `y = y * 0.5f + x[i]` with a distinct realized x[i] per op: one kernel's parameters hold a
   // few hundred inputs (kMaxParamFields), and the cuts are found before grouping. Found by the
   // builder one per planning pass, 40,000 such ops took 3.3 s to plan (bench/long_chain.cpp).
+  // Without the loop detector: in a loop it confirms, every `* 0.5f` would read one shared
+  // constant (engine/graph.h, loop_constant), and the kernels would need half the parameters.
+  set_loop_flush(false);
   set_pending_limits(1 << 20, int64_t(1) << 30); // (TearDown restores the defaults)
   std::vector<Tensor> xs;
   for (int i = 0; i < 4000; ++i) xs.push_back(full({4}, double(i % 7)));

@@ -112,7 +112,10 @@ TEST_F(PlanCache, AFlushOfManyStepsIsUpdatedRatherThanBuiltAgain) {
   const std::vector<float> cached = run();
   const Stats s = stats();
   EXPECT_EQ(cached, fresh);
-  EXPECT_GE(s.plan_hits, 7) << s;
+  // `x0 + 0.0f` and the first 32 steps plan; so do the next 32, whose steps share one constant
+  // for their scalars from the start (the loop detector confirmed the loop during the first 32:
+  // graph.h, loop_constant); the other six evaluations reuse that plan.
+  EXPECT_GE(s.plan_hits, 6) << s;
   if (on_gpu()) {
     EXPECT_EQ(s.graph_instantiations, 1) << s;
     EXPECT_GE(s.graph_replays, 5) << s;
