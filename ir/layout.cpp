@@ -4,13 +4,22 @@
 
 namespace kiln::detail {
 
-Shape contiguous_strides(const Shape& shape) {
-  Shape st = shape; // of the same rank; every extent is overwritten below
+namespace {
+
+// `st`, of `shape`'s rank, becomes its contiguous strides (every extent overwritten).
+void write_contiguous_strides(const Shape& shape, Shape& st) {
   int64_t s = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     st[i] = s;
     s *= std::max<int64_t>(shape[i], 1);
   }
+}
+
+} // namespace
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape st = shape;
+  write_contiguous_strides(shape, st);
   return st;
 }
 
@@ -20,12 +29,8 @@ Layout contiguous_layout(const Shape& shape) {
 
 void set_contiguous(Layout& l, const Shape& shape) {
   l.shape = shape;
-  l.strides = shape; // of the same rank; every extent is overwritten below
-  int64_t s = 1;
-  for (int i = shape.size() - 1; i >= 0; --i) {
-    l.strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);
-  }
+  l.strides = shape;
+  write_contiguous_strides(shape, l.strides);
   l.offset = 0;
 }
 
