@@ -498,8 +498,9 @@ TEST_F(AdaptiveLoopFlush, AnOpThatFirstRepeatsInAConfirmedLoopGivesTheSameValues
 }
 
 // In a confirmed loop an op's scalar operand reuses the pending constant an earlier op made with
-// the same value (graph.h, loop_constant): the seeds' step records 7 op calls and no constant,
-// not 9 nodes. The same bits, buffers and kernels as with a constant per op.
+// the same value (graph.h, loop_constant): the seeds' step records its 7 op calls' nodes, and a
+// constant only after a flush freed the last one, instead of 9 nodes. The same bits, buffers and
+// kernels as with a constant per op.
 TEST_F(AdaptiveLoopFlush, AConfirmedLoopsScalarsShareOneConstantNode) {
   auto run = [](bool share) {
     detail::engine().loop_shares_constants = share;

@@ -51,11 +51,13 @@ void report(const char* name, const std::vector<double>& each, double host, doub
   // Without eval one step in k flushes (k = 1 / flushes a step): the slowest n/k steps are about
   // the flushing ones, so the rest are recording alone.
   const size_t flushing = s.flushes > 0 ? std::min(n, size_t(s.flushes)) : 0;
-  double record = 0, flush = 0;
-  for (size_t i = 0; i < n; ++i) (i < n - flushing ? record : flush) += sorted[i];
-  std::printf("  per step: recording %.2f us, flushing steps add %.2f us (%zu flushing steps)\n",
-              record / double(n - flushing), (flush - record / double(n - flushing) * flushing) / n,
-              flushing);
+  if (flushing < n) { // (with an eval every step, every step flushes: no split)
+    double record = 0, flush = 0;
+    for (size_t i = 0; i < n; ++i) (i < n - flushing ? record : flush) += sorted[i];
+    const double per_record = record / double(n - flushing);
+    std::printf("  per step: recording %.2f us, flushing steps add %.2f us (%zu flushing steps)\n",
+                per_record, (flush - per_record * double(flushing)) / double(n), flushing);
+  }
   if (std::getenv("PROBE_STATS")) {
     std::ostringstream os;
     os << s;
