@@ -9,7 +9,7 @@
 //   g++ -std=c++20 -O2 -DLLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING=1 -I. -Iinclude -Ibench \
 //     -Ibuild-gpu/generated/include -I.deps/llvm/include tools/host-probe/loop_forms.cpp \
 //     -Lbuild-gpu -lkiln -Wl,-rpath,$PWD/build-gpu -o /tmp/loop_forms
-//   /tmp/loop_forms [STEPS, default 3000] [seed|lstm|gru, default all three]
+//   /tmp/loop_forms [STEPS, default 3000] [seed|lstm|gru, default all three; or seed4]
 #include "engine/graph.h"
 #include "rnn_cells.h"
 
@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
   const Device dev = default_device();
   if (only.empty() || only == "seed")
     compare_forms("seed d=64", bench::Seed::random(64, 1).on(dev), steps);
+  if (only == "seed4") // d = 4: the host's work of a seed step, for the CPU backend
+    compare_forms("seed d=4", bench::Seed::random(4, 1).on(dev), steps);
   if (only.empty() || only == "lstm")
     compare_forms("LSTM b1", bench::Lstm::random(1, 256, 256, steps + 400, 2).on(dev), steps);
   if (only.empty() || only == "gru")
