@@ -67,20 +67,8 @@ struct NodeAttrs {
 /// Whether nodes of `op` may carry attributes: elementwise computations, matmuls and transfers
 /// have none, so theirs are all zero (NodeAttrs) and need not be read.
 inline bool has_attrs(OpCode op) {
-  switch (op_kind(op)) {
-  case OpKind::Unary:
-  case OpKind::UnaryFloat:
-  case OpKind::Logical:
-  case OpKind::Cast:
-  case OpKind::Binary:
-  case OpKind::Compare:
-  case OpKind::Ternary:
-  case OpKind::Gemm:
-  case OpKind::Transfer:
-    return false;
-  default:
-    return true;
-  }
+  const OpKind k = op_kind(op);
+  return k == OpKind::Source || !(is_elementwise(k) || k == OpKind::Gemm || k == OpKind::Transfer);
 }
 
 struct Node : NodeAttrs {

@@ -6,6 +6,7 @@
 // (gpu-check) it sees the GPU's actual state.
 #include "../test_device.h"
 
+#include "adaptive_flush_fixture.h"
 #include "engine/adaptive_flush.h"
 #include "engine/cse.h"
 #include "engine/graph.h"
@@ -20,57 +21,9 @@
 
 using namespace kiln;
 using kiln::detail::DeviceState;
+using namespace kiln_tests;
 
 namespace {
-
-constexpr int64_t kEvery = 16; // check interval in these tests (nodes)
-
-struct AdaptiveFlush : ::testing::Test {
-  void SetUp() override {
-    KILN_USE_TEST_DEVICE(); // pins early flushes off for the rest of the suite; on here
-    set_eager(false);
-    set_idle_flush(kEvery);
-    set_loop_flush(false); // the node-count policy; AdaptiveLoopFlush below tests loops
-    manual_seed(91);
-  }
-  void TearDown() override {
-    detail::set_device_probe({});
-    set_idle_flush(0);
-    set_loop_flush(true);
-    detail::engine().loop_skips_cse = true;
-    detail::engine().loop_shares_constants = true;
-  }
-  // A probe that answers `state` for every device and counts the questions.
-  void probe(DeviceState state) {
-    detail::set_device_probe([this, state](Device d) {
-      asked.push_back(d);
-      return state;
-    });
-  }
-  std::vector<Device> asked;
-};
-
-Tensor realized_randn(const Shape& s, float scale = 1.0f) {
-  Tensor t = randn(s) * scale;
-  eval(t);
-  return t;
-}
-
-struct Rnn {
-  Tensor x, w, b, h;
-  static Rnn make(int64_t d) {
-    return {realized_randn({4, d}), realized_randn({d, d}, 0.3f), realized_randn({d}, 0.1f),
-            realized_randn({4, d})};
-  }
-  // One step, 7 op calls: nothing is evaluated.
-  void step() { h = tanh(matmul(h, w) + b) * 0.5f + sigmoid(x) * h; }
-};
-
-// `steps` steps recorded without an eval, then read.
-std::vector<float> run_unevaluated(Rnn r, int steps) {
-  for (int i = 0; i < steps; ++i) r.step();
-  return r.h.to_vector<float>();
-}
 
 TEST_F(AdaptiveFlush, IdleDeviceStartsALoopEarlyWithIdenticalResults) {
   Rnn r = Rnn::make(8);
@@ -274,21 +227,6 @@ TEST_F(AdaptiveFlush, NoEarlyFlushWhileAGradientHistoryIsRecorded) {
 }
 
 } // namespace
-
-// Loops without eval (engine/loop_detect.h): once the ops repeat, early flushes fall on the
-// ends of the loop's body, after a power of two of bodies, so the loop's flushes repeat a few
-// plans instead of cutting wherever a node count falls.
-// A loop's idle flushes hold at least 16 check intervals of nodes (adaptive_flush.cpp): these
-// tests check every 2 nodes, so that flushes of a few bodies come within a few hundred steps.
-constexpr int64_t kLoopEvery = 2;
-
-struct AdaptiveLoopFlush : AdaptiveFlush {
-  void SetUp() override {
-    AdaptiveFlush::SetUp();
-    set_idle_flush(kLoopEvery);
-    set_loop_flush(true);
-  }
-};
 
 TEST_F(AdaptiveLoopFlush, AnIdleDeviceGetsEveryFlushFromTheSamePlans) {
   Rnn r = Rnn::make(8);
@@ -495,135 +433,6 @@ TEST_F(AdaptiveLoopFlush, AnOpThatFirstRepeatsInAConfirmedLoopGivesTheSameValues
   EXPECT_EQ(loop_values, cse_values);
   EXPECT_EQ(cse_merged, 200) << "w + y and sigmoid in each of the last 100 steps";
   EXPECT_LT(loop_merged, cse_merged) << "the confirmed loop skipped the table for them";
-}
-
-// In a confirmed loop an op's scalar operand reuses the pending constant an earlier op made with
-// the same value (graph.h, loop_constant): the seeds' step records its 7 op calls' nodes, and a
-// constant only after a flush freed the last one, instead of 9 nodes. The same bits, buffers and
-// kernels as with a constant per op.
-TEST_F(AdaptiveLoopFlush, AConfirmedLoopsScalarsShareOneConstantNode) {
-  auto run = [](bool share) {
-    detail::engine().loop_shares_constants = share;
-    manual_seed(3);
-    const Tensor w = realized_randn({8, 8}, 0.3f), b = realized_randn({8}, 0.1f);
-    Tensor h = realized_randn({4, 8});
-    auto step = [&] {
-      Tensor y = tanh(matmul(h, w) + b) * 0.5f + h;
-      h = sigmoid(y) - 0.5f;
-    };
-    for (int i = 0; i < 100; ++i) step();
-    EXPECT_GT(detail::engine().loop.period(), 0);
-    reset_stats();
-    for (int i = 0; i < 200; ++i) step();
-    const std::vector<float> values = h.to_vector<float>();
-    return std::pair{values, stats()};
-  };
-  probe(DeviceState::busy);
-  const auto [shared_values, shared] = run(true);
-  const auto [own_values, own] = run(false);
-  // A flush that realizes every reader of the constant frees it: the next body makes another.
-  EXPECT_GE(shared.ops_recorded, 7 * 200) << shared;
-  EXPECT_LE(shared.ops_recorded, 7 * 200 + shared.flushes) << shared;
-  EXPECT_EQ(own.ops_recorded, 9 * 200) << own;
-  EXPECT_EQ(shared_values, own_values);
-  EXPECT_EQ(shared.buffers_materialized, own.buffers_materialized) << shared << "\n" << own;
-  EXPECT_EQ(shared.kernels_run, own.kernels_run);
-  EXPECT_GT(shared.loop_flushes, 3) << shared;
-}
-
-// A body whose first op reads a scalar: the shared constant, made in an earlier body, is read
-// on both sides of each loop flush's cut. It stays pending there (each kernel computes it), is
-// never written (as many buffers as with a constant per op), and the values are the same.
-TEST_F(AdaptiveLoopFlush, AConstantSharedAcrossAFlushCutStaysPending) {
-  auto run = [](bool share) {
-    detail::engine().loop_shares_constants = share;
-    manual_seed(4);
-    Tensor h = realized_randn({4, 8});
-    auto step = [&] {
-      Tensor a = h * 0.9f; // the body's first op (the fewest values held), named: recorded first
-      Tensor s = sigmoid(h);
-      h = a + s * 0.9f;
-    };
-    for (int i = 0; i < 100; ++i) step();
-    reset_stats();
-    for (int i = 0; i < 300; ++i) step();
-    const std::vector<float> values = h.to_vector<float>();
-    return std::pair{values, stats()};
-  };
-  probe(DeviceState::busy);
-  const auto [shared_values, shared] = run(true);
-  const auto [own_values, own] = run(false);
-  EXPECT_GE(shared.loop_flushes, 4) << shared;
-  EXPECT_EQ(shared.ops_recorded, 4 * 300) << "one constant throughout: " << shared;
-  EXPECT_EQ(shared_values, own_values);
-  EXPECT_EQ(shared.buffers_materialized, own.buffers_materialized) << shared << "\n" << own;
-}
-
-// Random loop bodies of scalar and tensor ops, the device idle or busy at random (flushes after
-// varying numbers of bodies, so cuts fall between a shared constant's readers in every way):
-// the same bits and the same buffers written with shared constants as with a constant per op.
-TEST_F(AdaptiveLoopFlush, RandomLoopBodiesGiveTheSameBitsWithSharedConstants) {
-  constexpr float kScalars[] = {0.5f, 0.25f, -1.0f};
-  int shared_some = 0; // runs in which the loop was confirmed and its scalars shared
-  for (unsigned seed = 1; seed <= 40; ++seed) {
-    std::mt19937 gen(seed);
-    const int ops = std::uniform_int_distribution<int>(2, 8)(gen);
-    std::vector<std::pair<int, float>> body; // (op, scalar)
-    for (int i = 0; i < ops; ++i)
-      body.emplace_back(std::uniform_int_distribution<int>(0, 5)(gen),
-                        kScalars[std::uniform_int_distribution<int>(0, 2)(gen)]);
-    const int steps = std::uniform_int_distribution<int>(60, 300)(gen);
-    auto run = [&](bool share) {
-      set_loop_flush(true); // the loop detector starts afresh in both runs
-      detail::engine().loop_shares_constants = share;
-      uint64_t bits = seed; // the probe's answers, the same in both runs
-      detail::set_device_probe([&bits](Device) {
-        bits = bits * 6364136223846793005ull + 1442695040888963407ull;
-        return bits >> 63 ? DeviceState::idle : DeviceState::busy;
-      });
-      manual_seed(seed);
-      const Tensor w = realized_randn({6, 6}, 0.3f);
-      Tensor h = realized_randn({3, 6}), x = realized_randn({3, 6});
-      reset_stats();
-      for (int s = 0; s < steps; ++s) {
-        for (const auto& [op, c] : body) {
-          switch (op) {
-          case 0:
-            h = h * c + x;
-            break;
-          case 1:
-            h = tanh(h) - c;
-            break;
-          case 2:
-            x = sigmoid(x + c) * h;
-            break;
-          case 3:
-            h = matmul(h, w) * c;
-            break;
-          case 4:
-            h = where(h > 0.0f, h, c);
-            break;
-          default:
-            x = c - x * h;
-            break;
-          }
-        }
-      }
-      std::vector<float> values = h.to_vector<float>();
-      const std::vector<float> xv = x.to_vector<float>();
-      values.insert(values.end(), xv.begin(), xv.end());
-      return std::pair{values, stats()};
-    };
-    const auto [shared_values, shared] = run(true);
-    const auto [own_values, own] = run(false);
-    EXPECT_EQ(shared_values, own_values) << "seed " << seed;
-    EXPECT_EQ(shared.buffers_materialized, own.buffers_materialized) << "seed " << seed << "\n"
-                                                                     << shared << "\n"
-                                                                     << own;
-    EXPECT_LE(shared.ops_recorded, own.ops_recorded) << "seed " << seed;
-    shared_some += shared.ops_recorded < own.ops_recorded;
-  }
-  EXPECT_GE(shared_some, 30);
 }
 
 // Reads after any number of bodies (the device busy, so nothing was flushed early): the whole
