@@ -65,6 +65,10 @@ public:
 
   // Value of n evaluated at the kernel's index mapped through transform t.
   int value(Node* n, int t) {
+    // A pending constant is emitted at each read, as if every reader had a constant of its own:
+    // a loop's readers share one node (graph.h, loop_constant), and their kernels must be the
+    // ones compiled before the loop was found, not variants that need compiling again.
+    if (n->op == OpCode::constant && !n->realized()) return compute(n, t);
     auto key = std::make_pair(n, t);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     int v = compute(n, t);
@@ -369,7 +373,7 @@ private:
     }
     if (op_kind(n->op) == OpKind::Gemm) return dot(n, t); // a small matmul
     if (!in->materialize && !in->counted) fused.push_back(n);
-    in->counted = in->recompute;
+    in->counted = in->recompute || n->op == OpCode::constant; // counted once, emitted per read
     TapeInst inst;
     inst.op = n->op;
     inst.dtype = n->dtype;

@@ -2,11 +2,17 @@
 // loop_constant): the same values, buffers and kernels as a constant per op.
 #include "adaptive_flush_fixture.h"
 
+#include "engine/kernel_observer.h"
+#include "ir/kernel_key.h"
+
 #include <kiln/kiln.h>
 
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,6 +30,9 @@ struct LoopConstants : AdaptiveLoopFlush {};
 TEST_F(LoopConstants, AConfirmedLoopsScalarsShareOneConstantNode) {
   auto run = [](bool share) {
     detail::engine().loop_shares_constants = share;
+    std::set<std::string> keys; // the kernels run: none compiled again for the shared constant
+    detail::set_kernel_observer(
+        [&keys](const detail::FusedKernel& k) { keys.insert(detail::kernel_key(k)); });
     manual_seed(3);
     const Tensor w = realized_randn({8, 8}, 0.3f), b = realized_randn({8}, 0.1f);
     Tensor h = realized_randn({4, 8});
@@ -36,11 +45,13 @@ TEST_F(LoopConstants, AConfirmedLoopsScalarsShareOneConstantNode) {
     reset_stats();
     for (int i = 0; i < 200; ++i) step();
     const std::vector<float> values = h.to_vector<float>();
-    return std::pair{values, stats()};
+    detail::set_kernel_observer({});
+    return std::tuple{values, stats(), keys};
   };
   probe(DeviceState::busy);
-  const auto [shared_values, shared] = run(true);
-  const auto [own_values, own] = run(false);
+  const auto [shared_values, shared, shared_keys] = run(true);
+  const auto [own_values, own, own_keys] = run(false);
+  EXPECT_EQ(shared_keys, own_keys);
   // A flush that realizes every reader of the constant frees it: the next body makes another.
   EXPECT_GE(shared.ops_recorded, 7 * 200) << shared;
   EXPECT_LE(shared.ops_recorded, 7 * 200 + shared.flushes) << shared;
