@@ -246,7 +246,10 @@ void check_merged_loop(const std::function<Loop()>& make, int steps, int reps) {
 } // namespace
 
 TEST_F(MergedLaunchGpu, SeedLoopStepsMergedGiveTheBitsOfStepsLaunchedAlone) {
-  check_merged_loop([] { return seed_loop(); }, 16, 5);
+  // 7 evaluations: the loop detector settles on the outer loop (16 steps and the read) in the
+  // third; its scalars are shared from there on (graph.h, loop_constant), so the plans of the
+  // first four differ, and the fourth's needs three runs before it replays as a CUDA graph.
+  check_merged_loop([] { return seed_loop(); }, 16, 7);
 }
 
 TEST_F(MergedLaunchGpu, LstmCellStepsMergedGiveTheBitsOfStepsLaunchedAlone) {
