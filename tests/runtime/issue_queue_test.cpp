@@ -11,6 +11,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kiln::detail {
@@ -74,9 +75,16 @@ TEST(IssueQueue, PushesRacingWithTheWorkerFallingAsleepAreNotLost) {
 // delay before it reaches the device); pushes that keep coming within the spin time wake the
 // worker, which then takes them.
 TEST(IssueQueue, PushToASleepingWorkerIsIssuedByTheCaller) {
+  const std::thread::id caller = std::this_thread::get_id();
   std::vector<std::thread::id> by;
+  std::atomic<int> by_worker{0};
   IssueQueue<Item> q(
-      4, [&](Item&) { by.push_back(std::this_thread::get_id()); }, std::chrono::microseconds(200));
+      4,
+      [&](Item&) {
+        by.push_back(std::this_thread::get_id());
+        if (std::this_thread::get_id() != caller) by_worker.fetch_add(1);
+      },
+      std::chrono::microseconds(200));
   // Until the worker has fallen asleep (200 us of spinning, then it sleeps; on a loaded machine
   // it may not run for a while).
   for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -85,20 +93,22 @@ TEST(IssueQueue, PushToASleepingWorkerIsIssuedByTheCaller) {
   ASSERT_TRUE(q.sleeping());
   EXPECT_FALSE(q.push());
   ASSERT_EQ(by.size(), 1u); // issued before push returned
-  EXPECT_EQ(by[0], std::this_thread::get_id());
-  // 10 ms of pushes 5 us apart: from the second on they wake the worker, which takes the rest.
+  EXPECT_EQ(by[0], caller);
+  // Pushes 5 us apart: from the second on they wake the worker, which takes the rest. At least
+  // 10 ms of them, and on until the worker took one (a loaded machine, such as CI running test
+  // processes side by side, may not schedule it for a while), for at most 5 s.
   int pushes = 0;
-  for (auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
-       std::chrono::steady_clock::now() < end; ++pushes) {
+  const auto start = std::chrono::steady_clock::now();
+  for (auto now = start; now < start + std::chrono::seconds(5) &&
+                         (now < start + std::chrono::milliseconds(10) || by_worker.load() == 0);
+       now = std::chrono::steady_clock::now(), ++pushes) {
     q.push();
-    for (auto t = std::chrono::steady_clock::now() + std::chrono::microseconds(5);
-         std::chrono::steady_clock::now() < t;) {
+    for (auto t = now + std::chrono::microseconds(5); std::chrono::steady_clock::now() < t;) {
     }
   }
   q.drain();
   ASSERT_EQ(by.size(), size_t(pushes) + 1);
-  EXPECT_GT(std::count_if(by.begin(), by.end(),
-                          [](std::thread::id id) { return id != std::this_thread::get_id(); }),
+  EXPECT_GT(std::count_if(by.begin(), by.end(), [&](std::thread::id id) { return id != caller; }),
             0);
 }
 
