@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Prepared in session 34, not run: is the H100 host's process-to-process speed (the seed loop
+# without eval at 1.97 us in one process and 2.39 in the next, host-bound; 2026-11-27-h100-session34.md)
+# the scheduler moving kiln's threads between cores? loop_forms (seed and GRU) in processes
+# unpinned and confined to a few cores (taskset; the launch thread and NVRTC's threads inherit the
+# mask), alternated, two processes each. Then `scripts/gpu-check suite` (about 3 minutes now
+# that it runs in shards) in the next call on the warm machine if code changed.
+set -uo pipefail
+t0=$(date +%s)
+lscpu | grep -E "^(Model name|Socket|Core|Thread|NUMA|L2|L3)" > $OUT/lscpu.txt
+OUT=$OUT scripts/gpu-check build > $OUT/b.txt 2>&1 || { tail $OUT/b.txt; exit 1; }
+echo "built $(( $(date +%s) - t0 )) s"
+g++ -std=c++20 -O2 -DLLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING=1 -I. -Iinclude -Ibench \
+  -Ibuild-gpu/generated/include -I.deps/llvm/include tools/host-probe/loop_forms.cpp \
+  -Lbuild-gpu -lkiln -Wl,-rpath,$PWD/build-gpu -o /tmp/loop_forms || exit 1
+KILN_COMPILE=sync /tmp/loop_forms 300 seed > /dev/null 2>&1
+for round in 1 2; do
+  for mask in all 4-7 4,5; do
+    echo "== round $round, cores $mask"
+    if [[ $mask == all ]]; then timeout 60 /tmp/loop_forms 2000 seed; timeout 60 /tmp/loop_forms 2000 gru
+    else timeout 60 taskset -c $mask /tmp/loop_forms 2000 seed; timeout 60 taskset -c $mask /tmp/loop_forms 2000 gru; fi
+  done
+done 2>&1 | grep -E "==|eval every step|no eval  " | tee $OUT/pinning.txt
+echo "total $(( $(date +%s) - t0 )) s"
