@@ -187,7 +187,8 @@ Tensor record(OpCode op, DType out, const Shape& shape, Device dev,
 Tensor binary_typed(OpCode op, const Tensor& a, const Tensor& b, DType compute, const Shape& s) {
   DType out =
       op_kind(op) == OpKind::Compare || op_kind(op) == OpKind::Logical ? DType::boolean : compute;
-  check_extents(op_name(op), s, out); // before the casts: a failed call records nothing
+  // Before the casts, so that a failed call records nothing; without casts new_node checks.
+  if (a.dtype() != compute || b.dtype() != compute) check_extents(op_name(op), s, out);
   Tensor sa, sb;
   const Tensor &ca = as_dtype(a, compute, sa), &cb = as_dtype(b, compute, sb);
   return record(op, out, s, a.device(), {&ca, &cb});

@@ -48,6 +48,10 @@ TEST_F(BadInput, BroadcastAndMatmulResultsThatOverflow) {
   Tensor col = kiln::expand(kiln::ones({1, 1}), {kBig, 1});
   Tensor row = kiln::expand(kiln::ones({1, 1}), {1, kBig});
   EXPECT_KILN_ERROR("[add]", col + row);
+  // f16 elements that fit, whose f64 result would not: refused before the cast is recorded.
+  Tensor half = kiln::expand(kiln::ones({1}, DType::f16), {int64_t(1) << 61});
+  EXPECT_KILN_ERROR("[add] shape (2305843009213693952,) of f64 is too large",
+                    half + kiln::ones({1}, DType::f64));
   EXPECT_KILN_ERROR("[matmul]", kiln::matmul(col, row));
   EXPECT_KILN_ERROR("[expand]", kiln::expand(kiln::ones({1, 1}), {kBig, kBig}));
 }
