@@ -361,7 +361,7 @@ void mark_realized(Node* n, BufferRef buf) {
   if (n->op == OpCode::constant) forget_loop_constant(e, n);
   if (counted(n)) e.pending_bytes -= n->nbytes(); // a realized value is no longer pending
   unlink_pending(e, n);
-  if (n->op != OpCode::view) n->layout = contiguous_layout(n->layout.shape);
+  if (n->op != OpCode::view) set_contiguous(n->layout, n->layout.shape);
   n->op = OpCode::buffer;
   n->buffer = std::move(buf);
   llvm::SmallVector<Node*, 3> inputs;

@@ -21,4 +21,11 @@ for round in 1 2; do
     else timeout 60 taskset -c $mask /tmp/loop_forms 2000 seed; timeout 60 taskset -c $mask /tmp/loop_forms 2000 gru; fi
   done
 done 2>&1 | grep -E "==|eval every step|no eval  " | tee $OUT/pinning.txt
+# Where a merged seed step's ~2 us go on the GPU (16 blocks of 16 x 16 tiles, a cluster of 16,
+# W and x reloaded every step): ncu's detail on one launch of the 16-step merged kernel.
+export PATH=/usr/local/cuda/bin:$PATH
+KILN_COMPILE=sync timeout 120 ncu --set detailed -k regex:_x16_ --launch-count 1 \
+  build-gpu/tests/kiln_tests --gtest_filter='MergedLaunchGpu.SeedLoop*' > $OUT/ncu-seed-x16.txt 2>&1
+grep -E "Duration|Elapsed Cycles|Executed Ipc|Registers|Stall|Warp Cycles|L2 Hit|Achieved Occ" \
+  $OUT/ncu-seed-x16.txt | head -30
 echo "total $(( $(date +%s) - t0 )) s"
