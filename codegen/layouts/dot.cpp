@@ -37,7 +37,7 @@ void choose_dot(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
 // (tools/persistent-rnn), its steps took 0.44 us each in one kernel, W in registers, against
 // ~2 us for kiln's tiles (bench/results/2026-11-27-h100-session30.md).
 bool choose_row_dots(const FusedKernel& k, CudaVariant& v) {
-  constexpr int64_t kMaxK = 256; // a longer sum in one thread is better split
+  constexpr int64_t kMaxK = 256; // longer sums stay with GEMM tiles (a bound not yet measured)
   if (!row_dots() || k.reproducible) return false;
   const int64_t n = k.shape.numel();
   if (n > int64_t(kMaxRepeatBlocks) * kBlock) return false;
