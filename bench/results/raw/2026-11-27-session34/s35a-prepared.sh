@@ -40,7 +40,7 @@ done
 # W and x reloaded every step): ncu's detail on one launch of the 16-step merged kernel.
 export PATH=/usr/local/cuda/bin:$PATH
 KILN_COMPILE=sync timeout 120 ncu --set detailed -k regex:_x16_ --launch-count 1 \
-  build-gpu/tests/kiln_tests --gtest_filter='MergedLaunchGpu.SeedLoop*' > $OUT/ncu-seed-x16.txt 2>&1
+  build-gpu/tests/kiln_tests --gtest_filter='MergedLaunchGpu.SeedLoopStepsMerged*' > $OUT/ncu-seed-x16.txt 2>&1
 grep -E "Duration|Elapsed Cycles|Executed Ipc|Registers|Stall|Warp Cycles|L2 Hit|Achieved Occ" \
   $OUT/ncu-seed-x16.txt | head -30
 KILN_COMPILE=sync timeout 120 ncu --set detailed -k regex:_x16_ --launch-count 1 \
