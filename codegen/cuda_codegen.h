@@ -125,11 +125,6 @@ std::string variant_key(const FusedKernel& k, const CudaVariant& v);
 /// The variant a launch with these slot base pointers needs.
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                            const CudaTarget& t);
-/// Experimental (KILN_ROW_DOTS, off by default): choose_variant gives a small tiled matmul's
-/// kernel, of at most kMaxRepeatBlocks blocks, the dot layout with one element a thread (row
-/// dots) instead of GEMM tiles. Read from the environment once; tests that set it drop their
-/// cached plans, whose batches hold the variants chosen before.
-bool& row_dots();
 CudaKernelSource render_cuda(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 CudaLaunch launch_for(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 /// Launches of one kernel in a row (a loop's steps, flushed together) merged into one launch:

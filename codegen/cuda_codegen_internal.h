@@ -50,7 +50,6 @@ inline constexpr int kMaxCachedRowOps = 8; // longest tape that always keeps its
 // two per SM of the target.
 bool choose_gemm_tile(const FusedKernel& k, CudaVariant& v, int64_t blocks);
 void choose_dot(const FusedKernel& k, CudaVariant& v, int64_t blocks);
-bool choose_row_dots(const FusedKernel& k, CudaVariant& v);
 bool choose_column_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v);
 void choose_row_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, CudaVariant& v);
 bool choose_tiled(const FusedKernel& k, CudaVariant& v);

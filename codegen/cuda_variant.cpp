@@ -3,7 +3,6 @@
 // index width every layout shares, and the variant's part of the kernel's identity.
 #include "codegen/cuda_codegen_internal.h"
 #include "ir/kernel_key.h"
-#include "ir/settings.h"
 
 #include <fmt/format.h>
 
@@ -125,11 +124,6 @@ CudaLayout layout_of(const FusedKernel& k, const CudaVariant& v) {
   return v.tile_dim >= 0 ? CudaLayout::tiled : CudaLayout::elementwise;
 }
 
-bool& row_dots() {
-  static bool on = setting_flag(Setting::row_dots).value_or(false);
-  return on;
-}
-
 CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base,
                            const CudaTarget& t) {
   if (k.segmented()) return choose_segmented(k, slot_base, t);
@@ -149,10 +143,7 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
               kMax32;
   v.index32 = fits;
   if (!k.dots.empty()) {
-    if (!choose_gemm_tile(k, v, blocks))
-      choose_dot(k, v, blocks);
-    else
-      choose_row_dots(k, v);
+    if (!choose_gemm_tile(k, v, blocks)) choose_dot(k, v, blocks);
   } else if (k.kind == FusedKernel::Kind::reduce) {
     if (!choose_column_reduce(k, slot_base, v)) choose_row_reduce(k, slot_base, v);
   } else if (!choose_tiled(k, v)) {

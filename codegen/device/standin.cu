@@ -342,25 +342,16 @@ template <int S> KD void dots(Kernel& k, double* sd) {
       const long long first = (long long)rank * by + ty, step = (long long)C * by;
       // This thread's share of the dot's K (Emitter::dot_group_sums and dot_k_loops), then the
       // warp's rows added by shuffles (Emitter::dot_tree_sum).
-      // One element a thread (by = 1, row dots): the thread's sum is the element's, in slot tx.
       const long long K = k.ifield(d.K);
-      if (d.acc_double) {
-        const double acc = valid ? k.template chain<double>(d, i, first, K, 0.0, step) : 0.0;
-        if (by == 1)
-          sd[j * kBlock + tx] = acc;
-        else
-          k_warp_sum(sd + j * kBlock, bx, tx, acc);
-      } else {
-        const float acc = valid ? k.template chain<float>(d, i, first, K, 0.0f, step) : 0.0f;
-        float* sums = reinterpret_cast<float*>(sd + j * kBlock);
-        if (by == 1)
-          sums[tx] = acc;
-        else
-          k_warp_sum(sums, bx, tx, acc);
-      }
+      if (d.acc_double)
+        k_warp_sum(sd + j * kBlock, bx, tx,
+                   valid ? k.template chain<double>(d, i, first, K, 0.0, step) : 0.0);
+      else
+        k_warp_sum(reinterpret_cast<float*>(sd + j * kBlock), bx, tx,
+                   valid ? k.template chain<float>(d, i, first, K, 0.0f, step) : 0.0f);
     }
     __syncthreads();
-    if (ty == 0 && by > 1) {
+    if (ty == 0) {
       for (int j = 0; j < pr.n_dots; ++j) {
         if (k.dots[j].acc_double)
           k_warps_sum<kBlock / 32>(sd + j * kBlock, bx, tx);

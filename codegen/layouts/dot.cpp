@@ -30,26 +30,6 @@ void choose_dot(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
     v.dot_cluster *= 2;
 }
 
-// Row dots (experimental, row_dots()): a small tiled matmul's kernel, which GEMM tiles would
-// take, as the dot layout with one element a thread (dot_bx = kBlock, so by = 1: each thread
-// sums its element's K in order, no partial sums to add). At most kMaxRepeatBlocks blocks, the
-// grid a merged launch takes; the seeds' step at d = 64 is 16 blocks of 4 rows. Hand-written so
-// (tools/persistent-rnn), its steps took 0.44 us each in one kernel, W in registers, against
-// ~2 us for kiln's tiles (bench/results/2026-11-27-h100-session30.md).
-bool choose_row_dots(const FusedKernel& k, CudaVariant& v) {
-  constexpr int64_t kMaxK = 256; // longer sums stay with GEMM tiles (a bound not yet measured)
-  if (!row_dots() || k.reproducible) return false;
-  const int64_t n = k.shape.numel();
-  if (n > int64_t(kMaxRepeatBlocks) * kBlock) return false;
-  for (const KernelDot& d : k.dots)
-    if (d.K > kMaxK) return false;
-  const bool index32 = v.index32;
-  v = CudaVariant{};
-  v.index32 = index32;
-  v.dot_bx = kBlock;
-  return true;
-}
-
 // Whole clusters (dot_cluster blocks each, on sm_90+).
 CudaLaunch launch_dot(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
   CudaLaunch l;
@@ -112,7 +92,7 @@ void Emitter::dot_body() {
   // One loop over K per group of dots with the same K (KernelDot::same_k).
   for (size_t g = 0; g < k_.dots.size(); ++g)
     if (k_.dots[g].same_k == static_cast<int>(g)) dot_group_sums(ds, g);
-  if (ds.by > 1) dot_tree_sum(ds); // else each thread's sum is its element's (row dots)
+  dot_tree_sum(ds);
   dot_finish(ds, early);
   line(1, "}"); // the element loop
 }
@@ -131,7 +111,7 @@ const char* Emitter::dot_acc(size_t j) const {
 // barriers must match).
 void Emitter::dot_element_loop(const DotShape& ds) {
   const int bx = ds.bx, C = ds.C;
-  for (size_t j = 0; j < k_.dots.size() && ds.by > 1; ++j) // a slot per warp and column
+  for (size_t j = 0; j < k_.dots.size(); ++j) // a slot per warp and column (dot_tree_sum)
     line(1, fmt::format("__shared__ {} k_sd{}[{}];", dot_acc(j), j, kBlock / 32 * bx));
   line(1, "const idx_t n = (idx_t)p.n;");
   line(1, fmt::format("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};", bx));
@@ -274,17 +254,14 @@ void Emitter::dot_finish(const DotShape& ds, const std::vector<int>& early) {
                   : fmt::format("const {2} k_r{0}_{1} = k_cluster_ld(&k_sd{0}[tx], {1});", j, r,
                                 dot_acc(j)));
   for (size_t j = 0; j < k_.dots.size(); ++j) {
-    const std::string sum = ds.by > 1 ? fmt::format("k_sd{}[tx]", j) : fmt::format("acc{}", j);
-    line(3, fmt::format("{2}{0} k_dot{1} = {3};", dot_acc(j), j, C > 1 ? "" : "const ", sum));
+    line(3, fmt::format("{2}{0} k_dot{1} = k_sd{1}[tx];", dot_acc(j), j, C > 1 ? "" : "const "));
     for (int r = 1; r < C; ++r) line(3, fmt::format("k_dot{0} += k_r{0}_{1};", j, r));
   }
   tape(3, [&](int j) { return early[j] >= 0 ? fmt::format("k_pf{}", j) : element_load(j); });
   store_outputs(3);
   line(2, "}");
-  if (C > 1)
-    line(2, "k_cluster_sync_relaxed(); // block 0 has read the others' k_sd: free to reuse");
-  else if (ds.by > 1)
-    line(2, "__syncthreads(); // k_sd is written again for the next elements");
+  line(2, C > 1 ? "k_cluster_sync_relaxed(); // block 0 has read the others' k_sd: free to reuse"
+                : "__syncthreads(); // k_sd is written again for the next elements");
 }
 
 } // namespace kiln::detail::cg

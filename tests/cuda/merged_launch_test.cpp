@@ -124,47 +124,6 @@ TEST_F(Codegen, MergedKernelsCompile) {
   EXPECT_NO_THROW(compile_cuda(render_cuda_repeat(lstm, rl, target(), 16), target()));
 }
 
-namespace {
-
-// Row dots on (codegen's row_dots(), KILN_ROW_DOTS) while alive.
-struct RowDots {
-  bool before = row_dots();
-  RowDots() { row_dots() = true; }
-  ~RowDots() { row_dots() = before; }
-};
-
-} // namespace
-
-TEST_F(Codegen, RowDotsTakeASmallTiledMatmulOneElementAThread) {
-  const FusedKernel seed = seed_step(64);
-  EXPECT_EQ(choose_variant(seed, slot_bases(), target()).gemm_tile, 16); // off: GEMM tiles
-  RowDots on;
-  const CudaVariant v = choose_variant(seed, slot_bases(), target());
-  EXPECT_EQ(layout_of(seed, v), CudaLayout::dot);
-  EXPECT_EQ(v.dot_bx, 256);
-  EXPECT_EQ(v.dot_cluster, 1);
-  const CudaLaunch l = launch_for(seed, v, target());
-  EXPECT_EQ(blocks(l), 16); // 4 rows of 64 a block
-  const CudaKernelSource src = render_cuda(seed, v, target());
-  check_golden("seed_step_row_dots_f32", src);
-  // Each thread's sum is its element's: no shared partial sums, no barrier.
-  EXPECT_EQ(src.source.find("k_sd0"), std::string::npos);
-  EXPECT_EQ(src.source.find("__syncthreads();"), std::string::npos);
-  EXPECT_NE(src.source.find("const float k_dot0 = acc0;"), std::string::npos);
-  EXPECT_NO_THROW(compile_cuda(src, target()));
-  // Merged: its 16 blocks as one cluster.
-  const std::optional<CudaRepeat> r = choose_repeat(seed, slot_bases(), target());
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(variant_key(seed, r->variant), variant_key(seed, v));
-  const CudaKernelSource merged = render_cuda_repeat(seed, *r, target(), 8);
-  EXPECT_NE(merged.source.find("__cluster_dims__(16, 1, 1)"), std::string::npos);
-  EXPECT_NO_THROW(compile_cuda(merged, target()));
-  // Larger than one cluster's 16 x 256 elements: GEMM tiles still. A dot at batch 1 (no tile):
-  // the dot layout as before.
-  EXPECT_EQ(choose_variant(seed_step(128), slot_bases(), target()).gemm_tile, 16);
-  EXPECT_LT(choose_variant(lstm_cell(32), slot_bases(), target()).dot_bx, 256);
-}
-
 // ---- on a GPU ---------------------------------------------------------------------------------
 
 namespace {
@@ -290,13 +249,6 @@ TEST_F(MergedLaunchGpu, SeedLoopStepsMergedGiveTheBitsOfStepsLaunchedAlone) {
   // 7 evaluations: the loop detector settles on the outer loop (16 steps and the read) in the
   // third; its scalars are shared from there on (graph.h, loop_constant), so the plans of the
   // first four differ, and the fourth's needs three runs before it replays as a CUDA graph.
-  check_merged_loop([] { return seed_loop(); }, 16, 7);
-}
-
-// Row dots (experimental, KILN_ROW_DOTS): the seed step as one element a thread, merged, alone
-// (the stand-in's order) and unmerged give the same bits, and the CPU's to rounding.
-TEST_F(MergedLaunchGpu, SeedLoopAsRowDotsGivesTheBitsOfTheStandIn) {
-  RowDots on;
   check_merged_loop([] { return seed_loop(); }, 16, 7);
 }
 
