@@ -5,7 +5,7 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 14; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 15; // 2: --fmad=false; 3: column layout, float max/min
                                            // accumulators, per-row constants; 4: f16/bf16 exp and
                                            // division approximated, row-vector weights; 5: f16/bf16
                                            // exp flushes subnormal results; 6: GEMM-tile layout;
@@ -20,6 +20,9 @@ inline constexpr int kCodegenVersion = 14; // 2: --fmad=false; 3: column layout,
                                            // dot products (no change in results);
                                            // 13: dot sums added by warp shuffles first;
                                            // 14: through dot_sum.cuh's helpers, shared with
-                                           // the stand-in (no change in results)
+                                           // the stand-in (no change in results);
+                                           // 15: GEMM tiles' K groups park their partial tiles
+                                           // skewed and add them into registers (no change in
+                                           // results)
 
 } // namespace kiln::detail

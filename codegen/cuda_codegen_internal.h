@@ -224,12 +224,12 @@ private:
                             const std::string& at) const;
   void gemm_multiply(const GemmShape& g, int ind, int d, const std::string& end, bool whole);
   void gemm_park_sums(const GemmShape& g);
-  void gemm_park(const GemmShape& g, const std::string& off, const std::string& what);
+  void gemm_park(const GemmShape& g, const std::string& off, int d, bool swizzle);
   void gemm_combine_groups(const GemmShape& g, int d);
   void gemm_epilogue(const GemmShape& g);
   void gemm_finish(const GemmShape& g, int ind, const std::string& q, const Load& load);
   void gemm_short_dot(const GemmShape& g, int ind, int d, const std::string& dst);
-  void gemm_cluster_sum(const GemmShape& g, int ind, int d);
+  void gemm_cluster_sum(const GemmShape& g, int ind, int d, const std::string& q);
 
   // Reductions (cuda_emit_reduce.cpp) and the row layout (layouts/row_reduce.cpp).
   // A reduction of the tape as the reduce emitters fold it: accumulators are double (floats) or

@@ -235,6 +235,10 @@ int main(int argc, char** argv) try {
     std::printf("no CUDA device\n");
     return 1;
   }
+  // The correctness check's steps are few: run in the background compile mode, they could all
+  // run on the stand-in interpreter, and the specialized kernels that the timed loops run would
+  // go unchecked.
+  bench::time_compiled_kernels();
   const int steps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10000;
   const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   const std::string only = argc > 3 ? argv[3] : "";

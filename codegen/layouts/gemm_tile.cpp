@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 
 namespace kiln::detail::cg {
 
@@ -144,7 +145,9 @@ CudaLaunch launch_gemm_tile(const FusedKernel& k, const CudaVariant& v, const Cu
 // groups' partial tiles first, which each element adds in group order); after a (cluster)
 // barrier the tile's T * T elements are split between the cluster's blocks, consecutive
 // elements on consecutive threads, and each element adds every block's sum in rank order (the
-// same rounding whichever block adds), then runs the tape and stores, coalesced along n. When a
+// same rounding whichever block adds), then runs the tape and stores, coalesced along n. Without
+// a cluster, K groups' sums are added by the thread whose element it is, into registers: no
+// second trip through shared memory and no barrier before the tape. When a
 // thread has at most kPrefetchElems elements, the inputs its tape loads are read before the K
 // loop (after the first chunk's loads, which are on the critical path), so that their round
 // trip overlaps the multiply-adds.
@@ -184,6 +187,12 @@ struct Emitter::GemmShape {
     E = (share + kBlock - 1) / kBlock;
     prefetch = E <= kPrefetchElems;
     for (int d = 0; d < nd; ++d) is_short.push_back(has_bit(v.gemm_short_dots, d));
+    // A shared-memory store of 16 bytes is served 8 lanes at a time. In a tile of 16 those 8
+    // lanes park two rows of register tiles, 64 words apart: the same 16 banks twice (ncu: 23% of
+    // the seed step's shared wavefronts excessive). So the odd rows' halves of 16 words swap
+    // places (gemm_park). Larger tiles give the 8 lanes one row of 32 words; f64 stays as is.
+    swizzle = !f64 && G > 1 && T == 16;
+    sums_in_registers = G > 1 && C == 1;
     loaded.assign(pl.in.size(), false);
     for (const TapeInst& in : k.tape)
       if (in.op == OpCode::load && pl.in[in.a].mode != M::scalar) loaded[in.a] = true;
@@ -202,6 +211,10 @@ struct Emitter::GemmShape {
   int nd;          // dot products
   int share, E;    // a block's share of the tile's elements, and epilogue elements per thread
   bool prefetch;   // the epilogue's inputs are loaded before the K loop
+  bool swizzle;    // parked partial tiles swap the 16-word halves of odd register-tile rows
+  // The K groups' sums are added in the registers of the threads whose epilogue elements they
+  // are (element tid + q * kBlock in both), not parked again: no other block reads them.
+  bool sums_in_registers;
   std::vector<bool> loaded;   // the inputs the tape loads (not scalars: those are hoisted already)
   std::vector<bool> is_short; // dots each element sums itself (CudaVariant::gemm_short_dots)
   // The first dot from `d` on that the tile sums (not short); nd if none.
@@ -498,49 +511,70 @@ void Emitter::gemm_multiply(const GemmShape& g, int ind, int d, const std::strin
 // Parks every dot's sums in shared memory at d * T * T, in tile order, after a barrier (every
 // thread is past its last read of the chunk buffers). With K groups each dot's groups park their
 // partial tiles after the dots' sums first, and gemm_combine_groups adds them up. Ends with the
-// (cluster) barrier after which every block's sums can be read.
+// (cluster) barrier after which every block's sums can be read, where they were parked.
 void Emitter::gemm_park_sums(const GemmShape& g) {
   const int T = g.T, nd = g.nd;
   if (g.next_long(0) == nd) return; // only short dots: nothing parked
   line(2, "__syncthreads();");
   for (int d = g.next_long(0); d < nd; d = g.next_long(d + 1)) {
     if (g.G == 1) {
-      gemm_park(g, std::to_string(d * T * T), fmt::format("acc{}[i][j]", d));
+      gemm_park(g, std::to_string(d * T * T), d, false);
       continue;
     }
-    gemm_park(g, fmt::format("{} + kg * {}", nd * T * T, T * T), fmt::format("acc{}[i][j]", d));
+    gemm_park(g, fmt::format("{} + kg * {}", nd * T * T, T * T), d, g.swizzle);
     line(2, "__syncthreads();");
     gemm_combine_groups(g, d);
     if (g.next_long(d + 1) < nd)
       line(2, "__syncthreads(); // the next dot's groups park in the same place");
   }
+  if (g.sums_in_registers) return;
   line(2, g.C > 1 ? "k_cluster_sync(); // every block's sums are in its shared memory"
                   : "__syncthreads();");
 }
 
-// Stores this thread's TM x TM register tile (`what`, of i and j) at k_sm[off + its element].
-void Emitter::gemm_park(const GemmShape& g, const std::string& off, const std::string& what) {
+// Stores this thread's TM x TM register tile of dot d at k_sm[off + its element]; with `swizzle`
+// (GemmShape::swizzle) at element e ^ 16 in odd rows of register tiles, a row of 4 as one
+// 16-byte store (the swizzle keeps rows 16-byte aligned).
+void Emitter::gemm_park(const GemmShape& g, const std::string& off, int d, bool swizzle) {
+  if (swizzle) { // f32, TM = 4
+    line(2, "#pragma unroll");
+    line(2, fmt::format("for (int i = 0; i < {}; ++i) {{", g.TM));
+    line(3, fmt::format("const int e = (ty * {0} + i) * {1} + tx * {0};", g.TM, g.T));
+    line(3, fmt::format("*reinterpret_cast<float4*>(&k_sm[{0} + (e ^ (ty & 1) << 4)]) = "
+                        "make_float4(acc{1}[i][0], acc{1}[i][1], acc{1}[i][2], acc{1}[i][3]);",
+                        off, d));
+    line(2, "}");
+    return;
+  }
   line(2, "#pragma unroll");
   line(2, fmt::format("for (int i = 0; i < {0}; ++i)", g.TM));
   line(3, "#pragma unroll");
   line(3, fmt::format("for (int j = 0; j < {0}; ++j) {{", g.TM));
   line(4, fmt::format("const int e = (ty * {0} + i) * {1} + tx * {0} + j;", g.TM, g.T));
-  line(4, fmt::format("k_sm[{} + e] = {};", off, what));
+  line(4, fmt::format("k_sm[{} + e] = acc{}[i][j];", off, d));
   line(3, "}");
 }
 
 // Dot d's sums from the K groups' parked partial tiles: each element adds them in group order
-// (the same rounding whichever thread adds) and parks the sum at d * T * T.
+// (the same rounding whichever thread adds), into k_c<d> when the sums stay in registers, else
+// parked at d * T * T.
 void Emitter::gemm_combine_groups(const GemmShape& g, int d) {
-  const int T = g.T, nd = g.nd;
+  const int T = g.T, nd = g.nd, per_thread = T * T / kBlock;
+  // Element e's place in a parked partial tile (gemm_park): its row of register tiles is
+  // e / (TM * T), bit 6 of e in a tile of 16.
+  const std::string at = g.swizzle ? "(e ^ (e >> 6 & 1) << 4)" : "e";
+  if (g.sums_in_registers) line(2, fmt::format("{} k_c{}[{}];", g.acc, d, per_thread));
   line(2, "#pragma unroll");
-  line(2, fmt::format("for (int q = 0; q < {}; ++q) {{", T * T / kBlock));
+  line(2, fmt::format("for (int q = 0; q < {}; ++q) {{", per_thread));
   line(3, fmt::format("const int e = tid + q * {};", kBlock));
-  line(3, fmt::format("{} s = k_sm[{} + e];", g.acc, nd * T * T));
+  line(3, fmt::format("{} s = k_sm[{} + {}];", g.acc, nd * T * T, at));
   line(3, "#pragma unroll");
-  line(3, fmt::format("for (int g = 1; g < {}; ++g) s += k_sm[{} + g * {} + e];", g.G, nd * T * T,
-                      T * T));
-  line(3, fmt::format("k_sm[{} + e] = s;", d * T * T));
+  line(3, fmt::format("for (int g = 1; g < {}; ++g) s += k_sm[{} + g * {} + {}];", g.G, nd * T * T,
+                      T * T, at));
+  if (g.sums_in_registers)
+    line(3, fmt::format("k_c{}[q] = s;", d));
+  else
+    line(3, fmt::format("k_sm[{} + e] = s;", d * T * T));
   line(2, "}");
 }
 
@@ -575,7 +609,7 @@ void Emitter::gemm_epilogue(const GemmShape& g) {
 void Emitter::gemm_finish(const GemmShape& g, int ind, const std::string& q, const Load& load) {
   for (int d = 0; d < g.nd; ++d) {
     if (!g.is_short[d]) {
-      gemm_cluster_sum(g, ind, d);
+      gemm_cluster_sum(g, ind, d, q);
     } else if (!q.empty()) {
       line(ind, fmt::format("const {0} k_dot{1} = k_sd{1}[{2}];", g.acc, d, q));
     } else {
@@ -587,11 +621,17 @@ void Emitter::gemm_finish(const GemmShape& g, int ind, const std::string& q, con
   store_outputs(ind);
 }
 
-// Dot d's sum of element e as k_dot<d>. With a cluster: every block's parked sum first (C loads
-// in flight, distributed shared memory for the others'), then added in rank order, so that the
-// rounding is the same whichever block adds.
-void Emitter::gemm_cluster_sum(const GemmShape& g, int ind, int d) {
+// Dot d's sum of element e (the epilogue's q-th) as k_dot<d>. With a cluster: every block's parked
+// sum first (C loads in flight, distributed shared memory for the others'), then added in rank
+// order, so that the rounding is the same whichever block adds.
+void Emitter::gemm_cluster_sum(const GemmShape& g, int ind, int d, const std::string& q) {
   const int C = g.C, TT = g.T * g.T;
+  if (g.sums_in_registers) {
+    // With K groups the epilogue's elements are few enough to be unrolled (q is a number).
+    assert(g.prefetch && !q.empty());
+    line(ind, fmt::format("const {0} k_dot{1} = k_c{1}[{2}];", g.acc, d, q));
+    return;
+  }
   if (C == 1) {
     line(ind, fmt::format("const {} k_dot{} = k_sm[{} + e];", g.acc, d, d * TT));
     return;
