@@ -35,15 +35,15 @@ def main():
     span = rows[-1][1] - rows[0][0]
     n = a.steps
     print(f"kernels: {len(rows) / n:.1f} per step")
-    print(f"kernel time: {total / n / 1e3:.1f} us/step; GPU busy: {busy / n / 1e3:.1f} us/step; "
-          f"span: {span / n / 1e3:.1f} us/step (busy {100 * busy / span:.0f}% of the span)")
+    print(f"kernel time: {total / n / 1e3:.2f} us/step; GPU busy: {busy / n / 1e3:.2f} us/step; "
+          f"span: {span / n / 1e3:.2f} us/step (busy {100 * busy / span:.0f}% of the span)")
     by_name = {}
     for s, e, name in rows:
         t, c = by_name.get(name, (0, 0))
         by_name[name] = (t + e - s, c + 1)
     print(f"\n| kernel | us/step | launches/step | mean us |\n|---|---:|---:|---:|")
     for name, (t, c) in sorted(by_name.items(), key=lambda kv: -kv[1][0])[:a.top]:
-        print(f"| {name[:60]} | {t / n / 1e3:.1f} | {c / n:.1f} | {t / c / 1e3:.2f} |")
+        print(f"| {name[:60]} | {t / n / 1e3:.2f} | {c / n:.1f} | {t / c / 1e3:.2f} |")
 
 
 if __name__ == "__main__":
