@@ -22,7 +22,7 @@ inline constexpr int kCodegenVersion = 15; // 2: --fmad=false; 3: column layout,
                                            // 14: through dot_sum.cuh's helpers, shared with
                                            // the stand-in (no change in results);
                                            // 15: GEMM tiles' K groups park their partial tiles
-                                           // skewed and add them into registers (no change in
+                                           // swizzled and add them into registers (no change in
                                            // results)
 
 } // namespace kiln::detail
