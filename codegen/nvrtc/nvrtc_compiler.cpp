@@ -6,6 +6,9 @@
 
 #include "codegen/nvrtc/nvrtc_api.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -54,15 +57,22 @@ const std::vector<int>& supported_archs() {
   return archs;
 }
 
-// Save a source that failed to compile where a person can find it; returns the path.
+// Save a source that failed to compile where a person can find it; returns the path. Written
+// beside it first and renamed into place, so that a process failing on the same kernel at the
+// same time never leaves the reader of the path a partly written file.
 std::string save_failed_source(const CudaKernelSource& src) {
   std::error_code ec;
   fs::path dir = fs::temp_directory_path(ec) / "kiln-failed";
   fs::create_directories(dir, ec);
   fs::path path = dir / (src.name + ".cu");
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << "// key: " << src.key << "\n" << src.source;
-  if (!f) return "(could not save the source: " + path.string() + ")";
+  fs::path part = dir / fmt::format("{}.cu.{}.part", src.name, ::getpid());
+  {
+    std::ofstream f(part, std::ios::binary | std::ios::trunc);
+    f << "// key: " << src.key << "\n" << src.source;
+    if (!f) return "(could not save the source: " + part.string() + ")";
+  }
+  fs::rename(part, path, ec);
+  if (ec) return "(could not save the source: " + path.string() + ": " + ec.message() + ")";
   return path.string();
 }
 
