@@ -66,13 +66,17 @@ std::string save_failed_source(const CudaKernelSource& src) {
   fs::create_directories(dir, ec);
   fs::path path = dir / (src.name + ".cu");
   fs::path part = dir / fmt::format("{}.cu.{}.part", src.name, ::getpid());
+  bool written = false;
   {
     std::ofstream f(part, std::ios::binary | std::ios::trunc);
     f << "// key: " << src.key << "\n" << src.source;
-    if (!f) return "(could not save the source: " + part.string() + ")";
+    written = static_cast<bool>(f);
   }
-  fs::rename(part, path, ec);
-  if (ec) return "(could not save the source: " + path.string() + ": " + ec.message() + ")";
+  if (written) fs::rename(part, path, ec);
+  if (!written || ec) {
+    fs::remove(part, ec);
+    return "(could not save the source: " + path.string() + ")";
+  }
   return path.string();
 }
 
