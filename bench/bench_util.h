@@ -4,6 +4,7 @@
 // which makes `using namespace kiln; sync();` ambiguous in the files that include this.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -109,6 +110,37 @@ inline void time_compiled_kernels() {
   ::setenv("KILN_COMPILE", "sync", 0);
 }
 
+/// The time of a fixed host workload, us (median of 5): a dependent walk through a random cycle
+/// of 64K indices (256 KB, in a core's L2) with integer mixing, the kind of work kiln's recording
+/// does. Host-bound rows of one binary on one machine are comparable between processes only
+/// when this is (the device machine's host changes speed between processes and within one:
+/// bench/results/2026-11-27-h100-session35.md).
+inline double host_speed_us() {
+  constexpr uint32_t kSize = 1u << 16, kSteps = 1u << 20;
+  std::vector<uint32_t> next(kSize);
+  uint32_t x = 12345;
+  std::vector<uint32_t> order(kSize);
+  for (uint32_t i = 0; i < kSize; ++i) order[i] = i;
+  for (uint32_t i = kSize - 1; i > 0; --i) { // Fisher-Yates with an LCG: the same cycle each run
+    x = x * 1664525u + 1013904223u;
+    std::swap(order[i], order[x % (i + 1)]);
+  }
+  for (uint32_t i = 0; i < kSize; ++i) next[order[i]] = order[(i + 1) % kSize];
+  std::vector<double> us;
+  volatile uint32_t sink = 0;
+  for (int r = 0; r < 5; ++r) {
+    const double t0 = now_ns();
+    uint32_t at = 0, h = 0;
+    for (uint32_t i = 0; i < kSteps; ++i) {
+      at = next[at];
+      h = (h ^ at) * 0x9E3779B1u;
+    }
+    sink = sink + h;
+    us.push_back((now_ns() - t0) / 1e3);
+  }
+  return median(us);
+}
+
 /// The header every benchmark prints first: what ran, where and when.
 inline void print_header(const char* title, int argc, char** argv) {
   std::printf("# %s\n\n", title);
@@ -116,6 +148,9 @@ inline void print_header(const char* title, int argc, char** argv) {
   std::printf("- machine: %s, nproc %d\n", cpu_model().c_str(), nproc());
   std::printf("- date: %s\n", utc_now().c_str());
   if (const char* mode = std::getenv("KILN_COMPILE")) std::printf("- KILN_COMPILE=%s\n", mode);
+  std::printf("- host speed probe: %.0f us (bench::host_speed_us: a fixed host workload; lower is "
+              "faster)\n",
+              host_speed_us());
 #ifdef NDEBUG
   std::printf("- build: NDEBUG (Release)\n");
 #else

@@ -358,6 +358,8 @@ int main(int argc, char** argv) try {
   compiled("seed d=64", 2, seed64);
   compiled("LSTM batch 1", 5, lstm1);
   compiled("GRU batch 1", 5, gru1);
+  std::printf("host speed probe at the end: %.0f us (the header's, again)\n",
+              bench::host_speed_us());
   if (!ok) std::printf("ERROR: a GPU mode differs from the CPU backend beyond the tolerance\n");
   return ok ? 0 : 1;
 } catch (const std::exception& e) {
