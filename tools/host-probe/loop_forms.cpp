@@ -11,6 +11,7 @@
 //     -Ibuild-gpu/generated/include -I.deps/llvm/include tools/host-probe/loop_forms.cpp \
 //     -Lbuild-gpu -lkiln -Wl,-rpath,$PWD/build-gpu -o /tmp/loop_forms
 //   /tmp/loop_forms [STEPS, default 3000] [seed|lstm|gru, default all three; or seed4]
+#include "bench_util.h"
 #include "engine/graph.h"
 #include "rnn_cells.h"
 
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 3000;
   const std::string only = argc > 2 ? argv[2] : "";
   const Device dev = default_device();
+  std::printf("host speed probe: %.0f us (bench::host_speed_us)\n", bench::host_speed_us());
   if (only.empty() || only == "seed")
     compare_forms("seed d=64", bench::Seed::random(64, 1).on(dev), steps);
   if (only == "seed4") // d = 4: the host's work of a seed step, for the CPU backend
