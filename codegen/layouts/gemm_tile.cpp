@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cassert>
 
 namespace kiln::detail::cg {
 
@@ -192,7 +191,7 @@ struct Emitter::GemmShape {
     // the seed step's shared wavefronts excessive). So the odd rows' halves of 16 words swap
     // places (gemm_park). Larger tiles give the 8 lanes one row of 32 words; f64 stays as is.
     swizzle = !f64 && G > 1 && T == 16;
-    sums_in_registers = G > 1 && C == 1;
+    sums_in_registers = G > 1 && C == 1 && prefetch; // the epilogue's elements unrolled
     loaded.assign(pl.in.size(), false);
     for (const TapeInst& in : k.tape)
       if (in.op == OpCode::load && pl.in[in.a].mode != M::scalar) loaded[in.a] = true;
@@ -213,7 +212,8 @@ struct Emitter::GemmShape {
   bool prefetch;   // the epilogue's inputs are loaded before the K loop
   bool swizzle;    // parked partial tiles swap the 16-word halves of odd register-tile rows
   // The K groups' sums are added in the registers of the threads whose epilogue elements they
-  // are (element tid + q * kBlock in both), not parked again: no other block reads them.
+  // are (element tid + q * kBlock in both), not parked again: no other block reads them, and the
+  // epilogue, unrolled over its elements (prefetch), indexes them by constants.
   bool sums_in_registers;
   std::vector<bool> loaded;   // the inputs the tape loads (not scalars: those are hoisted already)
   std::vector<bool> is_short; // dots each element sums itself (CudaVariant::gemm_short_dots)
@@ -626,9 +626,7 @@ void Emitter::gemm_finish(const GemmShape& g, int ind, const std::string& q, con
 // order, so that the rounding is the same whichever block adds.
 void Emitter::gemm_cluster_sum(const GemmShape& g, int ind, int d, const std::string& q) {
   const int C = g.C, TT = g.T * g.T;
-  if (g.sums_in_registers) {
-    // With K groups the epilogue's elements are few enough to be unrolled (q is a number).
-    assert(g.prefetch && !q.empty());
+  if (g.sums_in_registers) { // q is the element's number (GemmShape::sums_in_registers)
     line(ind, fmt::format("const {0} k_dot{1} = k_c{1}[{2}];", g.acc, d, q));
     return;
   }
