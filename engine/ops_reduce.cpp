@@ -75,31 +75,33 @@ Tensor empty_like(const Tensor& x) {
 
 } // namespace
 
-Tensor sum(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
+Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
   Node* n = arg(a, "sum");
   DType out = is_floating(n->dtype) ? n->dtype : DType::i64;
-  const uint32_t mask = axes_mask("sum", axes, n->layout.shape.size());
+  const uint32_t mask = axes_mask("sum", axes.list(), n->layout.shape.size());
   if (auto one = sum_of_one(a, mask, keepdim)) return *one;
   return reduce(OpCode::sum, a, mask, keepdim, out);
 }
 
-Tensor mean(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
+Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
   Node* n = arg(a, "mean");
   if (!is_floating(n->dtype))
     fail("mean", "needs a floating-point input, got {} (cast first)", dtype_name(n->dtype));
-  const uint32_t mask = axes_mask("mean", axes, n->layout.shape.size());
+  const uint32_t mask = axes_mask("mean", axes.list(), n->layout.shape.size());
   if (auto one = sum_of_one(a, mask, keepdim)) return *one;
   return reduce(OpCode::mean, a, mask, keepdim, n->dtype);
 }
 
-Tensor max(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
+Tensor max(const Tensor& a, const Axes& axes, bool keepdim) {
   Node* n = arg(a, "max");
-  return reduce(OpCode::max, a, axes_mask("max", axes, n->layout.shape.size()), keepdim, n->dtype);
+  return reduce(OpCode::max, a, axes_mask("max", axes.list(), n->layout.shape.size()), keepdim,
+                n->dtype);
 }
 
-Tensor min(const Tensor& a, const std::vector<int>& axes, bool keepdim) {
+Tensor min(const Tensor& a, const Axes& axes, bool keepdim) {
   Node* n = arg(a, "min");
-  return reduce(OpCode::min, a, axes_mask("min", axes, n->layout.shape.size()), keepdim, n->dtype);
+  return reduce(OpCode::min, a, axes_mask("min", axes.list(), n->layout.shape.size()), keepdim,
+                n->dtype);
 }
 
 namespace {
@@ -152,17 +154,17 @@ Tensor argmin(const Tensor& a, std::optional<int> axis, bool keepdim) {
   return arg_extreme("argmin", a, axis, keepdim, true);
 }
 
-Tensor var(const Tensor& a, const std::vector<int>& axes, int64_t correction, bool keepdim) {
+Tensor var(const Tensor& a, const Axes& axes, int64_t correction, bool keepdim) {
   Node* n = arg(a, "var");
   if (!is_floating(n->dtype))
     fail("var", "needs a floating-point input, got {} (cast first)", dtype_name(n->dtype));
-  const int64_t count = reduced_count("var", n->layout.shape, axes);
+  const int64_t count = reduced_count("var", n->layout.shape, axes.list());
   const Tensor d = a - mean(a, axes, true);
   // As torch.var: the divisor is max(0, N - correction), so too few elements give inf or NaN.
   return sum(d * d, axes, keepdim) / static_cast<double>(std::max<int64_t>(0, count - correction));
 }
 
-Tensor stddev(const Tensor& a, const std::vector<int>& axes, int64_t correction, bool keepdim) {
+Tensor stddev(const Tensor& a, const Axes& axes, int64_t correction, bool keepdim) {
   arg(a, "stddev");
   return sqrt(var(a, axes, correction, keepdim));
 }

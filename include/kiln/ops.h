@@ -6,8 +6,10 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -189,11 +191,29 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& src);
 
 // ---- reductions --------------------------------------------------------------------------
-/// axes empty = all axes. Sum of integers/bool gives i64; mean needs a floating input.
-Tensor sum(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
-Tensor mean(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
-Tensor max(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
-Tensor min(const Tensor& a, const std::vector<int>& axes = {}, bool keepdim = false);
+/// The axes a reduction folds, as PyTorch's `dim`: one (`sum(x, 1)`), several
+/// (`sum(x, {0, 2})`, or a std::vector<int>), or none, meaning every axis (`sum(x)`,
+/// `sum(x, {})`). Negative axes count from the end. A bool is refused at compile time, so that
+/// `sum(x, true)` is not read as axis 1 (keepdim is the argument after the axes).
+class Axes {
+public:
+  Axes() = default;
+  template <class T>
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) Axes(T axis)
+      : axes_{static_cast<int>(axis)} {}
+  Axes(std::initializer_list<int> axes) : axes_(axes) {}
+  Axes(std::vector<int> axes) : axes_(std::move(axes)) {}
+  const std::vector<int>& list() const { return axes_; }
+
+private:
+  std::vector<int> axes_;
+};
+
+/// Sum of integers/bool gives i64; mean needs a floating input.
+Tensor sum(const Tensor& a, const Axes& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, const Axes& axes = {}, bool keepdim = false);
+Tensor max(const Tensor& a, const Axes& axes = {}, bool keepdim = false);
+Tensor min(const Tensor& a, const Axes& axes = {}, bool keepdim = false);
 /// Index (i64) of the first maximum along axis; without an axis, into the flattened tensor.
 /// NaN counts as the maximum, as in PyTorch.
 Tensor argmax(const Tensor& a, std::optional<int> axis = {}, bool keepdim = false);
@@ -202,11 +222,9 @@ Tensor argmin(const Tensor& a, std::optional<int> axis = {}, bool keepdim = fals
 /// Variance over axes (empty: all), dividing the sum of squared deviations by
 /// max(0, N - correction) as torch.var: correction 1 (Bessel's) by default, 0 for the biased
 /// (population) variance; too few elements give inf or NaN. Needs a floating input.
-Tensor var(const Tensor& a, const std::vector<int>& axes = {}, int64_t correction = 1,
-           bool keepdim = false);
+Tensor var(const Tensor& a, const Axes& axes = {}, int64_t correction = 1, bool keepdim = false);
 /// sqrt(var(...)): torch.std. (Not named `std`, which a reader would take for the namespace.)
-Tensor stddev(const Tensor& a, const std::vector<int>& axes = {}, int64_t correction = 1,
-              bool keepdim = false);
+Tensor stddev(const Tensor& a, const Axes& axes = {}, int64_t correction = 1, bool keepdim = false);
 /// Each runs as one kernel on every backend (the reductions join the elementwise kernel that
 /// uses them; see docs/architecture.md, "Reductions with consumers").
 Tensor softmax(const Tensor& a, int axis = -1);

@@ -232,6 +232,34 @@ TEST_F(Reductions, LeadingAxesOverManyColumns) {
                           .vals));
 }
 
+// Axes as PyTorch's dim: one integer of any width, a braced list, a std::vector, or none (all
+// axes); a bool does not compile, so that `sum(x, true)` is not read as axis 1.
+static_assert(std::is_convertible_v<int, kiln::Axes> && std::is_convertible_v<int64_t, kiln::Axes>);
+static_assert(std::is_convertible_v<size_t, kiln::Axes>);
+static_assert(!std::is_constructible_v<kiln::Axes, bool>);
+
+TEST_F(Reductions, AxesAreOneIntegerAListOrNone) {
+  Rng rng;
+  const Tensor x = make(rng.uniform(24, DType::f32), Shape{2, 3, 4}, DType::f32);
+  auto same = [](const Tensor& a, const Tensor& b) {
+    EXPECT_EQ(a.shape(), b.shape());
+    EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+  };
+  same(kiln::sum(x, 1), kiln::sum(x, {1}));
+  same(kiln::sum(x, int64_t{-1}, true), kiln::sum(x, {2}, true));
+  same(kiln::mean(x, size_t{0}), kiln::mean(x, {0}));
+  same(kiln::max(x, 2), kiln::max(x, {-1}));
+  same(kiln::min(x, -3, true), kiln::min(x, {0}, true));
+  same(kiln::var(x, 1, 0), kiln::var(x, {1}, 0));
+  same(kiln::stddev(x, 0), kiln::stddev(x, {0}));
+  const std::vector<int> axes{0, 2};
+  same(kiln::sum(x, axes), kiln::sum(x, {0, 2}));
+  same(kiln::sum(x, {}), kiln::sum(x));
+  EXPECT_EQ(kiln::sum(x, {}).shape(), Shape{});
+  EXPECT_EQ(kiln::sum(x, 1).shape(), (Shape{2, 4}));
+  EXPECT_KILN_ERROR("[sum]", kiln::sum(x, 3)); // out of range, named as before
+}
+
 TEST_F(Reductions, MeanOfIntegersThrows) {
   Tensor x = make({1, 2, 3}, Shape{3}, DType::i32);
   EXPECT_KILN_ERROR("[mean]", kiln::mean(x));
