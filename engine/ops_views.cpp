@@ -192,6 +192,29 @@ Tensor squeeze(const Tensor& a) {
   return reshape(a, s);
 }
 
+Tensor flatten(const Tensor& a, int start_dim, int end_dim) {
+  Node* n = arg(a, "flatten");
+  const Shape& in = n->layout.shape;
+  if (in.size() == 0) { // as torch: its dims are 0 and -1 only, and it becomes one element
+    norm_dim("flatten", start_dim, 1);
+    norm_dim("flatten", end_dim, 1);
+    return reshape(a, Shape{1});
+  }
+  const int first = norm_dim("flatten", start_dim, in.size());
+  const int last = norm_dim("flatten", end_dim, in.size());
+  if (first > last)
+    fail("flatten", "start_dim {} comes after end_dim {} for a tensor of shape {}", start_dim,
+         end_dim, in);
+  Shape out;
+  int64_t merged = 1; // a product of the input's extents: no larger than its element count
+  for (int d = 0; d < in.size(); ++d) {
+    if (d < first || d > last) out.push_back(in[d]);
+    if (d >= first && d <= last) merged *= in[d];
+    if (d == last) out.push_back(merged);
+  }
+  return reshape(a, out);
+}
+
 std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, int dim) {
   Node* n = arg(a, "split");
   int d = norm_dim("split", dim, n->layout.shape.size());

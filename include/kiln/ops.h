@@ -166,6 +166,10 @@ Tensor expand(const Tensor& a, const Shape& shape);
 Tensor unsqueeze(const Tensor& a, int dim);
 Tensor squeeze(const Tensor& a, int dim);
 Tensor squeeze(const Tensor& a); // all size-1 dims
+/// Dims start_dim..end_dim (inclusive, negative counting from the end) merged into one, as
+/// torch.flatten: `flatten(x)` is 1-d, a 0-d tensor gives one element. A view where reshape
+/// gives one.
+Tensor flatten(const Tensor& a, int start_dim = 0, int end_dim = -1);
 /// `chunks` nearly equal views along dim (the last may be smaller), like torch.chunk.
 std::vector<Tensor> chunk(const Tensor& a, int chunks, int dim = 0);
 /// Views of `size` elements each along dim (the last may be smaller).

@@ -1,4 +1,4 @@
-// Views: reshape, transpose, permute, slice, expand, unsqueeze, squeeze, chunk, split,
+// Views: reshape, transpose, permute, slice, expand, unsqueeze, squeeze, flatten, chunk, split,
 // contiguous, and concat (a copy). Values, shapes, strides and "no copy" are checked, and
 // non-contiguous views are fed into elementwise chains.
 #include "reference.h"
@@ -176,6 +176,27 @@ TEST_F(Views, ExpandHasZeroStrides) {
   Tensor e3 = kiln::expand(x, {2, -1, 5}); // -1 keeps the extent
   EXPECT_EQ(e3.shape(), (Shape{2, 3, 5}));
   EXPECT_TRUE(matches(e3, Shape{2, 3, 5}, DType::f32, gather(iota_vals(3), {2, 3, 5}, {0, 1, 0})));
+}
+
+TEST_F(Views, FlattenMergesARangeOfDims) {
+  Tensor x = iota({2, 3, 4});
+  EXPECT_TRUE(matches(kiln::flatten(x), Shape{24}, DType::f32, iota_vals(24)));
+  EXPECT_EQ(kiln::flatten(x, 1).shape(), (Shape{2, 12}));
+  EXPECT_EQ(kiln::flatten(x, 0, 1).shape(), (Shape{6, 4}));
+  EXPECT_EQ(kiln::flatten(x, -2, -1).shape(), (Shape{2, 12}));
+  EXPECT_EQ(kiln::flatten(x, 1, 1).shape(), (Shape{2, 3, 4})); // one dim: unchanged
+  EXPECT_TRUE(matches(kiln::flatten(x, 0, 1), Shape{6, 4}, DType::f32, iota_vals(24)));
+  // A contiguous input stays a view; a transposed one is copied in its order, as reshape.
+  EXPECT_TRUE(kiln::flatten(x, 1).is_contiguous());
+  Tensor t = kiln::transpose(iota({3, 4}), 0, 1);
+  EXPECT_TRUE(
+      matches(kiln::flatten(t), Shape{12}, DType::f32, gather(iota_vals(12), {4, 3}, {1, 4})));
+  // 0-d: one element, as torch.flatten.
+  Tensor s = kiln::reshape(iota({1}), Shape{});
+  EXPECT_EQ(kiln::flatten(s).shape(), (Shape{1}));
+  EXPECT_KILN_ERROR("[flatten]", kiln::flatten(x, 3));
+  EXPECT_KILN_ERROR("[flatten]", kiln::flatten(x, 2, 1));
+  EXPECT_KILN_ERROR("[flatten]", kiln::flatten(s, 1));
 }
 
 TEST_F(Views, UnsqueezeSqueeze) {
