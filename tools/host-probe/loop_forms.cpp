@@ -4,9 +4,10 @@
 // with a constant node per scalar operand (EngineState::loop_shares_constants off), and without
 // eval with a loop's flushes bounded at 512 and 1024 nodes instead of 256
 // (EngineState::loop_flush_nodes; session 31 compared 64 and 128:
-// bench/results/2026-11-27-h100-session31.md, call 8); the forms alternated 5 times in one
-// process, since the H100 host's speed changes in phases of seconds (~1.4x). Prints us a step
-// (median, min-max), the host's time before the final sync, and flushes a step.
+// bench/results/2026-11-27-h100-session31.md, call 8), and without eval with merged launches
+// (kiln::set_merge_launches: a flush's steps of a small kernel as one launch); the forms alternated
+// 5 times in one process, since the H100 host's speed changes in phases of seconds (~1.4x). Prints
+// us a step (median, min-max), the host's time before the final sync, and flushes a step.
 //   g++ -std=c++20 -O2 -DLLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING=1 -I. -Iinclude -Ibench \
 //     -Ibuild-gpu/generated/include -I.deps/llvm/include tools/host-probe/loop_forms.cpp \
 //     -Lbuild-gpu -lkiln -Wl,-rpath,$PWD/build-gpu -o /tmp/loop_forms
@@ -41,6 +42,7 @@ struct Form {
   const char* name;
   bool eval_each, skip_cse, share_constants;
   int64_t flush_nodes = 256; // EngineState::loop_flush_nodes
+  bool merge = false;        // kiln::set_merge_launches
 };
 constexpr Form kForms[] = {{"eval every step", true, true, true},
                            {"eval, CSE always", true, false, true},
@@ -48,13 +50,15 @@ constexpr Form kForms[] = {{"eval every step", true, true, true},
                            {"no eval, CSE always", false, false, true},
                            {"no eval, own constants", false, true, false},
                            {"no eval, <= 512 nodes", false, true, true, 512},
-                           {"no eval, <= 1024 nodes", false, true, true, 1024}};
+                           {"no eval, <= 1024 nodes", false, true, true, 1024},
+                           {"no eval, merged", false, true, true, 256, true}};
 
 // One timed loop of `steps` steps after 300 warm-up steps.
 template <class Cell> Result run(Cell& cell, int steps, const Form& f) {
   detail::engine().loop_skips_cse = f.skip_cse;
   detail::engine().loop_shares_constants = f.share_constants;
   detail::engine().loop_flush_nodes = f.flush_nodes;
+  set_merge_launches(f.merge);
   for (int i = 0; i < 300; ++i) {
     cell.record();
     if (f.eval_each) eval(cell.state());
@@ -87,6 +91,7 @@ template <class Cell> void compare_forms(const char* name, Cell cell, int steps)
   detail::engine().loop_skips_cse = true;
   detail::engine().loop_shares_constants = true;
   detail::engine().loop_flush_nodes = 256;
+  set_merge_launches(false);
 }
 } // namespace
 
