@@ -5,7 +5,7 @@
 namespace kiln::detail {
 
 /// Bumped whenever generated code changes meaning; part of every kernel key.
-inline constexpr int kCodegenVersion = 16; // 2: --fmad=false; 3: column layout, float max/min
+inline constexpr int kCodegenVersion = 15; // 2: --fmad=false; 3: column layout, float max/min
                                            // accumulators, per-row constants; 4: f16/bf16 exp and
                                            // division approximated, row-vector weights; 5: f16/bf16
                                            // exp flushes subnormal results; 6: GEMM-tile layout;
@@ -23,7 +23,6 @@ inline constexpr int kCodegenVersion = 16; // 2: --fmad=false; 3: column layout,
                                            // the stand-in (no change in results);
                                            // 15: GEMM tiles' K groups park their partial tiles
                                            // swizzled and add them into registers (no change in
-                                           // results); 16: Params end with k_flags (an early
-                                           // trigger where the runtime asks for one)
+                                           // results)
 
 } // namespace kiln::detail

@@ -94,7 +94,6 @@ ParamTemplate param_template(const FusedKernel& k, const CudaVariant& v) {
           {static_cast<uint32_t>(8 * i), pl.fields[i].slot, pl.fields[i].byte_offset});
     if (pl.fields[i].inst >= 0)
       t.values.push_back({static_cast<uint32_t>(8 * i), pl.fields[i].inst});
-    if (pl.fields[i].name == "k_flags") t.flags_at = static_cast<int64_t>(8 * i);
   }
   return t;
 }

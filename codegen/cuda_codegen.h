@@ -167,9 +167,6 @@ struct ParamTemplate {
     int inst = 0;    // the kernel's tape instruction (a constant) the field holds
   };
   std::vector<Value> values;
-  /// Where the launch's flags are (Params::k_flags: cuda_params.cpp says what they mean); -1
-  /// for Params without them (segmented kernels, index kernels, the stand-in's).
-  int64_t flags_at = -1;
   /// Write the pointers of this launch (slot_base[i]: slot i's device pointer; null -> 0).
   void patch(llvm::ArrayRef<void*> slot_base) { patch_pointers(bytes, pointers, slot_base); }
   /// The same into `params` (a copy of `bytes`); true if any pointer changed.

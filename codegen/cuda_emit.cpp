@@ -25,7 +25,6 @@ std::string Emitter::run(const std::string& name) {
                         kBlock,
                         cluster ? fmt::format(" __cluster_dims__({}, 1, 1)", v_.dot_cluster) : "",
                         name));
-  if (!as_step_) line(1, "if (p.k_flags & 1) k_trigger_dependents();");
   line(1, "k_wait_for_predecessors();");
   switch (layout_of(k_, v_)) {
   case CudaLayout::elementwise:

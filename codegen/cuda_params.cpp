@@ -19,8 +19,6 @@
 //   c<t>_a/_b    iota t: start, step (double)
 //   c<t>_seed/_ctr  rand t: Philox key and counter (uint64)
 //   d<j>_K, d<j>_ak, d<j>_bk  dot j: length, and its operands' strides along K
-//   k_flags      set per launch by the runtime (ParamTemplate::flags_at): bit 0, let the
-//                dependent launches start now (k_trigger_dependents); 0 in the template
 #include "codegen/cuda_codegen_internal.h"
 
 #include <fmt/format.h>
@@ -180,7 +178,6 @@ CgPlan cuda_make_plan(const FusedKernel& k, llvm::ArrayRef<void*> slot_base) {
   plan_operands(k, pl);
   plan_memory_fields(k, slot_base, pl);
   plan_value_fields(k, pl);
-  add(pl, T::u64, "k_flags", 0);
   return pl;
 }
 

@@ -168,10 +168,6 @@ bool& allow_tf32();
 /// Whether a CUDA graph lets each generated kernel launch while the kernel before it finishes
 /// (programmatic dependent launch on sm_90+; KILN_PDL=0 turns it off).
 bool& programmatic_launch();
-/// Whether, in such graphs, a kernel whose blocks all run at once lets the next one launch at its
-/// start rather than as its blocks exit (codegen's Params::k_flags; KILN_EARLY_TRIGGER=0 turns
-/// it off).
-bool& early_trigger();
 /// Whether consecutive launches of one small kernel run as one merged launch (codegen's
 /// CudaRepeat; off unless KILN_MERGE_LAUNCHES=1 or kiln::set_merge_launches).
 bool& merge_launches();

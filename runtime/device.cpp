@@ -162,11 +162,6 @@ bool& programmatic_launch() {
   return on;
 }
 
-bool& early_trigger() {
-  static bool on = [] { return setting_flag(Setting::early_trigger).value_or(true); }();
-  return on;
-}
-
 bool& merge_launches() {
   static bool on = [] { return setting_flag(Setting::merge_launches).value_or(false); }();
   return on;

@@ -8,14 +8,6 @@ KD void k_wait_for_predecessors() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// Let the kernels that wait for this one launch now rather than as its blocks exit (the runtime
-// asks for it, Params::k_flags bit 0, only where this kernel's blocks all run at once, so the
-// next one's waiting blocks take no SM it needs): their launch and start overlap this kernel.
-KD void k_trigger_dependents() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;");
-#endif
-}
 // Wrapping integer arithmetic (signed overflow is undefined in C++).
 KD int k_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
 KD int k_sub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }

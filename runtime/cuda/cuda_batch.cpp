@@ -303,7 +303,6 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<
   const auto deps = launch_dependencies(items, buffers, launched, !graph_dependencies());
   const auto links = chain_links(deps, items);
   const bool pdl = programmatic_launch() && kernels_.target().arch >= 90;
-  const bool early = pdl && early_trigger();
   cuda_check(cudaGraphCreate(&in.graph, 0), "eval", "cudaGraphCreate");
   try {
     for (size_t i = 0; i < launches_.size(); ++i) {
@@ -319,7 +318,7 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<
         for (size_t k = 0; k < deps[i].size(); ++k)
           after.add(in.nodes[deps[i][k]], pdl && links[i][k]);
       }
-      in.nodes[i] = add_launch(in, i, base, after, early ? graph_flags(i) : 0);
+      in.nodes[i] = add_launch(in, i, base, after);
     }
     cuda_check(cudaGraphInstantiate(&in.exec, in.graph, 0), "eval", "cudaGraphInstantiate");
   } catch (...) {
@@ -329,20 +328,8 @@ CudaBatch::Instance CudaBatch::build(llvm::ArrayRef<void*> base, llvm::ArrayRef<
   return in;
 }
 
-// The early trigger only where the kernel's blocks all run at once (one a SM at most), so that
-// the next grid's waiting blocks take no SM this one still needs: a large kernel lost 1.8 us to
-// an early trigger (bench/results/2026-11-26-h100-session21.md). Its successor still waits for
-// its completion before it reads anything (k_wait_for_predecessors), so no kernel completes
-// before its predecessors and no value changes.
-uint64_t CudaBatch::graph_flags(size_t i) const {
-  const Launch& l = launches_[i];
-  if (!l.item.kernel || leads_merged(i) || l.params.flags_at < 0) return 0;
-  const int64_t blocks = int64_t(l.shape.grid) * l.shape.grid_y * l.shape.grid_z;
-  return blocks <= kernels_.target().sm_count ? 1 : 0;
-}
-
 cudaGraphNode_t CudaBatch::add_launch(Instance& in, size_t i, llvm::ArrayRef<void*> base,
-                                      const GraphPredecessors& after, uint64_t flags) {
+                                      const GraphPredecessors& after) {
   Launch& l = launches_[i];
   cudaGraphNode_t node = nullptr;
   if (const GemmStep* g = l.item.gemm) {
@@ -365,8 +352,6 @@ cudaGraphNode_t CudaBatch::add_launch(Instance& in, size_t i, llvm::ArrayRef<voi
   ParamTemplate& params = group ? l.group_params : l.params;
   ParamTemplate::patch_pointers(params.bytes, params.pointers, base);
   in.args[i] = params.bytes;
-  if (!group && params.flags_at >= 0)
-    std::memcpy(in.args[i].data() + params.flags_at, &flags, sizeof flags);
   void* args[] = {in.args[i].data()};
   add_kernel_node(&node, in.graph, after,
                   group ? kernel_node_params(l.repeat.shape, l.group_fn, args)

@@ -129,13 +129,9 @@ private:
   bool same_alignment(llvm::ArrayRef<void*> base) const;
   void launch_direct(llvm::ArrayRef<void*> base);
   Instance build(llvm::ArrayRef<void*> base, llvm::ArrayRef<Buffer*> buffers);
-  // Launch i's node(s) in `in`, after `after`: its kernel node (its Params' k_flags set to
-  // `flags`), or its staging copies and GEMM.
+  // Launch i's node(s) in `in`, after `after`: its kernel node, or its staging copies and GEMM.
   cudaGraphNode_t add_launch(Instance& in, size_t i, llvm::ArrayRef<void*> base,
-                             const GraphPredecessors& after, uint64_t flags);
-  // Launch i's Params::k_flags in a graph (codegen/cuda_params.cpp): the early trigger where its
-  // blocks all run at once.
-  uint64_t graph_flags(size_t i) const;
+                             const GraphPredecessors& after);
   // Point `in` at this run's buffers; true if anything changed. Kernel node updates go into
   // `queued` when the launch thread issues the replay (else they are made at once).
   bool update(Instance& in, llvm::ArrayRef<void*> base, GraphLaunch* queued);
