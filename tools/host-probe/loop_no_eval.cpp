@@ -6,7 +6,8 @@
 //   g++ -std=c++20 -O2 -g -DLLVM_DISABLE_ABI_BREAKING_CHECKS_ENFORCING=1 -I. -Iinclude -Ibench \
 //     -Ibuild/generated/include -I.deps/llvm/include tools/host-probe/loop_no_eval.cpp \
 //     -Lbuild -lkiln -Wl,-rpath,$PWD/build -o /tmp/loop_probe
-//   /tmp/loop_probe CELL STEPS MODES   CELL: seed<d>, lstm1, lstm32, lstm4, gru1, gru4;
+//   /tmp/loop_probe CELL STEPS MODES   CELL: seed<d>, lstm1, lstm32, lstm4, gru1, gru4, or
+//     lstm1h<H> / gru1h<H> (batch 1, input and hidden H);
 //   MODES: any of e (eval, faked busy), b (no eval, faked busy), i (no eval, faked idle),
 //   r (no eval, faked idle or busy at random, as a GPU's timing makes flush sizes vary),
 //   E (eval, real state), N (no eval, real state)
@@ -123,5 +124,12 @@ int main(int argc, char** argv) {
     run_modes(bench::Gru::random(1, 256, 256, 64, 3).on(dev), steps, modes);
   else if (cell == "gru4") // hidden 4: the host's work of a GRU step, little arithmetic
     run_modes(bench::Gru::random(1, 4, 4, 64, 3).on(dev), steps, modes);
+  else if (cell.rfind("lstm1h", 0) == 0) { // batch 1 at another size
+    const int64_t h = std::atoll(cell.c_str() + 6);
+    run_modes(bench::Lstm::random(1, h, h, 64, 2).on(dev), steps, modes);
+  } else if (cell.rfind("gru1h", 0) == 0) {
+    const int64_t h = std::atoll(cell.c_str() + 5);
+    run_modes(bench::Gru::random(1, h, h, 64, 3).on(dev), steps, modes);
+  }
   detail::set_device_probe({});
 }
