@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Session 36, call 12: dot kernels take clusters for long dots only (choose_dot): the CUDA
-# suite, and the LSTM/GRU cells' GPU time per step (CUPTI, no eval and an eval every step).
+# Prepared in session 36, not run (the device time ran out): first apply
+# bench/results/raw/2026-11-27-session36/dot-clusters-long-dots-only.diff (dot kernels take
+# clusters for long dots only, choose_dot) and commit; then this call runs the CUDA suite and
+# the LSTM/GRU cells' GPU time per step (CUPTI, no eval and an eval every step). Expected from
+# calls 10-11: LSTM ~3.85, GRU ~3.33 us a step without eval (4.35 and 4.21 on clusters).
 set -uo pipefail
 t0=$(date +%s)
 OUT=$OUT scripts/gpu-check suite > $OUT/suite.txt 2>&1; rc=$?
