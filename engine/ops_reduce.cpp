@@ -12,11 +12,13 @@ using namespace detail;
 
 namespace {
 
-uint32_t axes_mask(const char* op, const std::vector<int>& axes, int rank) {
+uint32_t axes_mask(const char* op, const std::vector<int64_t>& axes, int rank) {
   if (axes.empty()) return rank ? (1u << rank) - 1 : 0;
   uint32_t mask = 0;
-  for (int a : axes) {
-    int d = norm_dim(op, a, rank);
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) // (before norm_dim, which takes an int)
+      fail(op, "dim {} is out of range for a tensor with {} dimensions", a, rank);
+    int d = norm_dim(op, static_cast<int>(a), rank);
     if (mask & (1u << d)) fail(op, "axis {} is repeated", d);
     mask |= 1u << d;
   }
@@ -136,7 +138,7 @@ Tensor arg_extreme(const char* op, const Tensor& a, std::optional<int> axis, boo
 }
 
 // The number of elements each output of a reduction over `axes` folds.
-int64_t reduced_count(const char* op, const Shape& s, const std::vector<int>& axes) {
+int64_t reduced_count(const char* op, const Shape& s, const std::vector<int64_t>& axes) {
   const uint32_t mask = axes_mask(op, axes, s.size());
   int64_t n = 1;
   for (int d = 0; d < s.size(); ++d)

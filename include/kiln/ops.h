@@ -198,19 +198,20 @@ Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& 
 /// The axes a reduction folds, as PyTorch's `dim`: one (`sum(x, 1)`), several
 /// (`sum(x, {0, 2})`, or a std::vector<int>), or none, meaning every axis (`sum(x)`,
 /// `sum(x, {})`). Negative axes count from the end. A bool is refused at compile time, so that
-/// `sum(x, true)` is not read as axis 1 (keepdim is the argument after the axes).
+/// `sum(x, true)` is not read as axis 1 (keepdim is the argument after the axes). An integer of
+/// any width is kept whole, so that an axis out of range throws naming it rather than wrapping.
 class Axes {
 public:
   Axes() = default;
   template <class T>
   requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) Axes(T axis)
-      : axes_{static_cast<int>(axis)} {}
-  Axes(std::initializer_list<int> axes) : axes_(axes) {}
-  Axes(std::vector<int> axes) : axes_(std::move(axes)) {}
-  const std::vector<int>& list() const { return axes_; }
+      : axes_{static_cast<int64_t>(axis)} {}
+  Axes(std::initializer_list<int> axes) : axes_(axes.begin(), axes.end()) {}
+  Axes(const std::vector<int>& axes) : axes_(axes.begin(), axes.end()) {}
+  const std::vector<int64_t>& list() const { return axes_; }
 
 private:
-  std::vector<int> axes_;
+  std::vector<int64_t> axes_;
 };
 
 /// Sum of integers/bool gives i64; mean needs a floating input.

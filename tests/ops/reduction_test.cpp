@@ -258,6 +258,9 @@ TEST_F(Reductions, AxesAreOneIntegerAListOrNone) {
   EXPECT_EQ(kiln::sum(x, {}).shape(), Shape{});
   EXPECT_EQ(kiln::sum(x, 1).shape(), (Shape{2, 4}));
   EXPECT_KILN_ERROR("[sum]", kiln::sum(x, 3)); // out of range, named as before
+  // A wide integer is kept whole: 2^32 and -2^40 would wrap to 0 as an int (a sum over dim 0).
+  EXPECT_KILN_ERROR("dim 4294967296 is out of range", kiln::sum(x, int64_t{1} << 32));
+  EXPECT_KILN_ERROR("[var] dim -1099511627776", kiln::var(x, -(int64_t{1} << 40)));
 }
 
 TEST_F(Reductions, MeanOfIntegersThrows) {
