@@ -196,7 +196,7 @@ Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& 
 
 // ---- reductions --------------------------------------------------------------------------
 /// The axes a reduction folds, as PyTorch's `dim`: one (`sum(x, 1)`), several
-/// (`sum(x, {0, 2})`, or a std::vector<int>), or none, meaning every axis (`sum(x)`,
+/// (`sum(x, {0, 2})`, or a std::vector of int or int64_t), or none, meaning every axis (`sum(x)`,
 /// `sum(x, {})`). Negative axes count from the end. A bool is refused at compile time, so that
 /// `sum(x, true)` is not read as axis 1 (keepdim is the argument after the axes). An integer of
 /// any width is kept whole, so that an axis out of range throws naming it rather than wrapping.
@@ -208,6 +208,7 @@ public:
       : axes_{static_cast<int64_t>(axis)} {}
   Axes(std::initializer_list<int> axes) : axes_(axes.begin(), axes.end()) {}
   Axes(const std::vector<int>& axes) : axes_(axes.begin(), axes.end()) {}
+  Axes(std::vector<int64_t> axes) : axes_(std::move(axes)) {}
   const std::vector<int64_t>& list() const { return axes_; }
 
 private:

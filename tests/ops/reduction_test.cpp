@@ -254,6 +254,7 @@ TEST_F(Reductions, AxesAreOneIntegerAListOrNone) {
   same(kiln::stddev(x, 0), kiln::stddev(x, {0}));
   const std::vector<int> axes{0, 2};
   same(kiln::sum(x, axes), kiln::sum(x, {0, 2}));
+  same(kiln::sum(x, std::vector<int64_t>{-1, 0}), kiln::sum(x, {0, 2}));
   same(kiln::sum(x, {}), kiln::sum(x));
   EXPECT_EQ(kiln::sum(x, {}).shape(), Shape{});
   EXPECT_EQ(kiln::sum(x, 1).shape(), (Shape{2, 4}));
