@@ -15,12 +15,13 @@ inline Node* arg(const Tensor& t, const char* op) {
   return t.node();
 }
 
-/// Normalize a possibly negative dim for a tensor of rank `rank`.
-inline int norm_dim(const char* op, int dim, int rank) {
-  int d = dim < 0 ? dim + rank : dim;
+/// Normalize a possibly negative dim for a tensor of rank `rank` (any width: a wide one out of
+/// range is named, not wrapped).
+inline int norm_dim(const char* op, int64_t dim, int rank) {
+  const int64_t d = dim < 0 ? dim + rank : dim;
   if (d < 0 || d >= rank)
     fail(op, "dim {} is out of range for a tensor with {} dimensions", dim, rank);
-  return d;
+  return static_cast<int>(d);
 }
 
 inline void same_device(const char* op, const Node* a, const Node* b) {

@@ -16,9 +16,7 @@ uint32_t axes_mask(const char* op, const std::vector<int64_t>& axes, int rank) {
   if (axes.empty()) return rank ? (1u << rank) - 1 : 0;
   uint32_t mask = 0;
   for (int64_t a : axes) {
-    if (a < -rank || a >= rank) // (before norm_dim, which takes an int)
-      fail(op, "dim {} is out of range for a tensor with {} dimensions", a, rank);
-    int d = norm_dim(op, static_cast<int>(a), rank);
+    int d = norm_dim(op, a, rank);
     if (mask & (1u << d)) fail(op, "axis {} is repeated", d);
     mask |= 1u << d;
   }
