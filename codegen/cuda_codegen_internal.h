@@ -43,6 +43,9 @@ std::string inst_expr(const FusedKernel& k, int id);
 inline constexpr int kBlock = 256;         // elementwise block size (and the reduce maximum)
 inline constexpr int kMaxCachedVecs = 8;   // registers per thread for a cached row: 8 x 16 bytes
 inline constexpr int kMaxDotPrefetch = 16; // a dot kernel's tape inputs loaded before its sums
+// The most ks a dot kernel's thread sums on its own before the dot layout splits K over a
+// cluster (choose_dot): 512-long dots on 32 lanes.
+inline constexpr int kDotKsWithoutCluster = 16;
 inline constexpr int kMaxCachedRowOps = 8; // longest tape that always keeps its rows in registers
 
 // Choice rules, in the order choose_variant tries them: each fills its fields of v; a bool

@@ -16,15 +16,19 @@ void choose_dot(const FusedKernel& k, CudaVariant& v, int64_t blocks) {
   // give every SM blocks anyway.
   v.dot_bx = 8;
   while (v.dot_bx < 32 && n >= int64_t(v.dot_bx) * blocks) v.dot_bx *= 2;
-  // Few element groups (an LSTM's 256 hidden units are 32 of them): their blocks would each
-  // stream a large share of B through one SM, whose loads in flight are capped, while most
-  // SMs idle (the LSTM cell took 14.5 us in 32 blocks under ncu). A cluster of up to 8
-  // blocks per group splits K further, up to ~two blocks per SM, while every thread
-  // keeps at least one k.
+  // Few element groups with long dots: a cluster of up to 8 blocks per group splits K further,
+  // up to ~two blocks per SM, while every thread keeps at least one k, so that a long B is not
+  // streamed through a few SMs whose loads in flight are capped. Not while a thread's share of
+  // K is at most kDotKsWithoutCluster ks: there the cluster's barrier and the sums it adds
+  // through distributed shared memory cost more than they spread. LSTM and GRU cells at batch
+  // 1, hidden 128 to 512, took 11-22% less GPU time a step without clusters in 5 of 6 loops
+  // and 12-26% less with their weights evicted from L2 before every step in 5 of 6 (an LSTM at
+  // 256 18% more; bench/results/2026-11-27-h100-session36.md, calls 10-11).
   const int64_t groups = (n + v.dot_bx - 1) / v.dot_bx;
   int64_t max_k = 0;
   for (const KernelDot& d : k.dots) max_k = std::max(max_k, d.K);
   const int by = kBlock / v.dot_bx;
+  if (max_k <= int64_t(by) * kDotKsWithoutCluster) return;
   while (v.dot_cluster < 8 && groups * v.dot_cluster * 2 <= blocks &&
          int64_t(by) * v.dot_cluster * 2 <= max_k)
     v.dot_cluster *= 2;
@@ -71,10 +75,10 @@ struct Emitter::DotShape {
 // shuffles and then in shared memory (dot_tree_sum), and thread ty = 0 runs the tape and stores.
 // With dot_cluster = C > 1 (sm_90) the C blocks of a cluster take the same elements and split K
 // once more (block r: k = r * by + ty, step C * by); after each block's own tree, block 0 adds the
-// others' sums through distributed shared memory. So an LSTM's 32 groups of 8 units run on 256
-// blocks rather than 32. The sums use fma (the kernel is built with --fmad=false, which would
-// otherwise round every product), in float, double for f64: cuBLAS's accumulation, not the CPU
-// reference's double, so results agree to rounding.
+// others' sums through distributed shared memory (choose_dot takes clusters for long dots only:
+// an LSTM's 32 groups of 8 units at hidden 256 run on 32 blocks). The sums use fma (the kernel is
+// built with --fmad=false, which would otherwise round every product), in float, double for f64:
+// cuBLAS's accumulation, not the CPU reference's double, so results agree to rounding.
 //
 // Why not cuBLAS: at batch 1 an LSTM step's two GEMVs were two graph nodes, a written result
 // and a kernel to read it, ~10 us of GPU time per replay; here the gates' eight dot products and
