@@ -65,7 +65,8 @@ struct NodeAttrs {
 };
 
 /// Whether nodes of `op` may carry attributes: elementwise computations, matmuls and transfers
-/// have none, so theirs are all zero (NodeAttrs) and need not be read.
+/// have none, so theirs are all zero (NodeAttrs) and need not be read. The plan key leaves them
+/// out for these ops (plan_key.cpp): an attribute given to one of them must change this first.
 inline bool has_attrs(OpCode op) {
   const OpKind k = op_kind(op);
   return k == OpKind::Source || !(is_elementwise(k) || k == OpKind::Gemm || k == OpKind::Transfer);

@@ -248,8 +248,10 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect) {
       k.put(words);
       continue;
     }
-    n->visit_attrs(
-        n->op, n->layout, [&](uint64_t x) { words.put(x); }, /*constant_values=*/false);
+    // An op without attributes has them all zero: its kind, in the node's first word, says so.
+    if (has_attrs(n->op))
+      n->visit_attrs(
+          n->op, n->layout, [&](uint64_t x) { words.put(x); }, /*constant_values=*/false);
     k.put(words);
     for (Node* in : n->inputs) k.put(in->walk_index);
   }
