@@ -341,6 +341,25 @@ TEST_F(Codegen, DotLayoutWidthsAndRuns) {
   EXPECT_LT(int64_t(launch_for(k40000, wide, target()).grid), (40000 + 31) / 32);
 }
 
+// Few groups of elements take a cluster that splits each dot's K only where K is long: past 16 ks
+// a thread (K > 512 at 8 elements a block). An RNN cell's dots (K = hidden = 256) take none.
+TEST_F(Codegen, DotClustersOnlyForLongDots) {
+  set_small_matmul(SmallMatmul::everywhere);
+  const std::vector<void*> aligned = slot_bases();
+  auto cluster_of = [&](int64_t K) {
+    Tensor v = randn({1, K}), w = randn({K, 256});
+    eval(v, w);
+    const FusedKernel k = kernel_of([&] { return tanh(matmul(v, w)); });
+    const CudaVariant cv = choose_variant(k, aligned, target());
+    EXPECT_EQ(cv.dot_bx, 8) << "K = " << K;
+    return cv.dot_cluster;
+  };
+  EXPECT_EQ(cluster_of(256), 1);
+  EXPECT_EQ(cluster_of(512), 1);
+  EXPECT_EQ(cluster_of(1024), 8); // 32 groups x 8 blocks within ~2 blocks per SM of 132
+  set_small_matmul(SmallMatmul::on_gpu);
+}
+
 TEST_F(Codegen, GemmTileChoice) {
   // The tile and cluster a tiled matmul takes (choose_gemm_tile): the smallest tile whose grid
   // stays within ~two blocks per SM, clusters while K is long and the grid small. Measured in

@@ -73,8 +73,7 @@ TEST_F(Codegen, OnlyKernelsWhoseGridIsOneClusterMerge) {
   ASSERT_TRUE(rl.has_value());
   EXPECT_EQ(layout_of(small_lstm, rl->variant), CudaLayout::dot);
   EXPECT_EQ(blocks(rl->shape), 4);
-  // Not one cluster: hidden 256 (32 blocks), the seed step at d = 256,
-  // a chain over 4M elements.
+  // Not one cluster: hidden 256 (32 blocks), the seed step at d = 256, a chain over 4M elements.
   EXPECT_FALSE(choose_repeat(lstm_cell(256), slot_bases(), target()).has_value());
   EXPECT_FALSE(choose_repeat(seed_step(256), slot_bases(), target()).has_value());
   Tensor big = randn({1 << 22});
