@@ -161,7 +161,8 @@ void reset_stats() {
 
 std::ostream& operator<<(std::ostream& os, const Stats& s) {
   return os << fmt::format(
-             "ops recorded {} ({} merged with identical ones), dropped unseen {}, fused in "
+             "ops recorded {} ({} merged with identical ones, {} from a loop template), dropped "
+             "unseen {}, fused in "
              "registers {}, buffers written {} ({} in place), kernels {} ({:.1f} ops/kernel, max "
              "{}), gemms {}, copies {} ({} beside kernels), flushes {} ({} at the limits, {} "
              "early while the device was idle, {} before a loop body; {} checks found it busy), "
@@ -171,12 +172,12 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
              "the launch "
              "thread), kernels merged into one launch {}, GPU batches launched directly {}, bytes "
              "allocated {}, in use {}, peak {}",
-             s.ops_recorded, s.ops_merged, s.nodes_dropped, s.nodes_fused, s.buffers_materialized,
-             s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(), s.max_fused_ops,
-             s.gemms_run, s.copies_run, s.copies_overlapped, s.flushes, s.auto_flushes,
-             s.idle_flushes, s.loop_flushes, s.busy_checks, s.plan_hits, s.plan_misses,
-             s.plan_evictions, s.plan_retries, s.graph_instantiations, s.graph_replays,
-             s.graph_updates, s.launches_queued, s.kernels_merged, s.graph_misses,
+             s.ops_recorded, s.ops_merged, s.ops_from_template, s.nodes_dropped, s.nodes_fused,
+             s.buffers_materialized, s.buffers_reused, s.kernels_run, s.fused_ops_per_kernel(),
+             s.max_fused_ops, s.gemms_run, s.copies_run, s.copies_overlapped, s.flushes,
+             s.auto_flushes, s.idle_flushes, s.loop_flushes, s.busy_checks, s.plan_hits,
+             s.plan_misses, s.plan_evictions, s.plan_retries, s.graph_instantiations,
+             s.graph_replays, s.graph_updates, s.launches_queued, s.kernels_merged, s.graph_misses,
              s.bytes_allocated, s.bytes_in_use, s.peak_bytes_in_use);
 }
 

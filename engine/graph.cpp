@@ -40,6 +40,7 @@ EngineState make_engine() {
   e.idle_flush_nodes = e.next_idle_check =
       setting_int(Setting::idle_flush).value_or(e.idle_flush_nodes);
   e.max_plans = setting_int(Setting::plan_cache).value_or(e.max_plans);
+  e.loop_template = setting_flag(Setting::loop_template).value_or(e.loop_template);
   return e;
 }
 
@@ -285,6 +286,26 @@ Tensor publish(Node* n, bool internal) {
   if (grad) record_grad(n, n->op, *n, n->inputs);
   if (n->realized() || e.flushing || internal) return t;
   note_loop_op(e, n, kind);
+  flush_if_needed(n);
+  e.op_call_start = e.next_id;
+  return t;
+}
+
+bool publishes_as_known(const EngineState& e, uint64_t kind) {
+  return !e.flushing && e.loop.period() > 0 && e.loop_skips_cse && loop_detected(e) &&
+         !cse_kind_merged(kind);
+}
+
+Tensor publish_known(Node* n, uint64_t kind) {
+  EngineState& e = engine();
+  e.stats.ops_recorded++;
+  e.stats.ops_from_template++;
+  n->id = e.next_id++;
+  link_pending(e, n);
+  Tensor t(n);
+  n->handles = 1;
+  recount(n, false);
+  e.loop.note(n, kind);
   flush_if_needed(n);
   e.op_call_start = e.next_id;
   return t;

@@ -57,6 +57,9 @@ struct EngineState {
   // A confirmed loop's scalar operands share one pending constant node per value (graph.h,
   // loop_constant); false for A/B measurements only.
   bool loop_shares_constants = true;
+  // A confirmed loop's op calls are recorded from the body before where their operands are alike
+  // (engine/loop_template.h; KILN_LOOP_TEMPLATE).
+  bool loop_template = true;
   std::array<Node*, 4> loop_constants{}; // pending, internal; cleared as each is realized or freed
   int next_loop_constant = 0;            // the entry the next constant replaces
   LoopDetector loop;
@@ -118,6 +121,15 @@ void add_input(Node* n, Node* input);
 /// A pending node identical to one already pending (same op, attributes and inputs) is not
 /// linked: the existing node is handed out instead and `n` is freed (engine/cse.cpp).
 Tensor publish(Node* n, bool internal = false);
+
+/// Whether publish would record a user's pending node of kind `kind`, none of whose inputs
+/// requires grad, as publish_known does: the loop detector notes it and CSE does not look it up
+/// (a confirmed loop, where ops of its kind never merged).
+bool publishes_as_known(const EngineState& e, uint64_t kind);
+/// Publish a user's pending node a loop template made (engine/loop_template.h) where
+/// publishes_as_known holds: what publish does then, without working out the kind, CSE or
+/// gradients again.
+Tensor publish_known(Node* n, uint64_t kind);
 
 /// Make an op's own operand (internal) a value in its own right, computed by flushes.
 void expose(Node* n);

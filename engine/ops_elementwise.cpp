@@ -1,4 +1,5 @@
 // Front-ends of the elementwise ops: type promotion, broadcasting checks, node recording.
+#include "engine/loop_template.h"
 #include "engine/ops_common.h"
 #include "ir/host_convert.h"
 #include "ir/shape_math.h"
@@ -204,6 +205,8 @@ Tensor binary(OpCode op, const Tensor& a, const Tensor& b) {
   const char* name = op_name(op);
   Node* na = arg(a, name);
   Node* nb = arg(b, name);
+  LoopCall call{.form = CallForm::binary, .op = op, .a = na, .b = nb};
+  if (Tensor t = from_template(call); t.defined()) return t;
   same_device(name, na, nb);
   Shape s = broadcast_or_fail(name, na->layout.shape, nb->layout.shape);
   ResultType rt;
@@ -211,13 +214,19 @@ Tensor binary(OpCode op, const Tensor& a, const Tensor& b) {
   rt.add_tensor(nb);
   DType r = rt.get();
   if (r == DType::boolean) op = boolean_op(op);
-  return binary_typed(op, a, b, compute_type(op, r), s);
+  return learned(call, binary_typed(op, a, b, compute_type(op, r), s));
 }
 
 // Tensor (op) scalar; `reversed` computes scalar (op) tensor.
 Tensor binary_scalar(OpCode op, const Tensor& a, Scalar b, bool reversed = false) {
   const char* name = op_name(op);
   Node* na = arg(a, name);
+  LoopCall call{.form = reversed ? CallForm::scalar_reversed : CallForm::scalar,
+                .op = op,
+                .a = na,
+                .scalar = b,
+                .name = name};
+  if (Tensor t = from_template(call); t.defined()) return t;
   ResultType rt;
   rt.add_tensor(na);
   rt.add_scalar(b);
@@ -225,13 +234,15 @@ Tensor binary_scalar(OpCode op, const Tensor& a, Scalar b, bool reversed = false
   if (r == DType::boolean) op = boolean_op(op);
   DType c = compute_type(op, r);
   Tensor sb = scalar_tensor(name, b, c, na->device);
-  return reversed ? binary_typed(op, sb, a, c, na->layout.shape)
-                  : binary_typed(op, a, sb, c, na->layout.shape);
+  return learned(call, reversed ? binary_typed(op, sb, a, c, na->layout.shape)
+                                : binary_typed(op, a, sb, c, na->layout.shape));
 }
 
 Tensor unary(OpCode op, const Tensor& a) {
   const char* name = op_name(op);
   Node* na = arg(a, name);
+  LoopCall call{.form = CallForm::unary, .op = op, .a = na};
+  if (Tensor made = from_template(call); made.defined()) return made;
   DType t = na->dtype;
   OpKind k = op_kind(op);
   if (k == OpKind::Logical) {
@@ -244,7 +255,7 @@ Tensor unary(OpCode op, const Tensor& a) {
   DType out = (k == OpKind::UnaryFloat && !is_floating(t)) ? DType::f32 : t;
   Tensor sa;
   const Tensor& ca = as_dtype(a, out, sa);
-  return record(op, out, na->layout.shape, na->device, {&ca});
+  return learned(call, record(op, out, na->layout.shape, na->device, {&ca}));
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 // matmul with torch.matmul semantics. The GEMM itself runs on the backend's BLAS.
+#include "engine/loop_template.h"
 #include "engine/ops_common.h"
 #include "ir/shape_math.h"
 
@@ -25,6 +26,8 @@ Tensor gemm_operand(const Tensor& t) {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   Node* na = arg(a, "matmul");
   Node* nb = arg(b, "matmul");
+  LoopCall call{.form = CallForm::matmul, .op = OpCode::matmul, .a = na, .b = nb};
+  if (Tensor t = from_template(call); t.defined()) return t;
   same_device("matmul", na, nb);
   const Shape &sa = na->layout.shape, &sb = nb->layout.shape;
   if (sa.size() == 0 || sb.size() == 0)
@@ -41,7 +44,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Node* g = new_node(OpCode::matmul, na->dtype, na->device, Shape{sa[0], sb[1]});
     add_input(g, x.node());
     add_input(g, y.node());
-    return publish(g);
+    return learned(call, publish(g));
   }
   // Validate everything before recording anything.
   Shape ma = sa, mb = sb;

@@ -2,6 +2,7 @@
 // buffer with a new layout); a view of a pending value is a pending view node that the planner
 // turns into index maps.
 #include "engine/autograd.h"
+#include "engine/loop_template.h"
 #include "engine/ops_common.h"
 #include "ir/shape_math.h"
 
@@ -135,7 +136,9 @@ Tensor slice(const Tensor& a, int dim, int64_t start, int64_t stop, int64_t step
   // fewer the step is never used, and a huge one would only overflow offset arithmetic.
   p.step = p.length > 1 ? step : 1;
   if (s == 0 && p.length == len && step == 1) return a;
-  return make_view(a, p, *apply_view(n->layout, p));
+  LoopCall call{.form = CallForm::view, .op = OpCode::view, .a = n, .prim = &p};
+  if (Tensor t = from_template(call); t.defined()) return t;
+  return learned(call, make_view(a, p, *apply_view(n->layout, p)));
 }
 
 Tensor expand(const Tensor& a, const Shape& shape) {

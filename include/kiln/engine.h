@@ -143,6 +143,8 @@ struct Stats {
   int64_t ops_merged = 0;           // of those, identical to a pending node, which they share (CSE;
                                     // once the recorder has found a loop, only ops of the kinds
                                     // that merged in its first steps: docs/architecture.md)
+  int64_t ops_from_template = 0;    // of those, recorded from a loop body's earlier call
+                                    // (KILN_LOOP_TEMPLATE; docs/architecture.md)
   int64_t nodes_dropped = 0;        // pending nodes released unseen: their work never ran
   int64_t nodes_fused = 0;          // nodes computed in registers inside a kernel, never stored
   int64_t buffers_materialized = 0; // kernel/GEMM/copy outputs written to memory
