@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <bit>
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -296,7 +297,7 @@ bool publishes_as_known(const EngineState& e, uint64_t kind) {
          !cse_kind_merged(kind);
 }
 
-Tensor publish_known(Node* n, uint64_t kind) {
+Tensor publish_known(Node* n, uint64_t kind, int64_t counted_bytes) {
   EngineState& e = engine();
   e.stats.ops_recorded++;
   e.stats.ops_from_template++;
@@ -304,7 +305,8 @@ Tensor publish_known(Node* n, uint64_t kind) {
   link_pending(e, n);
   Tensor t(n);
   n->handles = 1;
-  recount(n, false);
+  assert(counted_bytes == (counted(n) ? n->nbytes() : 0));
+  e.pending_bytes += counted_bytes; // recount(n, false), without working out the bytes again
   e.loop.note(n, kind);
   flush_if_needed(n);
   e.op_call_start = e.next_id;

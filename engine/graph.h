@@ -128,8 +128,9 @@ Tensor publish(Node* n, bool internal = false);
 bool publishes_as_known(const EngineState& e, uint64_t kind);
 /// Publish a user's pending node a loop template made (engine/loop_template.h) where
 /// publishes_as_known holds: what publish does then, without working out the kind, CSE or
-/// gradients again.
-Tensor publish_known(Node* n, uint64_t kind);
+/// gradients again. `counted_bytes`: what the pending bytes count for n as a held result (its
+/// bytes; 0 for a view).
+Tensor publish_known(Node* n, uint64_t kind, int64_t counted_bytes);
 
 /// Make an op's own operand (internal) a value in its own right, computed by flushes.
 void expose(Node* n);

@@ -19,8 +19,9 @@ struct TemplateOp {
   Layout layout;
   ViewPrim prim; // view
   uint64_t kind = 0;
+  int64_t counted_bytes = 0; // what the pending bytes count for the node (graph.cpp, counted)
   DType operand_dtype[2] = {};
-  Layout operand[2]; // elementwise forms compare only the shapes
+  Layout operand[2]; // compared as alike_layouts says
   Scalar::Kind scalar_kind{};
   DType constant_dtype = DType::f32; // scalar forms: the constant's
 };
@@ -29,18 +30,19 @@ struct TemplateOp {
 // check on every op call.
 std::vector<TemplateOp> the_template;
 
-bool reads_layout(CallForm f) {
-  return f == CallForm::matmul || f == CallForm::view;
-}
-
-bool same_layout(const Layout& a, const Layout& b) {
-  return a.shape == b.shape && a.strides == b.strides && a.offset == b.offset;
+// Whether operand layouts `a` and `b` make the same node for form `f`: elementwise ops read
+// the shape; a matmul also the strides (whether it reads the matrix in place); a view also the
+// offset (its own layout is relative to it). A matmul of a row slice at a new offset each step
+// (a sequence's x[t]) is alike.
+bool alike_layouts(CallForm f, const Layout& a, const Layout& b) {
+  if (a.shape != b.shape) return false;
+  if (f == CallForm::matmul) return a.strides == b.strides;
+  return f != CallForm::view || (a.strides == b.strides && a.offset == b.offset);
 }
 
 bool operand_alike(const TemplateOp& t, int i, const Node* n) {
   if (n->dtype != t.operand_dtype[i] || n->device != t.device || n->requires_grad) return false;
-  return reads_layout(t.form) ? same_layout(n->layout, t.operand[i])
-                              : n->layout.shape == t.operand[i].shape;
+  return alike_layouts(t.form, n->layout, t.operand[i]);
 }
 
 bool same_prim(const ViewPrim& a, const ViewPrim& b) {
@@ -112,7 +114,7 @@ Tensor from_template(LoopCall& c) {
   n->layout = t.layout;
   if (c.form == CallForm::view) n->view = t.prim;
   add_inputs(n, c, constant.node());
-  return publish_known(n, t.kind);
+  return publish_known(n, t.kind, t.counted_bytes);
 }
 
 Tensor learned(const LoopCall& c, Tensor made) {
@@ -133,6 +135,7 @@ Tensor learned(const LoopCall& c, Tensor made) {
   t.device = n->device;
   t.layout = n->layout;
   t.kind = n->loop_kind;
+  t.counted_bytes = n->op == OpCode::view ? 0 : n->nbytes();
   t.operand_dtype[0] = c.a->dtype;
   t.operand[0] = c.a->layout;
   if (c.b) t.operand_dtype[1] = c.b->dtype, t.operand[1] = c.b->layout;

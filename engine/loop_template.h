@@ -7,10 +7,10 @@
 // "Loop templates").
 //
 // An entry is a pure function of what it compares: the call's form and op, each operand's dtype,
-// device and shape (for matmuls and views its whole layout, and a view's primitive), a scalar's
-// kind. Alike arguments make the node the front-end would make, whatever the loop does next; the
-// body position only picks the entry to try, so a loop that changes costs a miss, never a wrong
-// node.
+// device and shape (a matmul's strides too; a view's whole layout and its primitive), a
+// scalar's kind. Alike arguments make the node the front-end would make, whatever the loop does
+// next; the body position only picks the entry to try, so a loop that changes costs a miss, never a
+// wrong node.
 #include "engine/node.h"
 
 #include <kiln/ops.h>

@@ -121,6 +121,22 @@ TEST_F(LoopTemplate, EachCallsScalarValueIsItsOwn) {
   EXPECT_GT(r.stats.ops_from_template, 0) << r.stats;
 }
 
+// A step reading row t of a sequence (a slice at a new offset every step, as an RNN's input):
+// the matmul of that row reads it in place at any offset, so it comes from the template too.
+TEST_F(LoopTemplate, AMatmulOfARowAtANewOffsetEachStepComesFromTheTemplate) {
+  probe(DeviceState::busy);
+  constexpr int kSteps = 200;
+  const Run r = expect_same_with_templates([] {
+    const Tensor seq = realized_randn({kSteps, 8}), w = realized_randn({8, 8}, 0.3f);
+    Tensor h = realized_randn({1, 8});
+    for (int i = 0; i < kSteps; ++i) h = tanh(matmul(slice(seq, 0, i, i + 1), w) + h);
+    return h;
+  });
+  // Each step: the row (a realized view, not templated), the matmul, the add and tanh; the
+  // loop is found within its first steps.
+  EXPECT_GE(r.stats.ops_from_template, 3 * (kSteps - 10)) << r.stats;
+}
+
 // Once in a while an op call's operands differ from the body before: a double operand, a
 // broadcast one, a scalar of another kind, a slice at another offset, a transposed matmul
 // operand, and an operand that requires grad. Each is recorded as its front-end records it
