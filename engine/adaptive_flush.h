@@ -4,6 +4,7 @@
 // idle until the read (or the pending limits); flushing early lets the GPU start while the host
 // records the rest. While the GPU is busy, flushing gains nothing, so work accumulates into
 // larger batches (up to the pending limits). See docs/architecture.md "Adaptive batching".
+#include "engine/graph.h"
 #include "engine/node.h"
 
 #include <functional>
@@ -26,6 +27,14 @@ DeviceProbe set_device_probe(DeviceProbe probe);
 /// After the user's op `n` was published (and the hard pending limits did not flush): flush the
 /// pending graph when a check is due, n's device is idle and the flush would write little.
 void maybe_flush_early(Node* n);
+/// Whether publishing the user's op just noted in a confirmed loop may flush or has a loop's
+/// bookkeeping to do (flush_if_needed must run): in eager mode, over the pending limits, while
+/// the bodies' start is being chosen, or at a body's first op. Else flush_if_needed would do
+/// nothing, and a loop template's op skips it.
+inline bool publish_may_flush(const EngineState& e) {
+  return e.eager || e.pending_nodes > e.max_nodes || e.pending_bytes > e.max_bytes ||
+         e.body_start_chosen_for != e.loop.confirmations() || e.loop.at_body_start();
+}
 /// After every evaluation: the next check comes `idle_flush_nodes` pending nodes later.
 void note_flushed();
 /// Before an evaluation that has no cached plan, in a loop whose early flushes fall before its

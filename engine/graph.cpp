@@ -198,9 +198,9 @@ Node* new_placeholder(OpCode op, DType dtype, Device device, const Shape& shape)
 
 void add_input(Node* n, Node* input) {
   n->inputs.push_back(input);
-  bool was = counted(input);
+  // A consumed value is no longer counted: recount(input, counted(input)) after the increment.
+  if (counted(input)) engine().pending_bytes -= input->nbytes();
   input->uses++;
-  recount(input, was);
 }
 
 namespace {
@@ -308,7 +308,7 @@ Tensor publish_known(Node* n, uint64_t kind, int64_t counted_bytes) {
   assert(counted_bytes == (counted(n) ? n->nbytes() : 0));
   e.pending_bytes += counted_bytes; // recount(n, false), without working out the bytes again
   e.loop.note(n, kind);
-  flush_if_needed(n);
+  if (publish_may_flush(e)) flush_if_needed(n);
   e.op_call_start = e.next_id;
   return t;
 }
