@@ -252,8 +252,15 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect) {
     if (has_attrs(n->op))
       n->visit_attrs(
           n->op, n->layout, [&](uint64_t x) { words.put(x); }, /*constant_values=*/false);
-    k.put(words);
-    for (Node* in : n->inputs) k.put(in->walk_index);
+    // The inputs' positions join the node's words in one put where they fit (a concat may have
+    // more inputs than words left).
+    if (n->inputs.size() <= static_cast<size_t>(NodeWords::kMaxWords - words.n)) {
+      for (Node* in : n->inputs) words.put(in->walk_index);
+      k.put(words);
+    } else {
+      k.put(words);
+      for (Node* in : n->inputs) k.put(in->walk_index);
+    }
   }
   for (Node* t : targets) {
     w.targets.push_back(static_cast<int>(t->walk_index));
