@@ -140,8 +140,4 @@ void free_grad_record(GradRecord* r) {
   draining = false;
 }
 
-Node::~Node() {
-  if (grad_record) free_grad_record(grad_record);
-}
-
 } // namespace kiln::detail

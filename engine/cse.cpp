@@ -115,8 +115,7 @@ Node* cse_find_or_insert(Node* n, uint64_t kind) {
   return it->n;
 }
 
-void cse_erase(Node* n) {
-  if (!n->in_cse) return;
+void cse_erase_entry(Node* n) {
   Table& t = table();
   t.set.erase({n, n->cse_hash});
   n->in_cse = false;

@@ -18,8 +18,13 @@ namespace kiln::detail {
 /// The pending node structurally identical to `n`, or `n` itself after adding it to the table.
 /// `kind`: op_kind_hash(n) (engine/loop_detect.h), which the hash starts from. Sets n->cse_hash.
 Node* cse_find_or_insert(Node* n, uint64_t kind);
-/// Remove `n` from the table (it is being realized or destroyed). No-op if it is not there.
-void cse_erase(Node* n);
+/// Remove `n`, which is in the table, from it.
+void cse_erase_entry(Node* n);
+/// Remove `n` from the table (it is being realized or destroyed). No-op if it is not there:
+/// inline, as most nodes a loop destroys never were (a confirmed loop's ops skip the table).
+inline void cse_erase(Node* n) {
+  if (n->in_cse) cse_erase_entry(n);
+}
 /// The table's bucket count (tests: it shrinks back after a large evaluation).
 size_t cse_table_buckets();
 /// Entries erased since the buckets were last reset, each a tombstone until an insert reuses

@@ -93,10 +93,9 @@ bool made_of_operands(const LoopCall& c, const Node* n) {
 
 } // namespace
 
-Tensor from_template(LoopCall& c) {
+Tensor make_from_template(LoopCall& c) {
   EngineState& e = engine();
   const int64_t period = e.loop.period();
-  if (period == 0 || !e.loop_template) return {};
   std::vector<TemplateOp>& ops = the_template;
   if (ops.size() != static_cast<size_t>(period)) ops.assign(static_cast<size_t>(period), {});
   c.position = e.loop.position() + 1;
@@ -117,16 +116,14 @@ Tensor from_template(LoopCall& c) {
   return publish_known(n, t.kind, t.counted_bytes);
 }
 
-Tensor learned(const LoopCall& c, Tensor made) {
-  if (c.position < 0) return made;
+void learn(const LoopCall& c, const Node* n) {
   const EngineState& e = engine();
-  const Node* n = made.node();
   // One fresh node noted at the call's position; not a CSE merge's older node.
   if (e.loop.position() != c.position || n->id < c.first_id || n->realized() || n->internal ||
       n->grad_record || n->requires_grad || !made_of_operands(c, n))
-    return made;
+    return;
   std::vector<TemplateOp>& ops = the_template;
-  if (ops.empty()) return made;
+  if (ops.empty()) return;
   TemplateOp& t = ops[static_cast<size_t>(c.position) % ops.size()];
   t.form = c.form;
   t.call_op = c.op;
@@ -144,7 +141,6 @@ Tensor learned(const LoopCall& c, Tensor made) {
     t.scalar_kind = c.scalar.kind;
     t.constant_dtype = n->inputs[c.form == CallForm::scalar ? 1 : 0]->dtype;
   }
-  return made;
 }
 
 void clear_loop_template() {

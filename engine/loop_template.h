@@ -11,6 +11,7 @@
 // scalar's kind. Alike arguments make the node the front-end would make, whatever the loop does
 // next; the body position only picks the entry to try, so a loop that changes costs a miss, never a
 // wrong node.
+#include "engine/graph.h"
 #include "engine/node.h"
 
 #include <kiln/ops.h>
@@ -45,12 +46,21 @@ struct LoopCall {
 };
 
 /// The call's node made from the template's entry, or an undefined tensor: the front-end then
-/// records it and hands it to learned().
-Tensor from_template(LoopCall& c);
+/// records it and hands it to learned(). Inline up to the loop check: code outside a confirmed
+/// loop (a training step) pays a load and a compare per op call.
+Tensor make_from_template(LoopCall& c);
+inline Tensor from_template(LoopCall& c) {
+  const EngineState& e = engine();
+  if (e.loop.period() == 0 || !e.loop_template) return {};
+  return make_from_template(c);
+}
 /// `made`, which the front-end recorded for `c`, becomes the template's entry at c's position
 /// if it is a node an entry can make (one fresh pending node of c's operands, no casts, no
-/// gradient history). Returns `made`.
-Tensor learned(const LoopCall& c, Tensor made);
+/// gradient history).
+void learn(const LoopCall& c, const Node* made);
+inline void learned(const LoopCall& c, const Tensor& made) {
+  if (c.position >= 0) learn(c, made.node());
+}
 /// Forget every entry (tests; KILN_LOOP_TEMPLATE switched at run time).
 void clear_loop_template();
 

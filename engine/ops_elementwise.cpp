@@ -214,7 +214,9 @@ Tensor binary(OpCode op, const Tensor& a, const Tensor& b) {
   rt.add_tensor(nb);
   DType r = rt.get();
   if (r == DType::boolean) op = boolean_op(op);
-  return learned(call, binary_typed(op, a, b, compute_type(op, r), s));
+  Tensor t = binary_typed(op, a, b, compute_type(op, r), s);
+  learned(call, t);
+  return t;
 }
 
 // Tensor (op) scalar; `reversed` computes scalar (op) tensor.
@@ -234,8 +236,10 @@ Tensor binary_scalar(OpCode op, const Tensor& a, Scalar b, bool reversed = false
   if (r == DType::boolean) op = boolean_op(op);
   DType c = compute_type(op, r);
   Tensor sb = scalar_tensor(name, b, c, na->device);
-  return learned(call, reversed ? binary_typed(op, sb, a, c, na->layout.shape)
-                                : binary_typed(op, a, sb, c, na->layout.shape));
+  Tensor t = reversed ? binary_typed(op, sb, a, c, na->layout.shape)
+                      : binary_typed(op, a, sb, c, na->layout.shape);
+  learned(call, t);
+  return t;
 }
 
 Tensor unary(OpCode op, const Tensor& a) {
@@ -255,7 +259,9 @@ Tensor unary(OpCode op, const Tensor& a) {
   DType out = (k == OpKind::UnaryFloat && !is_floating(t)) ? DType::f32 : t;
   Tensor sa;
   const Tensor& ca = as_dtype(a, out, sa);
-  return learned(call, record(op, out, na->layout.shape, na->device, {&ca}));
+  Tensor r = record(op, out, na->layout.shape, na->device, {&ca});
+  learned(call, r);
+  return r;
 }
 
 } // namespace

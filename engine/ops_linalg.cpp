@@ -44,7 +44,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Node* g = new_node(OpCode::matmul, na->dtype, na->device, Shape{sa[0], sb[1]});
     add_input(g, x.node());
     add_input(g, y.node());
-    return learned(call, publish(g));
+    Tensor t = publish(g);
+    learned(call, t);
+    return t;
   }
   // Validate everything before recording anything.
   Shape ma = sa, mb = sb;

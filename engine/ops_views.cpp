@@ -138,7 +138,9 @@ Tensor slice(const Tensor& a, int dim, int64_t start, int64_t stop, int64_t step
   if (s == 0 && p.length == len && step == 1) return a;
   LoopCall call{.form = CallForm::view, .op = OpCode::view, .a = n, .prim = &p};
   if (Tensor t = from_template(call); t.defined()) return t;
-  return learned(call, make_view(a, p, *apply_view(n->layout, p)));
+  Tensor t = make_view(a, p, *apply_view(n->layout, p));
+  learned(call, t);
+  return t;
 }
 
 Tensor expand(const Tensor& a, const Shape& shape) {
