@@ -1,8 +1,9 @@
 // kiln_fuzz: differential fuzzing of random programs (tests/fuzz/program.h).
 //
-// For each seed: lazy vs eager, bit for bit, under each small-matmul mode; the lazy result
-// against the same program in f64 within its propagated error bound; with --device cuda also
-// CUDA vs the CPU backend within that bound (and lazy vs eager on CUDA, bit for bit). The
+// For each seed: lazy vs eager, bit for bit, under each small-matmul mode; the lazy run against
+// the same program run twice more in a row (recorded from loop templates), bit for bit; the
+// lazy result against the same program in f64 within its propagated error bound; with --device cuda
+// also CUDA vs the CPU backend within that bound (and lazy vs eager on CUDA, bit for bit). The
 // first mismatch prints the seed, the check and the program as C++, and exits 1.
 //
 //   kiln_fuzz [--programs N] [--seed S] [--seconds T] [--device cpu|cuda] [--show 1]
@@ -155,6 +156,12 @@ std::string check_seed(uint64_t seed, kiln::Device dev, uint64_t& rejected) {
     }
   }
   Outcome lazy = run(seed, cpu, false, SmallMatmul::blas);
+  // The program twice more in a row: by now the recorder has seen it repeat and records these
+  // runs from loop templates (engine/loop_template.h) where it can. Their values must be the
+  // first lazy run's, bit for bit.
+  for (int again = 0; again < 2; ++again)
+    if (std::string w = compare_bits(lazy, run(seed, cpu, false, SmallMatmul::blas)); !w.empty())
+      return "repeated (loop templates): " + w;
   Outcome ref = run(seed, cpu, false, SmallMatmul::blas, /*reference=*/true);
   rejected += uint64_t(lazy.errors);
   if (std::string w = compare_bounded(lazy, ref); !w.empty()) return "vs the f64 reference: " + w;
@@ -216,11 +223,16 @@ int main(int argc, char** argv) {
   g_seed = 0;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // A seed's runs record the same program again and again (lazy, eager, each small-matmul mode),
+  // so the recorder finds the repetition and records later runs from loop templates.
+  const kiln::Stats st = kiln::stats();
   std::printf("kiln_fuzz: %llu programs on %s (seeds %llu..%llu), 0 mismatches, %.1f s (%llu "
-              "rejected op calls, each a kiln::Error in every run)\n",
+              "rejected op calls, each a kiln::Error in every run; %lld of %lld op calls from "
+              "loop templates)\n",
               static_cast<unsigned long long>(n), args.device.str().c_str(),
               static_cast<unsigned long long>(args.seed),
               static_cast<unsigned long long>(args.seed + n - 1), secs,
-              static_cast<unsigned long long>(errors));
+              static_cast<unsigned long long>(errors), static_cast<long long>(st.ops_from_template),
+              static_cast<long long>(st.ops_recorded));
   return 0;
 }
