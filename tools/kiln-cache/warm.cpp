@@ -49,7 +49,7 @@ std::vector<Job> jobs_of(const std::string& manifest, const Directory& d, int nv
   for (std::string line; std::getline(in, line);) {
     const json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.contains("key") || !j.contains("source")) continue;
-    Job job{{j.value("name", ""), j["key"], j["source"]}, {}};
+    Job job{{j.value("name", ""), j["key"], j["source"], ""}, {}};
     job.target.arch = j.value("arch", 0);
     job.target.nvrtc_version = j.value("nvrtc", 0);
     if (!seen.insert(job.src.key).second) continue;
