@@ -38,8 +38,17 @@ Tensor make_view(const Tensor& a, const ViewPrim& prim, const Layout& l) {
 
 namespace {
 
-Tensor view_or_copy(const char* op, const Tensor& a, const ViewPrim& prim) {
-  if (auto l = apply_view(a.node()->layout, prim)) return make_view(a, prim, *l);
+// The view of `a` by `prim`: from a confirmed loop's template where the call is alike
+// (engine/loop_template.h), else made here and offered to the template; a copy first where the
+// view cannot be expressed with strides.
+Tensor view_or_copy(const Tensor& a, const ViewPrim& prim) {
+  LoopCall call{.form = CallForm::view, .op = OpCode::view, .a = a.node(), .prim = &prim};
+  if (Tensor t = from_template(call); t.defined()) return t;
+  if (auto l = apply_view(a.node()->layout, prim)) {
+    Tensor t = make_view(a, prim, *l);
+    learned(call, t);
+    return t;
+  }
   Tensor c = contiguous(a); // only reshape can fail, and never on a contiguous layout
   return make_view(c, prim, *apply_view(c.node()->layout, prim));
 }
@@ -83,7 +92,7 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
   ViewPrim p;
   p.kind = ViewPrim::Kind::reshape;
   p.shape = s;
-  return view_or_copy("reshape", a, p);
+  return view_or_copy(a, p);
 }
 
 Tensor permute(const Tensor& a, const std::vector<int>& dims) {
@@ -103,7 +112,7 @@ Tensor permute(const Tensor& a, const std::vector<int>& dims) {
     p.shape.push_back(d);
   }
   if (identity) return a;
-  return make_view(a, p, *apply_view(n->layout, p));
+  return view_or_copy(a, p);
 }
 
 Tensor transpose(const Tensor& a, int d0, int d1) {
@@ -136,11 +145,7 @@ Tensor slice(const Tensor& a, int dim, int64_t start, int64_t stop, int64_t step
   // fewer the step is never used, and a huge one would only overflow offset arithmetic.
   p.step = p.length > 1 ? step : 1;
   if (s == 0 && p.length == len && step == 1) return a;
-  LoopCall call{.form = CallForm::view, .op = OpCode::view, .a = n, .prim = &p};
-  if (Tensor t = from_template(call); t.defined()) return t;
-  Tensor t = make_view(a, p, *apply_view(n->layout, p));
-  learned(call, t);
-  return t;
+  return view_or_copy(a, p);
 }
 
 Tensor expand(const Tensor& a, const Shape& shape) {
@@ -166,7 +171,7 @@ Tensor expand(const Tensor& a, const Shape& shape) {
   }
   if (p.shape == in) return a;
   check_extents("expand", p.shape, n->dtype);
-  return make_view(a, p, *apply_view(n->layout, p));
+  return view_or_copy(a, p);
 }
 
 Tensor unsqueeze(const Tensor& a, int dim) {

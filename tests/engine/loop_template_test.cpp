@@ -182,16 +182,17 @@ TEST_F(LoopTemplate, AnOperandThatRequiresGradRecordsHistory) {
 }
 
 // Random loop bodies over the forms a template replays (binary, scalar of both orders and both
-// kinds, unary, matmul, slice) and some it does not (cast, where), with an odd step now and
-// then whose operands differ (a wider dtype, a broadcast row, another slice, an integer
-// scalar): the same bits, dtypes, kernels and plans with templates as without.
+// kinds, unary, matmul, slice, reshape, transpose, expand) and some it does not (cast, where,
+// sum), with an odd step now and then whose operands differ (a wider dtype, a broadcast row,
+// another slice, an integer scalar, a realized value expanded): the same bits, dtypes, kernels
+// and plans with templates as without.
 TEST_F(LoopTemplate, RandomLoopBodiesGiveTheSameResultsWithTemplates) {
   int templated = 0; // seeds whose run recorded most op calls from the template
   for (unsigned seed = 1; seed <= 30; ++seed) {
     std::mt19937 gen(seed);
     auto below = [&gen](int n) { return std::uniform_int_distribution<int>(0, n - 1)(gen); };
     std::vector<int> body(static_cast<size_t>(2 + below(7)));
-    for (int& op : body) op = below(9);
+    for (int& op : body) op = below(10);
     const int steps = 100 + below(200), odd_every = 5 + below(40);
     uint64_t bits = 0; // the probe's state
     const Run r = expect_same_with_templates([&] {
@@ -234,6 +235,14 @@ TEST_F(LoopTemplate, RandomLoopBodiesGiveTheSameResultsWithTemplates) {
           case 7:
             h = tanh(odd ? h * 2 : h * 0.5f); // an integer scalar on odd steps
             break;
+          // Reshape (to another shape on odd steps), transpose, and expand (a realized row on
+          // odd steps) of pending values.
+          case 8: {
+            const Tensor v = reshape(h * 0.5f, odd ? Shape{15, 1} : Shape{5, 3});
+            h = tanh(reshape(transpose(reshape(v, {5, 3}), 0, 1), {3, 5}) +
+                     expand(odd ? row : sum(h, {0}, true), {3, 5}));
+            break;
+          }
           default:
             x = x * 0.9f + 0.1f;
             break;
