@@ -251,10 +251,11 @@ void note_loop_op(EngineState& e, Node* n, uint64_t kind) {
 }
 
 // Whether `n` goes through CSE: not in a confirmed loop, unless ops of its kind merged before
-// (engine/cse.h, cse_kind_merged).
+// (engine/cse.h, cse_kind_merged). One condition with publishes_as_known, so that a loop
+// template makes a node only where publish would not look it up.
 bool wants_cse(const EngineState& e, const Node* n, uint64_t kind) {
   if (n->realized() || e.flushing || n->distinct) return false;
-  return e.loop.period() == 0 || !e.loop_skips_cse || !loop_detected(e) || cse_kind_merged(kind);
+  return !publishes_as_known(e, kind);
 }
 
 } // namespace
