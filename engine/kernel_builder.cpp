@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 namespace kiln::detail {
@@ -71,8 +72,19 @@ public:
     if (n->op == OpCode::constant && !n->realized()) return compute(n, t);
     auto key = std::make_pair(n, t);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    // Another chain of views that reads the same element of n at every index (a transpose of
+    // a reshape that undoes it, views that differ only in dims of one) is the same value.
+    std::vector<int64_t> map = index_map(n, t);
+    if (!map.empty()) {
+      if (auto it = by_map_.find(map); it != by_map_.end()) return memo_[key] = it->second;
+      if (computes_here(n) && ++maps_of_[n] > kMaxIndexMaps) {
+        retry = Retry{n, Why::many_index_maps};
+        return 0;
+      }
+    }
     int v = compute(n, t);
     memo_[key] = v;
+    if (!map.empty() && !retry) by_map_.emplace(std::move(map), v);
     return v;
   }
 
@@ -123,6 +135,29 @@ private:
           return static_cast<int>(i);
     transforms_.push_back({t, prim, at});
     return static_cast<int>(transforms_.size()) - 1;
+  }
+
+  // Which element of n transform t reads at each index of the iteration space: n, then the map's
+  // offset and strides into n's elements in row-major order (the strides of dims of one zero:
+  // they never move). Empty where a view cannot be expressed with strides (then compute's
+  // map_out asks for a retry).
+  std::vector<int64_t> index_map(Node* n, int t) const {
+    Layout l = contiguous_layout(n->shape());
+    for (int i = t; i >= 0; i = transforms_[i].parent) {
+      std::optional<Layout> next = apply_view(l, transforms_[i].prim);
+      if (!next) return {};
+      l = *next;
+    }
+    std::vector<int64_t> map{static_cast<int64_t>(reinterpret_cast<uintptr_t>(n)), l.offset};
+    for (int d = 0; d < l.shape.size(); ++d) map.push_back(l.shape[d] == 1 ? 0 : l.strides[d]);
+    return map;
+  }
+
+  // Whether value(n) computes n in this kernel (rather than loading it, or reading through it).
+  bool computes_here(Node* n) const {
+    if (n->realized() || n->op == OpCode::view) return false;
+    const Info* in = p_.info(n);
+    return in && in->group == group_;
   }
 
   // Layout l of a value, seen from the iteration space through transform t (t is the innermost
@@ -419,6 +454,8 @@ private:
   FusedKernel& k_;
   std::vector<Transform> transforms_;
   llvm::DenseMap<std::pair<Node*, int>, int> memo_; // (node, transform) -> tape value
+  std::map<std::vector<int64_t>, int> by_map_;      // index_map -> tape value
+  llvm::DenseMap<Node*, int> maps_of_;              // distinct index maps computed per node
   llvm::DenseMap<Node*, int> reduced_;              // reduction -> its tape value
   int reduction_units_ = 0;                         // their shared memory (reduction_units)
   llvm::SmallVector<Node*, 32> computing_;

@@ -17,6 +17,13 @@ namespace kiln::detail {
 // (split_long_chains, and the builder as a safety net).
 constexpr size_t kMaxChainDepth = 512;
 
+// The distinct index maps through which one kernel may compute a value in registers. A value
+// read through two chains of views that read other elements (x and a transpose of x) is computed
+// once for each; in a loop without evaluation whose step reads the last one's value both ways,
+// the maps of the values before it double with every step (exponential planning time). Past
+// this many, the value is written instead and read from memory.
+constexpr int kMaxIndexMaps = 32;
+
 // The Params fields one kernel may have: 8 KB, a quarter of CUDA's 32 KB parameter limit; a
 // graph node's parameters are copied at every update, and large kernels compile slowly.
 constexpr int64_t kMaxParamFields = 1024;

@@ -602,3 +602,46 @@ TEST_F(FusionPatterns, AChainReadingANewInputEveryOpIsCutInOnePlanningPass) {
   EXPECT_LE(stats().kernels_run, 4000 * 4 / 512 + 1);
   for (float v : y.to_vector<float>()) EXPECT_EQ(v, float(want));
 }
+
+// A step that reads the last step's value both directly and through views that undo each other
+// (a [1, 6] reshaped to [6, 1] and transposed back): the builder computed a value once per
+// chain of views, so the values of earlier steps were computed 2, 4, 8, ... times over in the
+// kernel (16 steps recorded without evaluation took seconds to plan, found by kiln_fuzz --mode
+// loops). The same elements read through either chain are one value (Builder::index_map).
+TEST_F(FusionPatterns, ValuesReadThroughViewsThatUndoEachOtherAreComputedOnce) {
+  constexpr int kSteps = 16;
+  const Tensor x0 = realized_randn({1, 6});
+  auto run = [&] {
+    Tensor s = x0;
+    for (int t = 0; t < kSteps; ++t)
+      s = tanh(transpose(reshape(s * 0.5f, {6, 1}), 0, 1) + s); // 3 compute ops a step
+    return s;
+  };
+  reset_stats();
+  const Tensor lazy = run();
+  eval(lazy);
+  EXPECT_LE(stats().fused_ops, 3 * kSteps) << stats();
+  set_eager(true);
+  const Tensor eager = run();
+  set_eager(false);
+  EXPECT_EQ(lazy.to_vector<float>(), eager.to_vector<float>());
+}
+
+// A value read through more distinct index maps than kMaxIndexMaps by one kernel (here the 40
+// column chunks of a pending value summed) is written once and read from memory.
+TEST_F(FusionPatterns, AValueReadThroughManyIndexMapsIsWrittenOnce) {
+  const Tensor a = realized_randn({2, 120}), b = realized_randn({2, 120});
+  auto run = [&] {
+    const std::vector<Tensor> parts = chunk(tanh(a * b), 40, 1);
+    Tensor y = parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) y = y + parts[i];
+    return y;
+  };
+  const Tensor lazy = run();
+  eval(lazy);
+  EXPECT_EQ(written_for(kiln::detail::Why::many_index_maps), 1) << last_plan();
+  set_eager(true);
+  const Tensor eager = run();
+  set_eager(false);
+  EXPECT_EQ(lazy.to_vector<float>(), eager.to_vector<float>());
+}
