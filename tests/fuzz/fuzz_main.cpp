@@ -6,10 +6,16 @@
 // also CUDA vs the CPU backend within that bound (and lazy vs eager on CUDA, bit for bit). The
 // first mismatch prints the seed, the check and the program as C++, and exits 1.
 //
-//   kiln_fuzz [--programs N] [--seed S] [--seconds T] [--device cpu|cuda] [--show 1]
+// With --mode loops each seed is a loop instead (loop_program.h): lazily with loop templates
+// against lazily without them (the same bits, kernels and stats) and against eager (the same
+// bits), on the device given.
+//
+//   kiln_fuzz [--mode programs|loops] [--programs N] [--seed S] [--seconds T]
+//             [--device cpu|cuda] [--show 1]
 //   (--show 1 prints the programs of the seeds instead of checking them)
 //
 // docs/testing.md describes the checks and how to reproduce a seed.
+#include "loop_program.h"
 #include "program.h"
 
 #include <chrono>
@@ -18,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include <execinfo.h>
@@ -33,6 +40,7 @@ struct Args {
   uint64_t programs = 1000, seed = 1;
   double seconds = 0; // > 0: also stop once this much time has passed
   bool show = false;
+  bool loops = false; // --mode loops
   kiln::Device device = kiln::Device::cpu();
 };
 
@@ -48,6 +56,8 @@ Args parse(int argc, char** argv) {
       a.seconds = std::strtod(v.c_str(), nullptr);
     else if (k == "--show")
       a.show = v != "0";
+    else if (k == "--mode" && (v == "loops" || v == "programs"))
+      a.loops = v == "loops";
     else if (k == "--device")
       a.device = v == "cuda" ? kiln::Device::cuda(0) : kiln::Device::cpu();
     else {
@@ -168,6 +178,52 @@ std::string check_seed(uint64_t seed, kiln::Device dev, uint64_t& rejected) {
   return "";
 }
 
+/// "" or what differs between the stats of a loop run with templates and without.
+std::string compare_stats(const kiln::Stats& a, const kiln::Stats& b) {
+  for (auto field :
+       {&kiln::Stats::ops_recorded, &kiln::Stats::ops_merged, &kiln::Stats::flushes,
+        &kiln::Stats::loop_flushes, &kiln::Stats::plan_misses, &kiln::Stats::kernels_run,
+        &kiln::Stats::buffers_materialized, &kiln::Stats::nodes_fused, &kiln::Stats::fused_ops})
+    if (a.*field != b.*field) {
+      std::ostringstream o;
+      o << "stats differ: with templates " << a << "; without " << b;
+      return o.str();
+    }
+  return b.ops_from_template == 0 ? "" : "templates ran while switched off";
+}
+
+/// The program of a seed as C++ (the reproducer).
+std::string program_code(const Args& a, uint64_t seed) {
+  if (a.loops) return kfuzz::loop_code(seed);
+  return run(seed, kiln::Device::cpu(), false, kiln::SmallMatmul::blas).code;
+}
+
+/// Op calls of the loops run with templates: how many came from them.
+struct TemplateCount {
+  int64_t templated = 0, recorded = 0;
+};
+
+/// "" or what failed for the loop of this seed.
+std::string check_loop_seed(uint64_t seed, kiln::Device dev, TemplateCount& count) {
+  kfuzz::LoopOptions opt;
+  opt.device = dev;
+  const kfuzz::LoopOutcome with = kfuzz::run_loop(seed, opt);
+  opt.templates = false;
+  const kfuzz::LoopOutcome without = kfuzz::run_loop(seed, opt);
+  count.templated += with.stats.ops_from_template;
+  count.recorded += with.stats.ops_recorded;
+  if (std::string w = compare_bits(with.out, without.out); !w.empty())
+    return "loop with templates vs without: " + w;
+  if (with.kernels != without.kernels) return "loop with templates vs without: other kernels ran";
+  if (std::string w = compare_stats(with.stats, without.stats); !w.empty())
+    return "loop with templates vs without: " + w;
+  opt.templates = true;
+  opt.eager = true;
+  if (std::string w = compare_bits(with.out, kfuzz::run_loop(seed, opt).out); !w.empty())
+    return "loop lazy vs eager: " + w;
+  return "";
+}
+
 // A crash names the seed it ran (0: after the last one, at exit) and where, so that it can be
 // run again alone.
 volatile uint64_t g_seed = 0;
@@ -196,19 +252,21 @@ int main(int argc, char** argv) {
   kiln::set_idle_flush(0); // where early flushes cut depends on timing: keep runs repeatable
   const auto start = std::chrono::steady_clock::now();
   uint64_t n = 0, errors = 0;
+  TemplateCount loop_count;
   for (uint64_t seed = args.seed;; ++seed, ++n) {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (n >= args.programs || (args.seconds > 0 && elapsed >= args.seconds)) break;
     if (args.show) {
       std::printf("// seed %llu\n%s\n", static_cast<unsigned long long>(seed),
-                  run(seed, kiln::Device::cpu(), false, kiln::SmallMatmul::blas).code.c_str());
+                  program_code(args, seed).c_str());
       continue;
     }
     std::string failure;
     g_seed = seed;
     try {
-      failure = check_seed(seed, args.device, errors);
+      failure = args.loops ? check_loop_seed(seed, args.device, loop_count)
+                           : check_seed(seed, args.device, errors);
     } catch (const kiln::Error& e) {
       failure = std::string("kiln::Error while running: ") + e.what();
     }
@@ -216,13 +274,23 @@ int main(int argc, char** argv) {
       kiln::set_eager(false);
       std::printf("kiln_fuzz: MISMATCH at seed %llu on %s: %s\nThe program:\n%s",
                   static_cast<unsigned long long>(seed), args.device.str().c_str(), failure.c_str(),
-                  run(seed, kiln::Device::cpu(), false, kiln::SmallMatmul::blas).code.c_str());
+                  program_code(args, seed).c_str());
       return 1;
     }
   }
   g_seed = 0;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (args.loops) {
+    std::printf("kiln_fuzz: %llu loops on %s (seeds %llu..%llu), 0 mismatches, %.1f s (%lld of "
+                "%lld op calls from loop templates where they were on)\n",
+                static_cast<unsigned long long>(n), args.device.str().c_str(),
+                static_cast<unsigned long long>(args.seed),
+                static_cast<unsigned long long>(args.seed + n - 1), secs,
+                static_cast<long long>(loop_count.templated),
+                static_cast<long long>(loop_count.recorded));
+    return 0;
+  }
   // A seed's runs record the same program again and again (lazy, eager, each small-matmul mode),
   // so the recorder finds the repetition and records later runs from loop templates.
   const kiln::Stats st = kiln::stats();

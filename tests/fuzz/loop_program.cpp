@@ -1,0 +1,286 @@
+// The loop generator (loop_program.h). A body is a list of statements, each a C++ line for the
+// reproducer and the op calls it makes; every statement has a form for odd steps that calls the
+// same ops with other operands, so that those steps miss the template the even ones use.
+#include "loop_program.h"
+
+#include "engine/adaptive_flush.h"
+#include "engine/cse.h"
+#include "engine/graph.h"
+#include "engine/kernel_observer.h"
+#include "engine/loop_template.h"
+#include "ir/kernel_key.h"
+
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <vector>
+
+namespace kfuzz {
+namespace {
+
+using kiln::DType;
+using kiln::Scalar;
+using kiln::Shape;
+using kiln::Tensor;
+
+// What a loop's statements read and write.
+struct State {
+  std::vector<Tensor> s;    // the loop's state, f32 [rows, cols]
+  Tensor acc;               // an f64 accumulator [rows, cols]
+  std::vector<Tensor> held; // values a statement keeps across steps: read after the loop
+  // Loop invariants, realized before the loop: w [cols, cols] and its transpose (a view),
+  // w2 [cols, 2 cols] and b2 [2 cols] (gates to chunk), a row [1, cols], a sequence of
+  // [len * rows, cols] read a step at a time, an f64 [rows, cols].
+  Tensor w, wt, w2, b2, row, seq, wide;
+  int64_t rows = 0, cols = 0, len = 0;
+};
+
+struct Statement {
+  std::string code; // the C++ of the statement, reading `odd` and `t`
+  std::function<void(State&, bool odd, int64_t t)> run;
+};
+
+class Rng {
+public:
+  explicit Rng(uint64_t seed) : g_(seed * 0x9E3779B97F4A7C15ull + 7) {}
+  int below(int n) { return static_cast<int>(g_() % static_cast<uint64_t>(n)); }
+  bool chance(int percent) { return below(100) < percent; }
+
+private:
+  std::mt19937_64 g_;
+};
+
+std::string sv(int i) {
+  return "s[" + std::to_string(i) + "]";
+}
+
+// A float literal as the reproducer writes it (the values are multiples of 1/16: exact).
+std::string lit(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%gf", x);
+  return b;
+}
+
+// One statement of the body, over states i (written), j and k (read).
+Statement statement(Rng& rng, int states) {
+  const int i = rng.below(states), j = rng.below(states), k = rng.below(states);
+  const std::string si = sv(i), sj = sv(j), sk = sv(k);
+  switch (rng.below(12)) {
+  case 0: { // binary, a broadcast row on odd steps
+    static const char* names[] = {"add", "sub", "mul", "maximum", "minimum"};
+    using Fn = Tensor (*)(const Tensor&, const Tensor&);
+    static const Fn fns[] = {kiln::add, kiln::sub, kiln::mul, kiln::maximum, kiln::minimum};
+    const int op = rng.below(5);
+    return {si + " = tanh(" + names[op] + "(" + sj + ", odd ? row : " + sk + "));",
+            [=](State& S, bool odd, int64_t) {
+              S.s[size_t(i)] = kiln::tanh(fns[op](S.s[size_t(j)], odd ? S.row : S.s[size_t(k)]));
+            }};
+  }
+  case 1: { // a scalar after the tensor: a float, an integer or another float on odd steps
+    const double c = (rng.below(15) - 7) / 8.0;
+    const int64_t n = rng.below(5) - 2;
+    const bool integral = rng.chance(50);
+    const std::string odd_lit = integral ? std::to_string(n) : lit(c / 2);
+    return {si + " = tanh(" + sj + " * (odd ? " + odd_lit + " : " + lit(c) + "));",
+            [=](State& S, bool odd, int64_t) {
+              const Scalar x =
+                  odd ? (integral ? Scalar(n) : Scalar(float(c / 2))) : Scalar(float(c));
+              S.s[size_t(i)] = kiln::tanh(kiln::mul(S.s[size_t(j)], x));
+            }};
+  }
+  case 2: { // a scalar before the tensor (rsub)
+    const double c = (rng.below(9) - 4) / 4.0;
+    return {si + " = rsub(sigmoid(" + sj + "), odd ? 1 : " + lit(c) + ");",
+            [=](State& S, bool odd, int64_t) {
+              S.s[size_t(i)] = kiln::rsub(kiln::sigmoid(S.s[size_t(j)]),
+                                          odd ? Scalar(int64_t(1)) : Scalar(float(c)));
+            }};
+  }
+  case 3: // unary ops, another one on odd steps
+    return {si + " = odd ? tanh(" + sj + ") : sigmoid(" + sj + ") - 0.5f;",
+            [=](State& S, bool odd, int64_t) {
+              S.s[size_t(i)] = odd ? kiln::tanh(S.s[size_t(j)])
+                                   : kiln::sub(kiln::sigmoid(S.s[size_t(j)]), Scalar(0.5f));
+            }};
+  case 4: // a matmul, of the transposed weight (other strides) on odd steps
+    return {si + " = tanh(matmul(" + sj + ", odd ? wt : w));", [=](State& S, bool odd, int64_t) {
+              S.s[size_t(i)] = kiln::tanh(kiln::matmul(S.s[size_t(j)], odd ? S.wt : S.w));
+            }};
+  case 5: // gates chunked into column views of a pending value; other columns on odd steps
+    return {"{ Tensor gates = matmul(" + sj + ", w2) + b2; auto g = chunk(gates, 2, 1); " + si +
+                " = sigmoid(g[0]) * tanh(odd ? slice(gates, 1, 1, cols + 1) : g[1]); }",
+            [=](State& S, bool odd, int64_t) {
+              const Tensor gates = kiln::matmul(S.s[size_t(j)], S.w2) + S.b2;
+              std::vector<Tensor> g = kiln::chunk(gates, 2, 1);
+              const Tensor second = odd ? kiln::slice(gates, 1, 1, S.cols + 1) : g[1];
+              S.s[size_t(i)] = kiln::sigmoid(g[0]) * kiln::tanh(second);
+            }};
+  case 6: // the sequence's row of the step: a view at a new offset every step
+    return {si + " = tanh(" + sj + " + slice(seq, 0, (t % len) * rows, (t % len + 1) * rows) * " +
+                "(odd ? 1 : 0.5f));",
+            [=](State& S, bool odd, int64_t t) {
+              const int64_t at = (t % S.len) * S.rows;
+              const Tensor x = kiln::slice(S.seq, 0, at, at + S.rows);
+              S.s[size_t(i)] =
+                  kiln::tanh(S.s[size_t(j)] + (odd ? kiln::mul(x, Scalar(int64_t(1))) : x * 0.5f));
+            }};
+  case 7: // reshape, transpose and expand of pending values; a realized row on odd steps
+    return {
+        si + " = tanh(transpose(reshape(" + sj + " * 0.5f, {cols, rows}), 0, 1) + " +
+            "expand(odd ? row : sum(" + sk + ", {0}, true), {rows, cols}));",
+        [=](State& S, bool odd, int64_t) {
+          const Tensor v = kiln::reshape(S.s[size_t(j)] * 0.5f, {S.cols, S.rows});
+          const Tensor r = odd ? S.row : kiln::sum(S.s[size_t(k)], {0}, true);
+          S.s[size_t(i)] = kiln::tanh(kiln::transpose(v, 0, 1) + kiln::expand(r, {S.rows, S.cols}));
+        }};
+  case 8: // where, a form templates do not cover
+    return {si + " = where(odd ? " + sj + " >= " + sk + " : " + sj + " > 0.0f, " + sj + ", " + sj +
+                " * 0.1f);",
+            [=](State& S, bool odd, int64_t) {
+              const Tensor& a = S.s[size_t(j)];
+              const Tensor c = odd ? a >= S.s[size_t(k)] : a > 0.0f;
+              S.s[size_t(i)] = kiln::where(c, a, a * 0.1f);
+            }};
+  case 9: // f64 and f32 operands: casts the front-end inserts; an f64 operand on odd steps
+    return {"acc = acc * 0.5 + (odd ? wide : cast(" + sj + ", DType::f64)) * " + sk + ";",
+            [=](State& S, bool odd, int64_t) {
+              const Tensor a = odd ? S.wide : kiln::cast(S.s[size_t(j)], DType::f64);
+              S.acc = S.acc * 0.5 + a * S.s[size_t(k)];
+            }};
+  case 10: // a value held across steps (never asked for until the loop ends)
+    return {"held[t % 3] = " + sj + " * 0.25f + (odd ? 2 : 1.0f);",
+            [=](State& S, bool odd, int64_t t) {
+              S.held[size_t(t % 3)] =
+                  kiln::add(S.s[size_t(j)] * 0.25f, odd ? Scalar(int64_t(2)) : Scalar(1.0f));
+            }};
+  default: // read mid-loop on odd steps: a flush wherever the body stands
+    return {"if (odd) eval(" + sj + ");", [=](State& S, bool odd, int64_t) {
+              if (odd) kiln::eval(S.s[size_t(j)]);
+            }};
+  }
+}
+
+// The loop's parameters, drawn from its seed: the same in every run.
+struct Loop {
+  int64_t rows = 0, cols = 0, len = 0, steps = 0;
+  int states = 0, odd_every = 0, eval_every = 0;
+  int64_t idle_flush = 0; // 0: no early flushes; else the check interval, with a faked probe
+  std::vector<Statement> body;
+
+  explicit Loop(uint64_t seed) {
+    Rng rng(seed);
+    rows = 1 + rng.below(4);
+    cols = 2 * (1 + rng.below(4)); // even: chunks of two halves
+    len = 1 + rng.below(5);
+    steps = 20 + rng.below(200);
+    states = 1 + rng.below(3);
+    odd_every = rng.chance(20) ? 0 : 2 + rng.below(30); // 0: never
+    eval_every = rng.chance(60) ? 0 : 1 + rng.below(8); // 0: only after the loop
+    static const int64_t intervals[] = {0, 2, 16};
+    idle_flush = intervals[rng.below(3)];
+    for (int n = 1 + rng.below(8); n > 0; --n) body.push_back(statement(rng, states));
+  }
+
+  std::string code(uint64_t seed) const {
+    std::ostringstream c;
+    c << "// rows " << rows << ", cols " << cols << ", len " << len << ", " << states
+      << " states, set_idle_flush(" << idle_flush << ")"
+      << (idle_flush ? " with the device idle or busy at random" : "") << "; kiln::manual_seed("
+      << seed << ") before the inputs (loop_program.cpp, make_state)\n"
+      << "for (int64_t t = 0; t < " << steps << "; ++t) {\n  const bool odd = "
+      << (odd_every ? "t % " + std::to_string(odd_every) + " == " + std::to_string(odd_every - 1)
+                    : std::string("false"))
+      << ";\n";
+    for (const Statement& st : body) c << "  " << st.code << "\n";
+    if (eval_every) c << "  if (t % " << eval_every << " == " << eval_every - 1 << ") eval(s);\n";
+    c << "}\n";
+    return c.str();
+  }
+};
+
+State make_state(const Loop& l, uint64_t seed, kiln::Device dev) {
+  kiln::manual_seed(seed);
+  const DType f32 = DType::f32;
+  const float scale = 1.0f / float(l.cols);
+  State S;
+  S.rows = l.rows, S.cols = l.cols, S.len = l.len;
+  S.w = kiln::randn({l.cols, l.cols}, f32, dev) * scale;
+  S.wt = kiln::transpose(S.w, 0, 1);
+  S.w2 = kiln::randn({l.cols, 2 * l.cols}, f32, dev) * scale;
+  S.b2 = kiln::randn({2 * l.cols}, f32, dev) * 0.1f;
+  S.row = kiln::randn({1, l.cols}, f32, dev) * 0.5f;
+  S.seq = kiln::randn({l.len * l.rows, l.cols}, f32, dev);
+  S.wide = kiln::randn({l.rows, l.cols}, DType::f64, dev);
+  for (int i = 0; i < l.states; ++i) S.s.push_back(kiln::randn({l.rows, l.cols}, f32, dev));
+  S.acc = kiln::zeros({l.rows, l.cols}, DType::f64, dev);
+  S.held.assign(3, kiln::zeros({l.rows, l.cols}, f32, dev));
+  kiln::eval(S.w, S.wt, S.w2, S.b2, S.row, S.seq, S.wide, S.acc, S.held[0]);
+  kiln::eval(S.s);
+  return S;
+}
+
+// The engine as a fresh process would start the loop: no loop seen, no templates, no plans, no
+// kinds that CSE merged, so that runs with and without templates are alike but for them.
+void start_afresh(const LoopOptions& opt, const Loop& l, uint64_t seed) {
+  using namespace kiln::detail;
+  kiln::set_eager(opt.eager);
+  kiln::set_loop_flush(true);
+  cse_forget_merged_kinds();
+  clear_loop_template();
+  engine().loop_template = opt.templates;
+  const int64_t plans = engine().max_plans;
+  kiln::set_plan_cache_limit(0);
+  kiln::set_plan_cache_limit(plans);
+  kiln::set_idle_flush(l.idle_flush);
+  set_device_probe({});
+  if (l.idle_flush > 0) { // idle or busy at random, the same in every run of the seed
+    auto bits = std::make_shared<uint64_t>(seed);
+    set_device_probe([bits](kiln::Device) {
+      *bits = *bits * 6364136223846793005ull + 1442695040888963407ull;
+      return *bits >> 63 ? DeviceState::idle : DeviceState::busy;
+    });
+  }
+}
+
+} // namespace
+
+std::string loop_code(uint64_t seed) {
+  return Loop(seed).code(seed);
+}
+
+LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt) {
+  const Loop l(seed);
+  start_afresh(opt, l, seed);
+  State S = make_state(l, seed, opt.device);
+  LoopOutcome r;
+  kiln::reset_stats();
+  kiln::detail::set_kernel_observer(
+      [&r](const kiln::detail::FusedKernel& k) { r.kernels.insert(kiln::detail::kernel_key(k)); });
+  for (int64_t t = 0; t < l.steps; ++t) {
+    const bool odd = l.odd_every > 0 && t % l.odd_every == l.odd_every - 1;
+    for (const Statement& st : l.body) st.run(S, odd, t);
+    if (l.eval_every > 0 && t % l.eval_every == l.eval_every - 1) kiln::eval(S.s);
+  }
+  std::vector<Tensor> outputs = S.s;
+  outputs.push_back(S.acc);
+  for (const Tensor& h : S.held) outputs.push_back(h);
+  kiln::eval(outputs);
+  r.stats = kiln::stats();
+  kiln::detail::set_kernel_observer({});
+  kiln::detail::set_device_probe({});
+  kiln::set_idle_flush(0);
+  kiln::set_eager(false);
+  kiln::detail::engine().loop_template = true;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Value v;
+    v.t = outputs[i];
+    const size_t n = S.s.size();
+    v.name = i < n ? sv(int(i)) : i == n ? "acc" : "held[" + std::to_string(i - n - 1) + "]";
+    r.out.outputs.push_back(std::move(v));
+  }
+  r.out.code = l.code(seed);
+  return r;
+}
+
+} // namespace kfuzz
