@@ -5,7 +5,7 @@
 // blocked shows as the call that blocks), named through dladdr (exported symbols: libkiln's
 // internals are visible, as the tests use them).
 //   g++ -O2 -shared -fPIC tools/host-probe/sampler.cpp -o /tmp/libsampler.so
-//   LD_PRELOAD=/tmp/libsampler.so SAMPLER_OUT=profile.txt <program>
+//   LD_PRELOAD=/tmp/libsampler.so SAMPLER_OUT=profile.txt [SAMPLER_DELAY_MS=500] <program>
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <signal.h>
@@ -90,7 +90,10 @@ __attribute__((constructor)) void start() {
   ev.sigev_signo = SIGPROF;
   ev._sigev_un._tid = static_cast<pid_t>(syscall(SYS_gettid));
   if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0) return;
-  itimerspec every{{0, 50000}, {0, 50000}};
+  // SAMPLER_DELAY_MS: the first sample that long after the start (leaves a program's set-up out).
+  const char* delay = std::getenv("SAMPLER_DELAY_MS");
+  const long first_ns = delay ? std::max(1L, std::atol(delay) * 1000000L) : 50000L;
+  itimerspec every{{0, 50000}, {first_ns / 1000000000L, first_ns % 1000000000L}};
   timer_settime(timer, 0, &every, nullptr);
 }
 
