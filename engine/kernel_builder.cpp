@@ -96,7 +96,7 @@ public:
       return 0;
     }
     if (reduction_units_ + reduction_units(n) > kMaxKernelReductions) {
-      split_before(n, Why::too_many_reductions);
+      split_off(n, Why::too_many_reductions);
       return 0;
     }
     reduction_units_ += reduction_units(n);
@@ -261,6 +261,15 @@ private:
     split(reason);
   }
 
+  // Over a budget at n, which therefore cannot be computed in this kernel: split_before, and
+  // where that names nothing (every value being computed is an output already: a loop's flush
+  // cut inside its second softmax requested the row max and what reads it), n gets a kernel of
+  // its own. The caller's value then stands for nothing in the tape: a retry must be set.
+  void split_off(Node* n, Why reason) {
+    split_before(n, reason);
+    if (!retry) retry = Retry{n, reason};
+  }
+
   bool computed(Node* x) const {
     for (const auto& [key, value] : memo_)
       if (key.first == x) return true;
@@ -337,7 +346,7 @@ private:
       if (Info* xi = p_.info(view_root(x)); xi && xi->group == group_ && !xi->recompute)
         more.push_back(Retry{view_root(x), Why::dot_operand_same_kernel});
     if (k_.dots.size() >= max_kernel_dots()) {
-      split_before(n, Why::too_many_dots);
+      split_off(n, Why::too_many_dots);
       return 0;
     }
     const int r = n->shape().size();

@@ -645,3 +645,26 @@ TEST_F(FusionPatterns, AValueReadThroughManyIndexMapsIsWrittenOnce) {
   set_eager(false);
   EXPECT_EQ(lazy.to_vector<float>(), eager.to_vector<float>());
 }
+
+// A kernel past its reductions' budget (kMaxKernelReductions) is split where a value it computes
+// is not written yet. Where every value being computed was an output already (a loop's flush
+// cut inside its second softmax, so the row max and what read it were both requested), the
+// split named nothing, and the kernel used its first value in place of the ninth reduction
+// (found by kiln_fuzz --mode loops at seed 26199: the loop's state came out with its sign
+// flipped). The innermost value that still shares the kernel gets one of its own.
+TEST_F(FusionPatterns, AKernelPastItsReductionsWhoseValuesAreAllOutputsIsSplit) {
+  const Tensor x = realized_randn({5, 2});
+  auto run = [&] {
+    Tensor y = x;
+    for (int i = 0; i < 4; ++i) y = softmax(y, 1) - 0.25f; // 8 row reductions
+    const Tensor m = max(y, {1}, true);                    // the ninth
+    return std::vector<Tensor>{y - m, m, y};
+  };
+  const std::vector<Tensor> lazy = run();
+  eval(lazy);
+  set_eager(true);
+  const std::vector<Tensor> eager = run();
+  set_eager(false);
+  for (size_t i = 0; i < lazy.size(); ++i)
+    EXPECT_EQ(lazy[i].to_vector<float>(), eager[i].to_vector<float>()) << i << "\n" << last_plan();
+}
