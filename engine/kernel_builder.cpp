@@ -140,8 +140,9 @@ private:
   // Which element of n transform t reads at each index of the iteration space: n, then the map's
   // offset and strides into n's elements in row-major order (the strides of dims of one zero:
   // they never move). Empty where a view cannot be expressed with strides (then compute's
-  // map_out asks for a retry).
-  std::vector<int64_t> index_map(Node* n, int t) const {
+  // map_out asks for a retry). Not inlined: its layouts would sit in value()'s stack frame, one
+  // per op of the longest chain the builder recurses through (kMaxChainDepth).
+  [[gnu::noinline]] std::vector<int64_t> index_map(Node* n, int t) const {
     Layout l = contiguous_layout(n->shape());
     for (int i = t; i >= 0; i = transforms_[i].parent) {
       std::optional<Layout> next = apply_view(l, transforms_[i].prim);

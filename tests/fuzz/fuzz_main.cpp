@@ -11,8 +11,10 @@
 // bits), on the device given.
 //
 //   kiln_fuzz [--mode programs|loops] [--programs N] [--seed S] [--seconds T]
-//             [--device cpu|cuda] [--show 1]
-//   (--show 1 prints the programs of the seeds instead of checking them)
+//             [--device cpu|cuda] [--show 1] [--steps N] [--drop MASK] [--train 1]
+//             [--train-blas 1]
+//   (--show 1 prints the programs of the seeds instead of checking them; --steps and --drop
+//   narrow a loop down: its first N steps, without the body's statements whose bits are set)
 //
 // docs/testing.md describes the checks and how to reproduce a seed.
 #include "loop_program.h"
@@ -40,7 +42,8 @@ struct Args {
   uint64_t programs = 1000, seed = 1;
   double seconds = 0; // > 0: also stop once this much time has passed
   bool show = false;
-  bool loops = false; // --mode loops
+  bool loops = false;      // --mode loops
+  kfuzz::LoopOptions loop; // --steps and --drop: a loop narrowed down
   kiln::Device device = kiln::Device::cpu();
 };
 
@@ -58,6 +61,14 @@ Args parse(int argc, char** argv) {
       a.show = v != "0";
     else if (k == "--mode" && (v == "loops" || v == "programs"))
       a.loops = v == "loops";
+    else if (k == "--steps")
+      a.loop.steps = std::strtoll(v.c_str(), nullptr, 10);
+    else if (k == "--drop")
+      a.loop.drop = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--train")
+      a.loop.train = v != "0";
+    else if (k == "--train-blas")
+      a.loop.train_blas = v != "0";
     else if (k == "--device")
       a.device = v == "cuda" ? kiln::Device::cuda(0) : kiln::Device::cpu();
     else {
@@ -107,8 +118,12 @@ std::string compare_bits(const Outcome& x, const Outcome& y) {
     const size_t n = size_t(kiln::itemsize(a.dtype()));
     for (size_t e = 0; e * n < p.size(); ++e) {
       const uint8_t *u = p.data() + e * n, *v = q.data() + e * n;
-      if (std::memcmp(u, v, n) != 0 && !(is_nan_bits(u, a.dtype()) && is_nan_bits(v, a.dtype())))
-        return x.outputs[i].name + " element " + std::to_string(e) + " differs in its bits";
+      if (std::memcmp(u, v, n) != 0 && !(is_nan_bits(u, a.dtype()) && is_nan_bits(v, a.dtype()))) {
+        const std::vector<double> xa = a.to_vector<double>(), ya = b.to_vector<double>();
+        char both[96];
+        std::snprintf(both, sizeof both, " (%a vs %a)", xa[e], ya[e]);
+        return x.outputs[i].name + " element " + std::to_string(e) + " differs in its bits" + both;
+      }
     }
   }
   return "";
@@ -194,7 +209,7 @@ std::string compare_stats(const kiln::Stats& a, const kiln::Stats& b) {
 
 /// The program of a seed as C++ (the reproducer).
 std::string program_code(const Args& a, uint64_t seed) {
-  if (a.loops) return kfuzz::loop_code(seed);
+  if (a.loops) return kfuzz::loop_code(seed, a.loop);
   return run(seed, kiln::Device::cpu(), false, kiln::SmallMatmul::blas).code;
 }
 
@@ -204,9 +219,9 @@ struct TemplateCount {
 };
 
 /// "" or what failed for the loop of this seed.
-std::string check_loop_seed(uint64_t seed, kiln::Device dev, TemplateCount& count) {
-  kfuzz::LoopOptions opt;
-  opt.device = dev;
+std::string check_loop_seed(uint64_t seed, const Args& args, TemplateCount& count) {
+  kfuzz::LoopOptions opt = args.loop;
+  opt.device = args.device;
   const kfuzz::LoopOutcome with = kfuzz::run_loop(seed, opt);
   opt.templates = false;
   const kfuzz::LoopOutcome without = kfuzz::run_loop(seed, opt);
@@ -265,7 +280,7 @@ int main(int argc, char** argv) {
     std::string failure;
     g_seed = seed;
     try {
-      failure = args.loops ? check_loop_seed(seed, args.device, loop_count)
+      failure = args.loops ? check_loop_seed(seed, args, loop_count)
                            : check_seed(seed, args.device, errors);
     } catch (const kiln::Error& e) {
       failure = std::string("kiln::Error while running: ") + e.what();

@@ -26,7 +26,7 @@ using kiln::Tensor;
 
 // What a loop's statements read and write.
 struct State {
-  std::vector<Tensor> s;    // the loop's state, f32 [rows, cols]
+  std::vector<Tensor> s;    // the loop's state [rows, cols], of the loop's dtype
   Tensor acc;               // an f64 accumulator [rows, cols]
   std::vector<Tensor> held; // values a statement keeps across steps: read after the loop
   // Loop invariants, realized before the loop: w [cols, cols] and its transpose (a view),
@@ -66,7 +66,7 @@ std::string lit(double x) {
 Statement statement(Rng& rng, int states) {
   const int i = rng.below(states), j = rng.below(states), k = rng.below(states);
   const std::string si = sv(i), sj = sv(j), sk = sv(k);
-  switch (rng.below(12)) {
+  switch (rng.below(16)) {
   case 0: { // binary, a broadcast row on odd steps
     static const char* names[] = {"add", "sub", "mul", "maximum", "minimum"};
     using Fn = Tensor (*)(const Tensor&, const Tensor&);
@@ -142,7 +142,7 @@ Statement statement(Rng& rng, int states) {
               const Tensor c = odd ? a >= S.s[size_t(k)] : a > 0.0f;
               S.s[size_t(i)] = kiln::where(c, a, a * 0.1f);
             }};
-  case 9: // f64 and f32 operands: casts the front-end inserts; an f64 operand on odd steps
+  case 9: // f64 and the states' dtype: casts the front-end inserts; an f64 operand on odd steps
     return {"acc = acc * 0.5 + (odd ? wide : cast(" + sj + ", DType::f64)) * " + sk + ";",
             [=](State& S, bool odd, int64_t) {
               const Tensor a = odd ? S.wide : kiln::cast(S.s[size_t(j)], DType::f64);
@@ -153,6 +153,36 @@ Statement statement(Rng& rng, int states) {
             [=](State& S, bool odd, int64_t t) {
               S.held[size_t(t % 3)] =
                   kiln::add(S.s[size_t(j)] * 0.25f, odd ? Scalar(int64_t(2)) : Scalar(1.0f));
+            }};
+  case 11: // a reduction inside the body's kernels: softmax over the rows (the columns on odd
+           // steps)
+    return {si + " = softmax(" + sj + ", odd ? 0 : 1) - 0.25f;", [=](State& S, bool odd, int64_t) {
+              S.s[size_t(i)] = kiln::softmax(S.s[size_t(j)], odd ? 0 : 1) - 0.25f;
+            }};
+  case 12: { // a slice of a pending concat, at another column on odd steps
+    const int64_t at = rng.below(3), odd_at = rng.below(3);
+    return {si + " = tanh(slice(concat({" + sj + ", " + sk + "}, 1), 1, odd ? " +
+                std::to_string(odd_at) + " : " + std::to_string(at) + ", (odd ? " +
+                std::to_string(odd_at) + " : " + std::to_string(at) + ") + cols));",
+            [=](State& S, bool odd, int64_t) {
+              const int64_t a = odd ? odd_at : at;
+              const Tensor both = kiln::concat({S.s[size_t(j)], S.s[size_t(k)]}, 1);
+              S.s[size_t(i)] = kiln::tanh(kiln::slice(both, 1, a, a + S.cols));
+            }};
+  }
+  case 13: // layer_norm of the rows, plus another state on odd steps
+    return {si + " = layer_norm(" + sj + ") * 0.5f" + " + (odd ? " + sk + " : 0.0f * " + sk + ");",
+            [=](State& S, bool odd, int64_t) {
+              const Tensor& b = S.s[size_t(k)];
+              S.s[size_t(i)] = kiln::layer_norm(S.s[size_t(j)]) * 0.5f + (odd ? b : b * 0.0f);
+            }};
+  case 14: // a matmul of two pending values, one transposed (a GEMM operand written first)
+    return {si + " = tanh(matmul(" + sj + ", matmul(transpose(" + sk + ", 0, 1), odd ? " + sj +
+                " : " + sk + ")) * 0.1f);",
+            [=](State& S, bool odd, int64_t) {
+              const Tensor& b = S.s[size_t(k)];
+              const Tensor gram = kiln::matmul(kiln::transpose(b, 0, 1), odd ? S.s[size_t(j)] : b);
+              S.s[size_t(i)] = kiln::tanh(kiln::matmul(S.s[size_t(j)], gram) * 0.1f);
             }};
   default: // read mid-loop on odd steps: a flush wherever the body stands
     return {"if (odd) eval(" + sj + ");", [=](State& S, bool odd, int64_t) {
@@ -165,13 +195,20 @@ Statement statement(Rng& rng, int states) {
 struct Loop {
   int64_t rows = 0, cols = 0, len = 0, steps = 0;
   int states = 0, odd_every = 0, eval_every = 0;
-  int64_t idle_flush = 0; // 0: no early flushes; else the check interval, with a faked probe
+  DType dtype = DType::f32; // of the states and the weights
+  int64_t idle_flush = 0;   // 0: no early flushes; else the check interval, with a faked probe
+  // A training loop: the weights require grad, and every step ends with the gradient of the
+  // states' mean square and an SGD update (the states carried detached).
+  bool train = false;
   std::vector<Statement> body;
 
-  explicit Loop(uint64_t seed) {
+  Loop(uint64_t seed, const LoopOptions& opt) {
     Rng rng(seed);
-    rows = 1 + rng.below(4);
-    cols = 2 * (1 + rng.below(4)); // even: chunks of two halves
+    rows = 1 + rng.below(5);
+    cols = 2 * (1 + rng.below(5)); // even: chunks of two halves
+    static const DType dtypes[] = {DType::f32, DType::f32, DType::f32, DType::f32,  DType::f32,
+                                   DType::f32, DType::f32, DType::f16, DType::bf16, DType::f64};
+    dtype = dtypes[rng.below(10)];
     len = 1 + rng.below(5);
     steps = 20 + rng.below(200);
     states = 1 + rng.below(3);
@@ -179,20 +216,28 @@ struct Loop {
     eval_every = rng.chance(60) ? 0 : 1 + rng.below(8); // 0: only after the loop
     static const int64_t intervals[] = {0, 2, 16};
     idle_flush = intervals[rng.below(3)];
+    train = rng.chance(30) && opt.train; // drawn either way: a seed's body does not change
     for (int n = 1 + rng.below(8); n > 0; --n) body.push_back(statement(rng, states));
+    if (opt.steps > 0) steps = opt.steps;
+    for (size_t i = body.size(); i-- > 0;)
+      if (i < 64 && (opt.drop >> i & 1)) body.erase(body.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
   std::string code(uint64_t seed) const {
     std::ostringstream c;
-    c << "// rows " << rows << ", cols " << cols << ", len " << len << ", " << states
-      << " states, set_idle_flush(" << idle_flush << ")"
+    c << "// rows " << rows << ", cols " << cols << ", len " << len << ", " << states << " "
+      << kiln::dtype_name(dtype) << " states, set_idle_flush(" << idle_flush << ")"
       << (idle_flush ? " with the device idle or busy at random" : "") << "; kiln::manual_seed("
-      << seed << ") before the inputs (loop_program.cpp, make_state)\n"
+      << seed << ") before the inputs (loop_program.cpp, make_state)"
+      << (train ? "; w, w2, b2 and row require grad" : "") << "\n"
       << "for (int64_t t = 0; t < " << steps << "; ++t) {\n  const bool odd = "
       << (odd_every ? "t % " + std::to_string(odd_every) + " == " + std::to_string(odd_every - 1)
                     : std::string("false"))
       << ";\n";
     for (const Statement& st : body) c << "  " << st.code << "\n";
+    if (train)
+      c << "  loss = sum of mean(s[i] * s[i]); g = grad(loss, {w, w2, b2, row}); w -= 0.05f * g[0] "
+           "and so on; s, acc and held detached\n";
     if (eval_every) c << "  if (t % " << eval_every << " == " << eval_every - 1 << ") eval(s);\n";
     c << "}\n";
     return c.str();
@@ -201,23 +246,48 @@ struct Loop {
 
 State make_state(const Loop& l, uint64_t seed, kiln::Device dev) {
   kiln::manual_seed(seed);
-  const DType f32 = DType::f32;
+  const DType dt = l.dtype;
   const float scale = 1.0f / float(l.cols);
   State S;
   S.rows = l.rows, S.cols = l.cols, S.len = l.len;
-  S.w = kiln::randn({l.cols, l.cols}, f32, dev) * scale;
+  S.w = kiln::randn({l.cols, l.cols}, dt, dev) * scale;
   S.wt = kiln::transpose(S.w, 0, 1);
-  S.w2 = kiln::randn({l.cols, 2 * l.cols}, f32, dev) * scale;
-  S.b2 = kiln::randn({2 * l.cols}, f32, dev) * 0.1f;
-  S.row = kiln::randn({1, l.cols}, f32, dev) * 0.5f;
-  S.seq = kiln::randn({l.len * l.rows, l.cols}, f32, dev);
+  S.w2 = kiln::randn({l.cols, 2 * l.cols}, dt, dev) * scale;
+  S.b2 = kiln::randn({2 * l.cols}, dt, dev) * 0.1f;
+  S.row = kiln::randn({1, l.cols}, dt, dev) * 0.5f;
+  S.seq = kiln::randn({l.len * l.rows, l.cols}, dt, dev);
   S.wide = kiln::randn({l.rows, l.cols}, DType::f64, dev);
-  for (int i = 0; i < l.states; ++i) S.s.push_back(kiln::randn({l.rows, l.cols}, f32, dev));
+  for (int i = 0; i < l.states; ++i) S.s.push_back(kiln::randn({l.rows, l.cols}, dt, dev));
   S.acc = kiln::zeros({l.rows, l.cols}, DType::f64, dev);
-  S.held.assign(3, kiln::zeros({l.rows, l.cols}, f32, dev));
+  S.held.assign(3, kiln::zeros({l.rows, l.cols}, dt, dev));
   kiln::eval(S.w, S.wt, S.w2, S.b2, S.row, S.seq, S.wide, S.acc, S.held[0]);
   kiln::eval(S.s);
+  if (l.train)
+    for (Tensor* p : {&S.w, &S.w2, &S.b2, &S.row}) p->requires_grad_();
   return S;
+}
+
+// The end of a training loop's step: the states' mean square differentiated with respect to the
+// weights, an SGD update, and the values carried to the next step detached from this one's
+// history (which grad frees).
+void train_step(State& S) {
+  Tensor loss = kiln::mean(S.s[0] * S.s[0]);
+  for (size_t i = 1; i < S.s.size(); ++i) loss = loss + kiln::mean(S.s[i] * S.s[i]);
+  if (!loss.requires_grad()) return; // no statement read a weight this step
+  const std::vector<Tensor> g = kiln::grad(loss, {S.w, S.w2, S.b2, S.row});
+  S.w -= 0.05f * g[0];
+  S.w2 -= 0.05f * g[1];
+  S.b2 -= 0.05f * g[2];
+  S.row -= 0.05f * g[3];
+  for (Tensor& x : S.s) x = x.detach();
+  S.acc = S.acc.detach();
+  for (Tensor& h : S.held) h = h.detach();
+}
+
+// The process's small-matmul mode (KILN_SMALL_MATMUL), which loops other than training ones run.
+kiln::SmallMatmul usual_small_matmul() {
+  static const kiln::SmallMatmul usual = kiln::small_matmul();
+  return usual;
 }
 
 // The engine as a fresh process would start the loop: no loop seen, no templates, no plans, no
@@ -225,6 +295,8 @@ State make_state(const Loop& l, uint64_t seed, kiln::Device dev) {
 void start_afresh(const LoopOptions& opt, const Loop& l, uint64_t seed) {
   using namespace kiln::detail;
   kiln::set_eager(opt.eager);
+  kiln::set_small_matmul(l.train && !opt.train_blas ? kiln::SmallMatmul::everywhere
+                                                    : usual_small_matmul());
   kiln::set_loop_flush(true);
   cse_forget_merged_kinds();
   clear_loop_template();
@@ -245,12 +317,12 @@ void start_afresh(const LoopOptions& opt, const Loop& l, uint64_t seed) {
 
 } // namespace
 
-std::string loop_code(uint64_t seed) {
-  return Loop(seed).code(seed);
+std::string loop_code(uint64_t seed, const LoopOptions& opt) {
+  return Loop(seed, opt).code(seed);
 }
 
 LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt) {
-  const Loop l(seed);
+  const Loop l(seed, opt);
   start_afresh(opt, l, seed);
   State S = make_state(l, seed, opt.device);
   LoopOutcome r;
@@ -260,23 +332,31 @@ LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt) {
   for (int64_t t = 0; t < l.steps; ++t) {
     const bool odd = l.odd_every > 0 && t % l.odd_every == l.odd_every - 1;
     for (const Statement& st : l.body) st.run(S, odd, t);
+    if (l.train) train_step(S);
     if (l.eval_every > 0 && t % l.eval_every == l.eval_every - 1) kiln::eval(S.s);
   }
   std::vector<Tensor> outputs = S.s;
   outputs.push_back(S.acc);
   for (const Tensor& h : S.held) outputs.push_back(h);
+  if (l.train) // the weights trained
+    for (const Tensor& p : {S.w, S.w2, S.b2, S.row}) outputs.push_back(p.detach());
   kiln::eval(outputs);
   r.stats = kiln::stats();
   kiln::detail::set_kernel_observer({});
   kiln::detail::set_device_probe({});
   kiln::set_idle_flush(0);
   kiln::set_eager(false);
+  kiln::set_small_matmul(usual_small_matmul());
   kiln::detail::engine().loop_template = true;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Value v;
     v.t = outputs[i];
+    static const char* weights[] = {"w", "w2", "b2", "row"};
     const size_t n = S.s.size();
-    v.name = i < n ? sv(int(i)) : i == n ? "acc" : "held[" + std::to_string(i - n - 1) + "]";
+    v.name = i < n        ? sv(int(i))
+             : i == n     ? "acc"
+             : i <= n + 3 ? "held[" + std::to_string(i - n - 1) + "]"
+                          : weights[i - n - 4];
     r.out.outputs.push_back(std::move(v));
   }
   r.out.code = l.code(seed);

@@ -20,6 +20,15 @@ struct LoopOptions {
   kiln::Device device = kiln::Device::cpu();
   bool eager = false;
   bool templates = true; // loop templates on (KILN_LOOP_TEMPLATE)
+  // For narrowing a mismatch down: run this many steps instead (0: the seed's), and leave out
+  // the body's statements whose bits are set (bit i: statement i).
+  int64_t steps = 0;
+  uint64_t drop = 0;
+  // Training loops (--train 1): 3 loops in 10 train their weights by SGD every step. Off by
+  // default: they still find mismatches nobody has fixed (docs/testing.md). They run their
+  // matmuls in kiln's kernels (SmallMatmul::everywhere) unless train_blas.
+  bool train = false;
+  bool train_blas = false;
 };
 
 struct LoopOutcome {
@@ -29,7 +38,7 @@ struct LoopOutcome {
 };
 
 /// The loop of `seed` as C++, without running it.
-std::string loop_code(uint64_t seed);
+std::string loop_code(uint64_t seed, const LoopOptions& opt = {});
 
 /// Records and runs the loop of `seed`; its outputs are evaluated.
 LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt);
