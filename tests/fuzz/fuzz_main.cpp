@@ -229,7 +229,16 @@ std::string check_loop_seed(uint64_t seed, const Args& args, TemplateCount& coun
   count.recorded += with.stats.ops_recorded;
   if (std::string w = compare_bits(with.out, without.out); !w.empty())
     return "loop with templates vs without: " + w;
-  if (with.kernels != without.kernels) return "loop with templates vs without: other kernels ran";
+  if (with.kernels != without.kernels) {
+    std::string only;
+    for (const std::string& k : with.kernels)
+      if (!without.kernels.count(k)) only += "\n  with templates only: " + k;
+    for (const std::string& k : without.kernels)
+      if (!with.kernels.count(k)) only += "\n  without only: " + k;
+    std::ostringstream o;
+    o << "\n  stats with templates: " << with.stats << "\n  without: " << without.stats;
+    return "loop with templates vs without: other kernels ran" + only + o.str();
+  }
   if (std::string w = compare_stats(with.stats, without.stats); !w.empty())
     return "loop with templates vs without: " + w;
   opt.templates = true;
