@@ -74,17 +74,11 @@ public:
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     // Another chain of views that reads the same element of n at every index (a transpose of
     // a reshape that undoes it, views that differ only in dims of one) is the same value.
-    std::vector<int64_t> map = index_map(n, t);
-    if (!map.empty()) {
-      if (auto it = by_map_.find(map); it != by_map_.end()) return memo_[key] = it->second;
-      if (computes_here(n) && ++maps_of_[n] > kMaxIndexMaps) {
-        retry = Retry{n, Why::many_index_maps};
-        return 0;
-      }
-    }
+    if (int v = same_elements(n, t); v >= 0) return memo_[key] = v;
+    if (retry) return 0;
     int v = compute(n, t);
     memo_[key] = v;
-    if (!map.empty() && !retry) by_map_.emplace(std::move(map), v);
+    if (!retry) note_elements(n, t, v);
     return v;
   }
 
@@ -140,9 +134,8 @@ private:
   // Which element of n transform t reads at each index of the iteration space: n, then the map's
   // offset and strides into n's elements in row-major order (the strides of dims of one zero:
   // they never move). Empty where a view cannot be expressed with strides (then compute's
-  // map_out asks for a retry). Not inlined: its layouts would sit in value()'s stack frame, one
-  // per op of the longest chain the builder recurses through (kMaxChainDepth).
-  [[gnu::noinline]] std::vector<int64_t> index_map(Node* n, int t) const {
+  // map_out asks for a retry).
+  std::vector<int64_t> index_map(Node* n, int t) const {
     Layout l = contiguous_layout(n->shape());
     for (int i = t; i >= 0; i = transforms_[i].parent) {
       std::optional<Layout> next = apply_view(l, transforms_[i].prim);
@@ -152,6 +145,22 @@ private:
     std::vector<int64_t> map{static_cast<int64_t>(reinterpret_cast<uintptr_t>(n)), l.offset};
     for (int d = 0; d < l.shape.size(); ++d) map.push_back(l.shape[d] == 1 ? 0 : l.strides[d]);
     return map;
+  }
+
+  // The value of n already computed at the elements transform t reads, else -1 (a retry where n
+  // would be computed at more than kMaxIndexMaps maps). This and note_elements are not inlined:
+  // value() recurses once per op of a chain (up to kMaxChainDepth), and their locals in its
+  // frame overflowed the stack under AddressSanitizer.
+  [[gnu::noinline]] int same_elements(Node* n, int t) {
+    const std::vector<int64_t> map = index_map(n, t);
+    if (map.empty()) return -1;
+    if (auto it = by_map_.find(map); it != by_map_.end()) return it->second;
+    if (computes_here(n) && ++maps_of_[n] > kMaxIndexMaps) retry = Retry{n, Why::many_index_maps};
+    return -1;
+  }
+  [[gnu::noinline]] void note_elements(Node* n, int t, int v) {
+    std::vector<int64_t> map = index_map(n, t);
+    if (!map.empty()) by_map_.emplace(std::move(map), v);
   }
 
   // Whether value(n) computes n in this kernel (rather than loading it, or reading through it).
@@ -178,7 +187,7 @@ private:
 
   // Whether transform t reads reduction n's result at each element's own output row: the
   // result's index map over the iteration space is the projection onto the kept dims.
-  bool reads_own_row(Node* n, int t) {
+  [[gnu::noinline]] bool reads_own_row(Node* n, int t) {
     Layout l = map_out(Layout{n->shape(), contiguous_strides(n->shape()), 0}, t);
     if (retry || l.shape != k_.shape || l.offset != 0) return false;
     Shape kept;
@@ -193,7 +202,7 @@ private:
     return true;
   }
 
-  int load(Node* n, int slot, Layout l, int t) {
+  [[gnu::noinline]] int load(Node* n, int slot, Layout l, int t) {
     int idx = input(n, slot, l, t);
     if (retry) return 0;
     TapeInst ld;
@@ -326,7 +335,10 @@ private:
     return vi && !vi->no_merge ? v : n;
   }
 
-  int dot(Node* n, int t) {
+  // Not inlined (nor load, reads_own_row): compute() recurses once per op of a chain (up to
+  // kMaxChainDepth), and their layouts in its frame took 9.6 KB of stack a level under
+  // AddressSanitizer, past an 8 MB stack.
+  [[gnu::noinline]] int dot(Node* n, int t) {
     if (k_.kind != FusedKernel::Kind::elementwise) { // the reduce layouts have no dots
       // Split the matmul off; if it already is a kernel's own output, a reduction joined that
       // kernel (its reader's other input, softmax's sum say): split that off instead.
