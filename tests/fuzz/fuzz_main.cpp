@@ -225,6 +225,9 @@ std::string check_loop_seed(uint64_t seed, const Args& args, TemplateCount& coun
   const kfuzz::LoopOutcome with = kfuzz::run_loop(seed, opt);
   opt.templates = false;
   const kfuzz::LoopOutcome without = kfuzz::run_loop(seed, opt);
+  if (with.history_left > 0 || without.history_left > 0)
+    return "gradient history left alive after the loop: " + std::to_string(with.history_left) +
+           " records";
   count.templated += with.stats.ops_from_template;
   count.recorded += with.stats.ops_recorded;
   if (std::string w = compare_bits(with.out, without.out); !w.empty())

@@ -4,6 +4,7 @@
 #include "loop_program.h"
 
 #include "engine/adaptive_flush.h"
+#include "engine/autograd.h"
 #include "engine/cse.h"
 #include "engine/graph.h"
 #include "engine/kernel_observer.h"
@@ -321,9 +322,19 @@ std::string loop_code(uint64_t seed, const LoopOptions& opt) {
   return Loop(seed, opt).code(seed);
 }
 
-LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt) {
-  const Loop l(seed, opt);
-  start_afresh(opt, l, seed);
+namespace {
+
+// `t`'s values in a tensor of its own (exact: double holds every floating dtype's values), so
+// that nothing of the loop's graph, and no gradient history, outlives the run.
+Tensor copy_of(const Tensor& t) {
+  Tensor c = kiln::cast(kiln::from_vector<double>(t.to_vector<double>(), t.shape(), t.device()),
+                        t.dtype());
+  kiln::eval(c); // now: not in the next run's kernels
+  return c;
+}
+
+// The loop's steps; its outputs come back as copies, its state dies with this call.
+LoopOutcome run_steps(uint64_t seed, const LoopOptions& opt, const Loop& l) {
   State S = make_state(l, seed, opt.device);
   LoopOutcome r;
   kiln::reset_stats();
@@ -343,14 +354,9 @@ LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt) {
   kiln::eval(outputs);
   r.stats = kiln::stats();
   kiln::detail::set_kernel_observer({});
-  kiln::detail::set_device_probe({});
-  kiln::set_idle_flush(0);
-  kiln::set_eager(false);
-  kiln::set_small_matmul(usual_small_matmul());
-  kiln::detail::engine().loop_template = true;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Value v;
-    v.t = outputs[i];
+    v.t = copy_of(outputs[i]);
     static const char* weights[] = {"w", "w2", "b2", "row"};
     const size_t n = S.s.size();
     v.name = i < n        ? sv(int(i))
@@ -359,6 +365,23 @@ LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt) {
                           : weights[i - n - 4];
     r.out.outputs.push_back(std::move(v));
   }
+  return r;
+}
+
+} // namespace
+
+LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt) {
+  const Loop l(seed, opt);
+  start_afresh(opt, l, seed);
+  LoopOutcome r = run_steps(seed, opt, l);
+  kiln::detail::set_device_probe({});
+  kiln::set_idle_flush(0);
+  kiln::set_eager(false);
+  kiln::set_small_matmul(usual_small_matmul());
+  kiln::detail::engine().loop_template = true;
+  // Every tensor of the loop is gone: so must be every gradient history it recorded (a live one
+  // would turn loop detection off for every later loop of the process).
+  r.history_left = kiln::detail::live_grad_records();
   r.out.code = l.code(seed);
   return r;
 }

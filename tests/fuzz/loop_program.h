@@ -35,6 +35,7 @@ struct LoopOutcome {
   Outcome out;                   // the values read after the loop, and the loop as C++
   kiln::Stats stats;             // of the loop (from its first step)
   std::set<std::string> kernels; // the keys of the kernels it ran
+  int64_t history_left = 0;      // gradient records alive after all its tensors were dropped
 };
 
 /// The loop of `seed` as C++, without running it.
