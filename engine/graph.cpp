@@ -266,10 +266,14 @@ Tensor publish(Node* n, bool internal) {
   const bool grad = !n->realized() && !e.flushing && wants_grad_record(n->op, n->dtype, n->inputs);
   // Both CSE and the loop detector start from the op's kind: hashed once.
   const uint64_t kind = n->realized() || e.flushing ? 0 : op_kind_hash(n);
-  if (wants_cse(e, n, kind)) {
+  // A node that records gradient history is never merged: two identical ops would then share
+  // one history, and the gradients flowing back through both uses be summed before the op's
+  // backward instead of after it, as eagerly (where nothing is pending to merge with) and in
+  // PyTorch; in f16 the two orders round apart. So is a node without history never merged
+  // into one with it (a different value to autodiff).
+  if (!grad && wants_cse(e, n, kind)) {
     Node* same = cse_find_or_insert(n, kind);
-    // A node with gradient history and one without are different values to autodiff.
-    if (same != n && (same->grad_record != nullptr) == grad) {
+    if (same != n && same->grad_record == nullptr) {
       cse_note_merged(kind);
       Tensor t = merge_into(same, n, internal);
       if (internal) return t;

@@ -11,7 +11,7 @@
 // bits), on the device given.
 //
 //   kiln_fuzz [--mode programs|loops] [--programs N] [--seed S] [--seconds T]
-//             [--device cpu|cuda] [--show 1] [--steps N] [--drop MASK] [--train 1]
+//             [--device cpu|cuda] [--show 1] [--steps N] [--drop MASK] [--train 0]
 //             [--train-blas 1]
 //   (--show 1 prints the programs of the seeds instead of checking them; --steps and --drop
 //   narrow a loop down: its first N steps, without the body's statements whose bits are set)

@@ -24,10 +24,9 @@ struct LoopOptions {
   // the body's statements whose bits are set (bit i: statement i).
   int64_t steps = 0;
   uint64_t drop = 0;
-  // Training loops (--train 1): 3 loops in 10 train their weights by SGD every step. Off by
-  // default: they still find mismatches nobody has fixed (docs/testing.md). They run their
-  // matmuls in kiln's kernels (SmallMatmul::everywhere) unless train_blas.
-  bool train = false;
+  // Training loops (--train 0 turns them off): 3 loops in 10 train their weights by SGD every
+  // step, with their matmuls in kiln's kernels (SmallMatmul::everywhere) unless train_blas.
+  bool train = true;
   bool train_blas = false;
 };
 
