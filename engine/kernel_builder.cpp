@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <tuple>
 
 namespace kiln::detail {
@@ -78,7 +77,7 @@ public:
     if (retry) return 0;
     int v = compute(n, t);
     memo_[key] = v;
-    if (!retry) note_elements(n, t, v);
+    if (!retry) computed_at_[n].push_back(ComputedAt{t, v, std::nullopt});
     return v;
   }
 
@@ -131,36 +130,39 @@ private:
     return static_cast<int>(transforms_.size()) - 1;
   }
 
-  // Which element of n transform t reads at each index of the iteration space: n, then the map's
-  // offset and strides into n's elements in row-major order (the strides of dims of one zero:
-  // they never move). Empty where a view cannot be expressed with strides (then compute's
-  // map_out asks for a retry).
-  std::vector<int64_t> index_map(Node* n, int t) const {
+  // Which element of n transform t reads at each index of the iteration space: the map's offset
+  // and strides into n's elements in row-major order (the strides of dims of one zero: they
+  // never move). Empty where a view cannot be expressed with strides (then compute's map_out
+  // asks for a retry).
+  llvm::SmallVector<int64_t, 8> index_map(Node* n, int t) const {
     Layout l = contiguous_layout(n->shape());
     for (int i = t; i >= 0; i = transforms_[i].parent) {
       std::optional<Layout> next = apply_view(l, transforms_[i].prim);
       if (!next) return {};
       l = *next;
     }
-    std::vector<int64_t> map{static_cast<int64_t>(reinterpret_cast<uintptr_t>(n)), l.offset};
+    llvm::SmallVector<int64_t, 8> map{l.offset};
     for (int d = 0; d < l.shape.size(); ++d) map.push_back(l.shape[d] == 1 ? 0 : l.strides[d]);
     return map;
   }
 
   // The value of n already computed at the elements transform t reads, else -1 (a retry where n
-  // would be computed at more than kMaxIndexMaps maps). This and note_elements are not inlined:
-  // value() recurses once per op of a chain (up to kMaxChainDepth), and their locals in its
-  // frame overflowed the stack under AddressSanitizer.
+  // would be computed at more than kMaxIndexMaps maps). Most values are read through one
+  // transform: their maps are never worked out. Not inlined: value() recurses once per op of
+  // a chain (up to kMaxChainDepth), and the maps in its frame overflowed the stack under
+  // AddressSanitizer.
   [[gnu::noinline]] int same_elements(Node* n, int t) {
-    const std::vector<int64_t> map = index_map(n, t);
+    auto it = computed_at_.find(n);
+    if (it == computed_at_.end()) return -1;
+    const llvm::SmallVector<int64_t, 8> map = index_map(n, t);
     if (map.empty()) return -1;
-    if (auto it = by_map_.find(map); it != by_map_.end()) return it->second;
-    if (computes_here(n) && ++maps_of_[n] > kMaxIndexMaps) retry = Retry{n, Why::many_index_maps};
+    for (ComputedAt& c : it->second) {
+      if (!c.map) c.map = index_map(n, c.transform);
+      if (*c.map == map) return c.value;
+    }
+    if (computes_here(n) && it->second.size() >= kMaxIndexMaps)
+      retry = Retry{n, Why::many_index_maps};
     return -1;
-  }
-  [[gnu::noinline]] void note_elements(Node* n, int t, int v) {
-    std::vector<int64_t> map = index_map(n, t);
-    if (!map.empty()) by_map_.emplace(std::move(map), v);
   }
 
   // Whether value(n) computes n in this kernel (rather than loading it, or reading through it).
@@ -476,10 +478,14 @@ private:
   FusedKernel& k_;
   std::vector<Transform> transforms_;
   llvm::DenseMap<std::pair<Node*, int>, int> memo_; // (node, transform) -> tape value
-  std::map<std::vector<int64_t>, int> by_map_;      // index_map -> tape value
-  llvm::DenseMap<Node*, int> maps_of_;              // distinct index maps computed per node
-  llvm::DenseMap<Node*, int> reduced_;              // reduction -> its tape value
-  int reduction_units_ = 0;                         // their shared memory (reduction_units)
+  struct ComputedAt {
+    int transform = 0;
+    int value = 0;
+    std::optional<llvm::SmallVector<int64_t, 8>> map; // index_map, once another transform asks
+  };
+  llvm::DenseMap<Node*, llvm::SmallVector<ComputedAt, 1>> computed_at_; // values computed per node
+  llvm::DenseMap<Node*, int> reduced_; // reduction -> its tape value
+  int reduction_units_ = 0;            // their shared memory (reduction_units)
   llvm::SmallVector<Node*, 32> computing_;
   int64_t fields_ = 0;
 };
