@@ -86,6 +86,7 @@ void note_flushed() {
   EngineState& e = engine();
   e.next_idle_check = e.pending_nodes + e.idle_flush_nodes;
   e.step_open = false;
+  note_history_evaluated();
   e.bodies_since_flush = 0;
   e.body_ends.clear();
 }
@@ -122,7 +123,7 @@ bool flush_whole_bodies(uint64_t read_key_hash) {
   ends.swap(e.body_ends); // each chunk's evaluation ends with note_flushed
   // Not on the CPU: its plans cost no graph builds, and an unrolled expression a read finds
   // whole (`acc = acc + x[i] * w[i]` over i) fuses more evaluated whole than cut in chunks.
-  if (ends.empty() || e.flushing || !e.loop_flush || !e.loop.in_loop() || live_grad_records() > 0 ||
+  if (ends.empty() || e.flushing || !e.loop_flush || !e.loop.in_loop() || history_recording() ||
       e.step_open || synchronous(e.body_device))
     return false;
   // A read cut before that comes again is worth a plan of its own.
@@ -225,14 +226,14 @@ void maybe_flush_early(Node* n) {
   if (e.idle_flush_nodes <= 0 || e.tracing > 0) return;
   // While a gradient history is recorded, or between grad() and the optimizer's update, the
   // step is not cut (see below).
-  if (e.loop_flush && e.loop.in_loop() && live_grad_records() == 0 && !e.step_open)
+  if (e.loop_flush && e.loop.in_loop() && !history_recording() && !e.step_open)
     return maybe_flush_loop(e, n);
   if (e.pending_nodes < e.next_idle_check) return;
   // While a gradient history is recorded, a flush would write every value it saved (they are
   // held) and cut the step where the idle check happens to fall, a new plan each time; after
   // grad() until the next evaluation it would cut the step between its backward and its
   // update. The step ends with its optimizer update instead (optim::Optimizer::step).
-  if (live_grad_records() > 0 || e.step_open) {
+  if (history_recording() || e.step_open) {
     e.next_idle_check = e.pending_nodes + e.idle_flush_nodes;
     return;
   }

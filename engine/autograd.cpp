@@ -296,6 +296,9 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
          "was marked with requires_grad_(), or it was computed under NoGradGuard",
          out->shape());
   const std::vector<Node*> order = history(out);
+  // The backward ops are part of the step: not cut early even where the forward was computed
+  // already (a loss read before grad()), and not noted by the loop detector.
+  const BackwardRecording backward;
   std::vector<Tensor> keep; // holds every node of the walk until the records are freed
   keep.reserve(order.size());
   for (Node* n : order) keep.push_back(handle_to(n));

@@ -38,17 +38,41 @@ struct GradRecord {
   ~GradRecord();
   GradRecord(const GradRecord&) = delete;
   GradRecord& operator=(const GradRecord&) = delete;
-  static inline int64_t live = 0; // records alive now (live_grad_records)
+  static inline int64_t live = 0;      // records alive now (live_grad_records)
+  static inline int64_t recording = 0; // of those, made since the last evaluation
+  static inline uint64_t evaluations = 0;
+  static inline int backward_passes = 0; // grad() calls under way (BackwardRecording)
+  uint64_t made_after = evaluations;     // the evaluations done when the record was made
   OpCode op{};
   NodeAttrs attrs; // the node's attributes at record time (a realized node forgets its op)
   llvm::SmallVector<GradInput, 3> inputs;
 };
 
-/// Gradient records alive now: while there are any, no early flush cuts the step. Inline: every
-/// recorded op asks, twice.
+/// Gradient records alive now, whatever their nodes' state.
 inline int64_t live_grad_records() {
   return GradRecord::live;
 }
+/// Whether a gradient history is being recorded: records were made since the last evaluation
+/// (a training step's forward) or grad() is recording a backward pass. While it is, no early
+/// flush cuts the step and the loop detector rests. A history kept from before the last
+/// evaluation (a loss held with its record, a graph retained for a second grad()) does neither.
+/// Inline: every recorded op asks.
+inline bool history_recording() {
+  return GradRecord::recording > 0 || GradRecord::backward_passes > 0;
+}
+/// An evaluation ran: the records made so far belong to computed work.
+inline void note_history_evaluated() {
+  ++GradRecord::evaluations;
+  GradRecord::recording = 0;
+}
+
+/// While grad() records a backward pass, it counts as a history being recorded.
+struct BackwardRecording {
+  BackwardRecording() { ++GradRecord::backward_passes; }
+  ~BackwardRecording() { --GradRecord::backward_passes; }
+  BackwardRecording(const BackwardRecording&) = delete;
+  BackwardRecording& operator=(const BackwardRecording&) = delete;
+};
 
 /// Whether ops record gradient history now (false inside a NoGradGuard).
 bool grad_enabled();

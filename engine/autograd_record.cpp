@@ -66,8 +66,10 @@ bool& grad_mode() {
 
 GradRecord::GradRecord() {
   ++live;
+  ++recording;
 }
 GradRecord::~GradRecord() {
+  if (made_after == evaluations) --recording;
   --live;
 }
 

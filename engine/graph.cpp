@@ -243,7 +243,7 @@ Tensor merge_into(Node* same, Node* n, bool internal) {
 // A training step is never flushed early (adaptive_flush.cpp): its ops need no loop detection,
 // which would only add to the host's cost of recording them.
 bool loop_detected(const EngineState& e) {
-  return e.loop_flush && !e.step_open && e.tracing == 0 && live_grad_records() == 0;
+  return e.loop_flush && !e.step_open && e.tracing == 0 && !history_recording();
 }
 
 void note_loop_op(EngineState& e, Node* n, uint64_t kind) {

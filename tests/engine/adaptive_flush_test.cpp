@@ -8,6 +8,7 @@
 
 #include "adaptive_flush_fixture.h"
 #include "engine/adaptive_flush.h"
+#include "engine/autograd.h"
 #include "engine/cse.h"
 #include "engine/graph.h"
 
@@ -646,4 +647,34 @@ TEST_F(AdaptiveLoopFlush, HeldValuesReadAfterTheLoopAreRight) {
   }
   EXPECT_GT(stats().loop_flushes, 10) << stats();
   for (size_t i = 0; i < held.size(); ++i) EXPECT_EQ(held[i].to_vector<float>(), want[i]) << i;
+}
+
+// A gradient history stops the loop detector only while it is being recorded (made since the last
+// evaluation). One kept from before, as a loss pushed to a list with its history, leaves later
+// loops (an evaluation pass, say) free to be found and cut.
+TEST_F(AdaptiveLoopFlush, AHistoryKeptOnAComputedValueLeavesLoopsAlone) {
+  Rnn r = Rnn::make(8);
+  Tensor w = realized_randn({8});
+  w.requires_grad_();
+  Tensor kept_loss = sum(r.x * w); // a history, computed and kept
+  eval(kept_loss);
+  ASSERT_GT(detail::live_grad_records(), 0);
+  EXPECT_FALSE(detail::history_recording());
+  probe(DeviceState::busy);
+  for (int i = 0; i < 1000; ++i) r.step();
+  reset_stats();
+  for (int i = 0; i < 1200; ++i) r.step();
+  EXPECT_GE(stats().loop_flushes, 37) << stats();
+  EXPECT_LE(stats().plan_misses, 1) << stats();
+
+  // A history recorded since the last evaluation does stop it, until the next evaluation.
+  Tensor pending_loss = sum(r.x * w);
+  EXPECT_TRUE(detail::history_recording());
+  reset_stats();
+  for (int i = 0; i < 1200; ++i) r.step();
+  EXPECT_EQ(stats().loop_flushes, 0) << stats();
+  eval(pending_loss);
+  EXPECT_FALSE(detail::history_recording());
+  const float g = grad(kept_loss, {w})[0].to_vector<float>()[0];
+  EXPECT_EQ(g, sum(slice(r.x, 1, 0, 1)).item<float>()) << "the kept history still differentiates";
 }
