@@ -253,7 +253,7 @@ std::string check_loop_seed(uint64_t seed, const Args& args, TemplateCount& coun
 }
 
 // A crash names the seed it ran (0: after the last one, at exit) and where, so that it can be
-// run again alone.
+// run again alone; so does a SIGTERM (`timeout` stopping a seed that hangs).
 volatile uint64_t g_seed = 0;
 
 void on_crash(int sig) {
@@ -273,6 +273,7 @@ int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   std::signal(SIGSEGV, on_crash);
   std::signal(SIGABRT, on_crash);
+  std::signal(SIGTERM, on_crash);
   if (!kiln::is_available(args.device)) {
     std::printf("kiln_fuzz: %s is not available; skipped\n", args.device.str().c_str());
     return 77;
@@ -292,12 +293,19 @@ int main(int argc, char** argv) {
     }
     std::string failure;
     g_seed = seed;
+    const auto seed_start = std::chrono::steady_clock::now();
     try {
       failure = args.loops ? check_loop_seed(seed, args, loop_count)
                            : check_seed(seed, args.device, errors);
     } catch (const kiln::Error& e) {
       failure = std::string("kiln::Error while running: ") + e.what();
     }
+    // Slow seeds are named: a run that overshoots --seconds says which seed took the time.
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - seed_start).count();
+    if (took > 10)
+      std::fprintf(stderr, "kiln_fuzz: seed %llu took %.1f s\n",
+                   static_cast<unsigned long long>(seed), took);
     if (!failure.empty()) {
       kiln::set_eager(false);
       std::printf("kiln_fuzz: MISMATCH at seed %llu on %s: %s\nThe program:\n%s",
