@@ -11,8 +11,11 @@
 #include "engine/loop_template.h"
 #include "ir/kernel_key.h"
 
+#include <kiln/optim.h>
+
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -35,6 +38,12 @@ struct State {
   // [len * rows, cols] read a step at a time, an f64 [rows, cols].
   Tensor w, wt, w2, b2, row, seq, wide;
   int64_t rows = 0, cols = 0, len = 0;
+  // A training loop's: its optimizer (over w, w2, b2 and row: the state must not move once it
+  // is made), the losses it read, a running total of them with history, losses kept with theirs.
+  std::unique_ptr<kiln::optim::Optimizer> optimizer;
+  std::vector<double> losses;
+  Tensor total;
+  std::vector<Tensor> kept;
 };
 
 struct Statement {
@@ -199,8 +208,14 @@ struct Loop {
   DType dtype = DType::f32; // of the states and the weights
   int64_t idle_flush = 0;   // 0: no early flushes; else the check interval, with a faked probe
   // A training loop: the weights require grad, and every step ends with the gradient of the
-  // states' mean square and an SGD update (the states carried detached).
+  // states' mean square and an update (the states carried detached). How it updates, whether it
+  // reads the loss (before grad(): the forward evaluated, the backward recorded after it; or
+  // after the update), and whether a history outlives the step (a running total of the losses
+  // with history, PyTorch's `total += loss`; or each loss kept with its graph retained).
   bool train = false;
+  enum class Update { by_hand, sgd_momentum, adam } update = Update::by_hand;
+  enum class ReadLoss { never, before_grad, after_update } read_loss = ReadLoss::never;
+  enum class KeepHistory { none, running_total, retained } keep = KeepHistory::none;
   std::vector<Statement> body;
 
   Loop(uint64_t seed, const LoopOptions& opt) {
@@ -219,11 +234,15 @@ struct Loop {
     idle_flush = intervals[rng.below(3)];
     train = rng.chance(30) && opt.train; // drawn either way: a seed's body does not change
     for (int n = 1 + rng.below(8); n > 0; --n) body.push_back(statement(rng, states));
+    update = static_cast<Update>(rng.below(3)); // after the body: earlier seeds' bodies stay
+    read_loss = static_cast<ReadLoss>(rng.below(3));
+    keep = static_cast<KeepHistory>(rng.below(3));
     if (opt.steps > 0) steps = opt.steps;
     for (size_t i = body.size(); i-- > 0;)
       if (i < 64 && (opt.drop >> i & 1)) body.erase(body.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
+  std::string train_code() const;
   std::string code(uint64_t seed) const {
     std::ostringstream c;
     c << "// rows " << rows << ", cols " << cols << ", len " << len << ", " << states << " "
@@ -236,14 +255,27 @@ struct Loop {
                     : std::string("false"))
       << ";\n";
     for (const Statement& st : body) c << "  " << st.code << "\n";
-    if (train)
-      c << "  loss = sum of mean(s[i] * s[i]); g = grad(loss, {w, w2, b2, row}); w -= 0.05f * g[0] "
-           "and so on; s, acc and held detached\n";
+    if (train) c << train_code();
     if (eval_every) c << "  if (t % " << eval_every << " == " << eval_every - 1 << ") eval(s);\n";
     c << "}\n";
     return c.str();
   }
 };
+
+std::string Loop::train_code() const {
+  static const char* updates[] = {"w -= 0.05f * g[0] and so on",
+                                  "optim::SGD(params, 0.05, {.momentum = 0.9}).step(g)",
+                                  "optim::Adam(params, 0.01).step(g)"};
+  std::string c = "  loss = sum of mean(s[i] * s[i]);";
+  if (read_loss == ReadLoss::before_grad) c += " losses.push_back(loss.item<double>());";
+  c += keep == KeepHistory::retained ? " g = grad(loss, {w, w2, b2, row}, {.retain_graph = true});"
+                                     : " g = grad(loss, {w, w2, b2, row});";
+  c += std::string(" ") + updates[static_cast<int>(update)] + ";";
+  if (read_loss == ReadLoss::after_update) c += " losses.push_back(loss.item<double>());";
+  if (keep == KeepHistory::running_total) c += " total = total + loss;";
+  if (keep == KeepHistory::retained) c += " kept.push_back(loss);";
+  return c + " s, acc and held detached\n";
+}
 
 State make_state(const Loop& l, uint64_t seed, kiln::Device dev) {
   kiln::manual_seed(seed);
@@ -268,18 +300,38 @@ State make_state(const Loop& l, uint64_t seed, kiln::Device dev) {
   return S;
 }
 
+// A training loop's optimizer, where it uses one.
+void make_optimizer(const Loop& l, State& S) {
+  kiln::nn::ParamList params = {{"w", &S.w}, {"w2", &S.w2}, {"b2", &S.b2}, {"row", &S.row}};
+  if (l.update == Loop::Update::sgd_momentum)
+    S.optimizer =
+        std::make_unique<kiln::optim::SGD>(params, 0.05, kiln::optim::SGDOptions{.momentum = 0.9});
+  else if (l.update == Loop::Update::adam)
+    S.optimizer = std::make_unique<kiln::optim::Adam>(params, 0.01);
+}
+
 // The end of a training loop's step: the states' mean square differentiated with respect to the
-// weights, an SGD update, and the values carried to the next step detached from this one's
-// history (which grad frees).
-void train_step(State& S) {
+// weights, an update, and the values carried to the next step detached from this one's history
+// (which grad frees unless it is retained).
+void train_step(const Loop& l, State& S) {
   Tensor loss = kiln::mean(S.s[0] * S.s[0]);
   for (size_t i = 1; i < S.s.size(); ++i) loss = loss + kiln::mean(S.s[i] * S.s[i]);
   if (!loss.requires_grad()) return; // no statement read a weight this step
-  const std::vector<Tensor> g = kiln::grad(loss, {S.w, S.w2, S.b2, S.row});
-  S.w -= 0.05f * g[0];
-  S.w2 -= 0.05f * g[1];
-  S.b2 -= 0.05f * g[2];
-  S.row -= 0.05f * g[3];
+  if (l.read_loss == Loop::ReadLoss::before_grad) S.losses.push_back(loss.item<double>());
+  const std::vector<Tensor> g = kiln::grad(loss, {S.w, S.w2, S.b2, S.row},
+                                           {.retain_graph = l.keep == Loop::KeepHistory::retained});
+  if (S.optimizer) {
+    S.optimizer->step(g);
+  } else {
+    S.w -= 0.05f * g[0];
+    S.w2 -= 0.05f * g[1];
+    S.b2 -= 0.05f * g[2];
+    S.row -= 0.05f * g[3];
+  }
+  if (l.read_loss == Loop::ReadLoss::after_update) S.losses.push_back(loss.item<double>());
+  if (l.keep == Loop::KeepHistory::running_total)
+    S.total = S.total.defined() ? S.total + loss : loss;
+  if (l.keep == Loop::KeepHistory::retained) S.kept.push_back(loss);
   for (Tensor& x : S.s) x = x.detach();
   S.acc = S.acc.detach();
   for (Tensor& h : S.held) h = h.detach();
@@ -336,6 +388,7 @@ Tensor copy_of(const Tensor& t) {
 // The loop's steps; its outputs come back as copies, its state dies with this call.
 LoopOutcome run_steps(uint64_t seed, const LoopOptions& opt, const Loop& l) {
   State S = make_state(l, seed, opt.device);
+  if (l.train) make_optimizer(l, S);
   LoopOutcome r;
   kiln::reset_stats();
   kiln::detail::set_kernel_observer(
@@ -343,26 +396,34 @@ LoopOutcome run_steps(uint64_t seed, const LoopOptions& opt, const Loop& l) {
   for (int64_t t = 0; t < l.steps; ++t) {
     const bool odd = l.odd_every > 0 && t % l.odd_every == l.odd_every - 1;
     for (const Statement& st : l.body) st.run(S, odd, t);
-    if (l.train) train_step(S);
+    if (l.train) train_step(l, S);
     if (l.eval_every > 0 && t % l.eval_every == l.eval_every - 1) kiln::eval(S.s);
   }
   std::vector<Tensor> outputs = S.s;
   outputs.push_back(S.acc);
   for (const Tensor& h : S.held) outputs.push_back(h);
-  if (l.train) // the weights trained
+  std::vector<std::string> names;
+  if (l.train) { // the weights trained, the losses read, their total, the last loss kept
     for (const Tensor& p : {S.w, S.w2, S.b2, S.row}) outputs.push_back(p.detach());
+    names = {"w", "w2", "b2", "row"};
+    if (!S.losses.empty()) {
+      outputs.push_back(kiln::from_vector<double>(S.losses, {int64_t(S.losses.size())}));
+      names.push_back("losses read");
+    }
+    if (S.total.defined()) outputs.push_back(S.total.detach()), names.push_back("total");
+    if (!S.kept.empty()) outputs.push_back(S.kept.back().detach()), names.push_back("kept");
+  }
   kiln::eval(outputs);
   r.stats = kiln::stats();
   kiln::detail::set_kernel_observer({});
   for (size_t i = 0; i < outputs.size(); ++i) {
     Value v;
     v.t = copy_of(outputs[i]);
-    static const char* weights[] = {"w", "w2", "b2", "row"};
     const size_t n = S.s.size();
     v.name = i < n        ? sv(int(i))
              : i == n     ? "acc"
              : i <= n + 3 ? "held[" + std::to_string(i - n - 1) + "]"
-                          : weights[i - n - 4];
+                          : names[i - n - 4];
     r.out.outputs.push_back(std::move(v));
   }
   return r;
