@@ -72,133 +72,193 @@ std::string lit(double x) {
   return b;
 }
 
-// One statement of the body, over states i (written), j and k (read).
+// The states one statement reads and writes: i (written), j and k (read), and their names in the
+// reproducer.
+struct Operands {
+  int i, j, k;
+  std::string si, sj, sk;
+};
+
+// binary, a broadcast row on odd steps
+Statement binary_or_row(Rng& rng, const Operands& o) {
+  static const char* names[] = {"add", "sub", "mul", "maximum", "minimum"};
+  using Fn = Tensor (*)(const Tensor&, const Tensor&);
+  static const Fn fns[] = {kiln::add, kiln::sub, kiln::mul, kiln::maximum, kiln::minimum};
+  const int op = rng.below(5);
+  return {o.si + " = tanh(" + names[op] + "(" + o.sj + ", odd ? row : " + o.sk + "));",
+          [i = o.i, j = o.j, k = o.k, op](State& S, bool odd, int64_t) {
+            S.s[size_t(i)] = kiln::tanh(fns[op](S.s[size_t(j)], odd ? S.row : S.s[size_t(k)]));
+          }};
+}
+
+// a scalar after the tensor: a float, an integer or another float on odd steps
+Statement scalar_after(Rng& rng, const Operands& o) {
+  const double c = (rng.below(15) - 7) / 8.0;
+  const int64_t n = rng.below(5) - 2;
+  const bool integral = rng.chance(50);
+  const std::string odd_lit = integral ? std::to_string(n) : lit(c / 2);
+  return {o.si + " = tanh(" + o.sj + " * (odd ? " + odd_lit + " : " + lit(c) + "));",
+          [i = o.i, j = o.j, c, n, integral](State& S, bool odd, int64_t) {
+            const Scalar x = odd ? (integral ? Scalar(n) : Scalar(float(c / 2))) : Scalar(float(c));
+            S.s[size_t(i)] = kiln::tanh(kiln::mul(S.s[size_t(j)], x));
+          }};
+}
+
+// a scalar before the tensor (rsub)
+Statement scalar_before(Rng& rng, const Operands& o) {
+  const double c = (rng.below(9) - 4) / 4.0;
+  return {o.si + " = rsub(sigmoid(" + o.sj + "), odd ? 1 : " + lit(c) + ");",
+          [i = o.i, j = o.j, c](State& S, bool odd, int64_t) {
+            S.s[size_t(i)] = kiln::rsub(kiln::sigmoid(S.s[size_t(j)]),
+                                        odd ? Scalar(int64_t(1)) : Scalar(float(c)));
+          }};
+}
+
+// unary ops, another one on odd steps
+Statement unary_pair(Rng&, const Operands& o) {
+  return {o.si + " = odd ? tanh(" + o.sj + ") : sigmoid(" + o.sj + ") - 0.5f;",
+          [i = o.i, j = o.j](State& S, bool odd, int64_t) {
+            S.s[size_t(i)] = odd ? kiln::tanh(S.s[size_t(j)])
+                                 : kiln::sub(kiln::sigmoid(S.s[size_t(j)]), Scalar(0.5f));
+          }};
+}
+
+// a matmul, of the transposed weight (other strides) on odd steps
+Statement matmul_weight(Rng&, const Operands& o) {
+  return {o.si + " = tanh(matmul(" + o.sj + ", odd ? wt : w));",
+          [i = o.i, j = o.j](State& S, bool odd, int64_t) {
+            S.s[size_t(i)] = kiln::tanh(kiln::matmul(S.s[size_t(j)], odd ? S.wt : S.w));
+          }};
+}
+
+// gates chunked into column views of a pending value; other columns on odd steps
+Statement chunked_gates(Rng&, const Operands& o) {
+  return {"{ Tensor gates = matmul(" + o.sj + ", w2) + b2; auto g = chunk(gates, 2, 1); " + o.si +
+              " = sigmoid(g[0]) * tanh(odd ? slice(gates, 1, 1, cols + 1) : g[1]); }",
+          [i = o.i, j = o.j](State& S, bool odd, int64_t) {
+            const Tensor gates = kiln::matmul(S.s[size_t(j)], S.w2) + S.b2;
+            std::vector<Tensor> g = kiln::chunk(gates, 2, 1);
+            const Tensor second = odd ? kiln::slice(gates, 1, 1, S.cols + 1) : g[1];
+            S.s[size_t(i)] = kiln::sigmoid(g[0]) * kiln::tanh(second);
+          }};
+}
+
+// the sequence's row of the step: a view at a new offset every step
+Statement sequence_row(Rng&, const Operands& o) {
+  return {o.si + " = tanh(" + o.sj + " + slice(seq, 0, (t % len) * rows, (t % len + 1) * rows) * " +
+              "(odd ? 1 : 0.5f));",
+          [i = o.i, j = o.j](State& S, bool odd, int64_t t) {
+            const int64_t at = (t % S.len) * S.rows;
+            const Tensor x = kiln::slice(S.seq, 0, at, at + S.rows);
+            S.s[size_t(i)] =
+                kiln::tanh(S.s[size_t(j)] + (odd ? kiln::mul(x, Scalar(int64_t(1))) : x * 0.5f));
+          }};
+}
+
+// reshape, transpose and expand of pending values; a realized row on odd steps
+Statement reshape_transpose_expand(Rng&, const Operands& o) {
+  return {
+      o.si + " = tanh(transpose(reshape(" + o.sj + " * 0.5f, {cols, rows}), 0, 1) + " +
+          "expand(odd ? row : sum(" + o.sk + ", {0}, true), {rows, cols}));",
+      [i = o.i, j = o.j, k = o.k](State& S, bool odd, int64_t) {
+        const Tensor v = kiln::reshape(S.s[size_t(j)] * 0.5f, {S.cols, S.rows});
+        const Tensor r = odd ? S.row : kiln::sum(S.s[size_t(k)], {0}, true);
+        S.s[size_t(i)] = kiln::tanh(kiln::transpose(v, 0, 1) + kiln::expand(r, {S.rows, S.cols}));
+      }};
+}
+
+// where, a form templates do not cover
+Statement where_select(Rng&, const Operands& o) {
+  return {o.si + " = where(odd ? " + o.sj + " >= " + o.sk + " : " + o.sj + " > 0.0f, " + o.sj +
+              ", " + o.sj + " * 0.1f);",
+          [i = o.i, j = o.j, k = o.k](State& S, bool odd, int64_t) {
+            const Tensor& a = S.s[size_t(j)];
+            const Tensor c = odd ? a >= S.s[size_t(k)] : a > 0.0f;
+            S.s[size_t(i)] = kiln::where(c, a, a * 0.1f);
+          }};
+}
+
+// f64 and the states' dtype: casts the front-end inserts; an f64 operand on odd steps
+Statement f64_accumulate(Rng&, const Operands& o) {
+  return {"acc = acc * 0.5 + (odd ? wide : cast(" + o.sj + ", DType::f64)) * " + o.sk + ";",
+          [j = o.j, k = o.k](State& S, bool odd, int64_t) {
+            const Tensor a = odd ? S.wide : kiln::cast(S.s[size_t(j)], DType::f64);
+            S.acc = S.acc * 0.5 + a * S.s[size_t(k)];
+          }};
+}
+
+// a value held across steps (never asked for until the loop ends)
+Statement held_across_steps(Rng&, const Operands& o) {
+  return {"held[t % 3] = " + o.sj + " * 0.25f + (odd ? 2 : 1.0f);",
+          [j = o.j](State& S, bool odd, int64_t t) {
+            S.held[size_t(t % 3)] =
+                kiln::add(S.s[size_t(j)] * 0.25f, odd ? Scalar(int64_t(2)) : Scalar(1.0f));
+          }};
+}
+
+// a reduction inside the body's kernels: softmax over the rows (the columns on odd steps)
+Statement softmax_rows(Rng&, const Operands& o) {
+  return {o.si + " = softmax(" + o.sj + ", odd ? 0 : 1) - 0.25f;",
+          [i = o.i, j = o.j](State& S, bool odd, int64_t) {
+            S.s[size_t(i)] = kiln::softmax(S.s[size_t(j)], odd ? 0 : 1) - 0.25f;
+          }};
+}
+
+// a slice of a pending concat, at another column on odd steps
+Statement slice_of_concat(Rng& rng, const Operands& o) {
+  const int64_t at = rng.below(3), odd_at = rng.below(3);
+  return {o.si + " = tanh(slice(concat({" + o.sj + ", " + o.sk + "}, 1), 1, odd ? " +
+              std::to_string(odd_at) + " : " + std::to_string(at) + ", (odd ? " +
+              std::to_string(odd_at) + " : " + std::to_string(at) + ") + cols));",
+          [i = o.i, j = o.j, k = o.k, at, odd_at](State& S, bool odd, int64_t) {
+            const int64_t a = odd ? odd_at : at;
+            const Tensor both = kiln::concat({S.s[size_t(j)], S.s[size_t(k)]}, 1);
+            S.s[size_t(i)] = kiln::tanh(kiln::slice(both, 1, a, a + S.cols));
+          }};
+}
+
+// layer_norm of the rows, plus another state on odd steps
+Statement layer_norm_plus(Rng&, const Operands& o) {
+  return {o.si + " = layer_norm(" + o.sj + ") * 0.5f" + " + (odd ? " + o.sk + " : 0.0f * " + o.sk +
+              ");",
+          [i = o.i, j = o.j, k = o.k](State& S, bool odd, int64_t) {
+            const Tensor& b = S.s[size_t(k)];
+            S.s[size_t(i)] = kiln::layer_norm(S.s[size_t(j)]) * 0.5f + (odd ? b : b * 0.0f);
+          }};
+}
+
+// a matmul of two pending values, one transposed (a GEMM operand written first)
+Statement matmul_of_pending(Rng&, const Operands& o) {
+  return {o.si + " = tanh(matmul(" + o.sj + ", matmul(transpose(" + o.sk + ", 0, 1), odd ? " +
+              o.sj + " : " + o.sk + ")) * 0.1f);",
+          [i = o.i, j = o.j, k = o.k](State& S, bool odd, int64_t) {
+            const Tensor& b = S.s[size_t(k)];
+            const Tensor gram = kiln::matmul(kiln::transpose(b, 0, 1), odd ? S.s[size_t(j)] : b);
+            S.s[size_t(i)] = kiln::tanh(kiln::matmul(S.s[size_t(j)], gram) * 0.1f);
+          }};
+}
+
+// read mid-loop on odd steps: a flush wherever the body stands
+Statement eval_mid_loop(Rng&, const Operands& o) {
+  return {"if (odd) eval(" + o.sj + ");", [j = o.j](State& S, bool odd, int64_t) {
+            if (odd) kiln::eval(S.s[size_t(j)]);
+          }};
+}
+
+// One statement of the body, over states i (written), j and k (read): a form drawn from the
+// table, which draws its own parameters after.
 Statement statement(Rng& rng, int states) {
+  using Form = Statement (*)(Rng&, const Operands&);
+  // The order is the seeds': a form's index is what rng.below(16) draws for it.
+  static const Form forms[16] = {
+      binary_or_row,   scalar_after,    scalar_before,     unary_pair,
+      matmul_weight,   chunked_gates,   sequence_row,      reshape_transpose_expand,
+      where_select,    f64_accumulate,  held_across_steps, softmax_rows,
+      slice_of_concat, layer_norm_plus, matmul_of_pending, eval_mid_loop,
+  };
   const int i = rng.below(states), j = rng.below(states), k = rng.below(states);
-  const std::string si = sv(i), sj = sv(j), sk = sv(k);
-  switch (rng.below(16)) {
-  case 0: { // binary, a broadcast row on odd steps
-    static const char* names[] = {"add", "sub", "mul", "maximum", "minimum"};
-    using Fn = Tensor (*)(const Tensor&, const Tensor&);
-    static const Fn fns[] = {kiln::add, kiln::sub, kiln::mul, kiln::maximum, kiln::minimum};
-    const int op = rng.below(5);
-    return {si + " = tanh(" + names[op] + "(" + sj + ", odd ? row : " + sk + "));",
-            [=](State& S, bool odd, int64_t) {
-              S.s[size_t(i)] = kiln::tanh(fns[op](S.s[size_t(j)], odd ? S.row : S.s[size_t(k)]));
-            }};
-  }
-  case 1: { // a scalar after the tensor: a float, an integer or another float on odd steps
-    const double c = (rng.below(15) - 7) / 8.0;
-    const int64_t n = rng.below(5) - 2;
-    const bool integral = rng.chance(50);
-    const std::string odd_lit = integral ? std::to_string(n) : lit(c / 2);
-    return {si + " = tanh(" + sj + " * (odd ? " + odd_lit + " : " + lit(c) + "));",
-            [=](State& S, bool odd, int64_t) {
-              const Scalar x =
-                  odd ? (integral ? Scalar(n) : Scalar(float(c / 2))) : Scalar(float(c));
-              S.s[size_t(i)] = kiln::tanh(kiln::mul(S.s[size_t(j)], x));
-            }};
-  }
-  case 2: { // a scalar before the tensor (rsub)
-    const double c = (rng.below(9) - 4) / 4.0;
-    return {si + " = rsub(sigmoid(" + sj + "), odd ? 1 : " + lit(c) + ");",
-            [=](State& S, bool odd, int64_t) {
-              S.s[size_t(i)] = kiln::rsub(kiln::sigmoid(S.s[size_t(j)]),
-                                          odd ? Scalar(int64_t(1)) : Scalar(float(c)));
-            }};
-  }
-  case 3: // unary ops, another one on odd steps
-    return {si + " = odd ? tanh(" + sj + ") : sigmoid(" + sj + ") - 0.5f;",
-            [=](State& S, bool odd, int64_t) {
-              S.s[size_t(i)] = odd ? kiln::tanh(S.s[size_t(j)])
-                                   : kiln::sub(kiln::sigmoid(S.s[size_t(j)]), Scalar(0.5f));
-            }};
-  case 4: // a matmul, of the transposed weight (other strides) on odd steps
-    return {si + " = tanh(matmul(" + sj + ", odd ? wt : w));", [=](State& S, bool odd, int64_t) {
-              S.s[size_t(i)] = kiln::tanh(kiln::matmul(S.s[size_t(j)], odd ? S.wt : S.w));
-            }};
-  case 5: // gates chunked into column views of a pending value; other columns on odd steps
-    return {"{ Tensor gates = matmul(" + sj + ", w2) + b2; auto g = chunk(gates, 2, 1); " + si +
-                " = sigmoid(g[0]) * tanh(odd ? slice(gates, 1, 1, cols + 1) : g[1]); }",
-            [=](State& S, bool odd, int64_t) {
-              const Tensor gates = kiln::matmul(S.s[size_t(j)], S.w2) + S.b2;
-              std::vector<Tensor> g = kiln::chunk(gates, 2, 1);
-              const Tensor second = odd ? kiln::slice(gates, 1, 1, S.cols + 1) : g[1];
-              S.s[size_t(i)] = kiln::sigmoid(g[0]) * kiln::tanh(second);
-            }};
-  case 6: // the sequence's row of the step: a view at a new offset every step
-    return {si + " = tanh(" + sj + " + slice(seq, 0, (t % len) * rows, (t % len + 1) * rows) * " +
-                "(odd ? 1 : 0.5f));",
-            [=](State& S, bool odd, int64_t t) {
-              const int64_t at = (t % S.len) * S.rows;
-              const Tensor x = kiln::slice(S.seq, 0, at, at + S.rows);
-              S.s[size_t(i)] =
-                  kiln::tanh(S.s[size_t(j)] + (odd ? kiln::mul(x, Scalar(int64_t(1))) : x * 0.5f));
-            }};
-  case 7: // reshape, transpose and expand of pending values; a realized row on odd steps
-    return {
-        si + " = tanh(transpose(reshape(" + sj + " * 0.5f, {cols, rows}), 0, 1) + " +
-            "expand(odd ? row : sum(" + sk + ", {0}, true), {rows, cols}));",
-        [=](State& S, bool odd, int64_t) {
-          const Tensor v = kiln::reshape(S.s[size_t(j)] * 0.5f, {S.cols, S.rows});
-          const Tensor r = odd ? S.row : kiln::sum(S.s[size_t(k)], {0}, true);
-          S.s[size_t(i)] = kiln::tanh(kiln::transpose(v, 0, 1) + kiln::expand(r, {S.rows, S.cols}));
-        }};
-  case 8: // where, a form templates do not cover
-    return {si + " = where(odd ? " + sj + " >= " + sk + " : " + sj + " > 0.0f, " + sj + ", " + sj +
-                " * 0.1f);",
-            [=](State& S, bool odd, int64_t) {
-              const Tensor& a = S.s[size_t(j)];
-              const Tensor c = odd ? a >= S.s[size_t(k)] : a > 0.0f;
-              S.s[size_t(i)] = kiln::where(c, a, a * 0.1f);
-            }};
-  case 9: // f64 and the states' dtype: casts the front-end inserts; an f64 operand on odd steps
-    return {"acc = acc * 0.5 + (odd ? wide : cast(" + sj + ", DType::f64)) * " + sk + ";",
-            [=](State& S, bool odd, int64_t) {
-              const Tensor a = odd ? S.wide : kiln::cast(S.s[size_t(j)], DType::f64);
-              S.acc = S.acc * 0.5 + a * S.s[size_t(k)];
-            }};
-  case 10: // a value held across steps (never asked for until the loop ends)
-    return {"held[t % 3] = " + sj + " * 0.25f + (odd ? 2 : 1.0f);",
-            [=](State& S, bool odd, int64_t t) {
-              S.held[size_t(t % 3)] =
-                  kiln::add(S.s[size_t(j)] * 0.25f, odd ? Scalar(int64_t(2)) : Scalar(1.0f));
-            }};
-  case 11: // a reduction inside the body's kernels: softmax over the rows (the columns on odd
-           // steps)
-    return {si + " = softmax(" + sj + ", odd ? 0 : 1) - 0.25f;", [=](State& S, bool odd, int64_t) {
-              S.s[size_t(i)] = kiln::softmax(S.s[size_t(j)], odd ? 0 : 1) - 0.25f;
-            }};
-  case 12: { // a slice of a pending concat, at another column on odd steps
-    const int64_t at = rng.below(3), odd_at = rng.below(3);
-    return {si + " = tanh(slice(concat({" + sj + ", " + sk + "}, 1), 1, odd ? " +
-                std::to_string(odd_at) + " : " + std::to_string(at) + ", (odd ? " +
-                std::to_string(odd_at) + " : " + std::to_string(at) + ") + cols));",
-            [=](State& S, bool odd, int64_t) {
-              const int64_t a = odd ? odd_at : at;
-              const Tensor both = kiln::concat({S.s[size_t(j)], S.s[size_t(k)]}, 1);
-              S.s[size_t(i)] = kiln::tanh(kiln::slice(both, 1, a, a + S.cols));
-            }};
-  }
-  case 13: // layer_norm of the rows, plus another state on odd steps
-    return {si + " = layer_norm(" + sj + ") * 0.5f" + " + (odd ? " + sk + " : 0.0f * " + sk + ");",
-            [=](State& S, bool odd, int64_t) {
-              const Tensor& b = S.s[size_t(k)];
-              S.s[size_t(i)] = kiln::layer_norm(S.s[size_t(j)]) * 0.5f + (odd ? b : b * 0.0f);
-            }};
-  case 14: // a matmul of two pending values, one transposed (a GEMM operand written first)
-    return {si + " = tanh(matmul(" + sj + ", matmul(transpose(" + sk + ", 0, 1), odd ? " + sj +
-                " : " + sk + ")) * 0.1f);",
-            [=](State& S, bool odd, int64_t) {
-              const Tensor& b = S.s[size_t(k)];
-              const Tensor gram = kiln::matmul(kiln::transpose(b, 0, 1), odd ? S.s[size_t(j)] : b);
-              S.s[size_t(i)] = kiln::tanh(kiln::matmul(S.s[size_t(j)], gram) * 0.1f);
-            }};
-  default: // read mid-loop on odd steps: a flush wherever the body stands
-    return {"if (odd) eval(" + sj + ");", [=](State& S, bool odd, int64_t) {
-              if (odd) kiln::eval(S.s[size_t(j)]);
-            }};
-  }
+  const Operands o{i, j, k, sv(i), sv(j), sv(k)};
+  return forms[rng.below(16)](rng, o);
 }
 
 // The loop's parameters, drawn from its seed: the same in every run.
