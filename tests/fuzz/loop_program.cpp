@@ -378,8 +378,9 @@ void train_step(const Loop& l, State& S) {
   for (size_t i = 1; i < S.s.size(); ++i) loss = loss + kiln::mean(S.s[i] * S.s[i]);
   if (!loss.requires_grad()) return; // no statement read a weight this step
   if (l.read_loss == Loop::ReadLoss::before_grad) S.losses.push_back(loss.item<double>());
-  const std::vector<Tensor> g = kiln::grad(loss, {S.w, S.w2, S.b2, S.row},
-                                           {.retain_graph = l.keep == Loop::KeepHistory::retained});
+  kiln::GradOptions keep_graph;
+  keep_graph.retain_graph = l.keep == Loop::KeepHistory::retained;
+  const std::vector<Tensor> g = kiln::grad(loss, {S.w, S.w2, S.b2, S.row}, keep_graph);
   if (S.optimizer) {
     S.optimizer->step(g);
   } else {
