@@ -363,10 +363,11 @@ State make_state(const Loop& l, uint64_t seed, kiln::Device dev) {
 // A training loop's optimizer, where it uses one.
 void make_optimizer(const Loop& l, State& S) {
   kiln::nn::ParamList params = {{"w", &S.w}, {"w2", &S.w2}, {"b2", &S.b2}, {"row", &S.row}};
-  if (l.update == Loop::Update::sgd_momentum)
-    S.optimizer =
-        std::make_unique<kiln::optim::SGD>(params, 0.05, kiln::optim::SGDOptions{.momentum = 0.9});
-  else if (l.update == Loop::Update::adam)
+  if (l.update == Loop::Update::sgd_momentum) {
+    kiln::optim::SGDOptions momentum;
+    momentum.momentum = 0.9;
+    S.optimizer = std::make_unique<kiln::optim::SGD>(params, 0.05, momentum);
+  } else if (l.update == Loop::Update::adam)
     S.optimizer = std::make_unique<kiln::optim::Adam>(params, 0.01);
 }
 
