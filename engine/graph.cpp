@@ -56,8 +56,13 @@ void link_pending(EngineState& e, Node* n) {
 // pending node consumes yet. Intermediates whose handles are gone live in registers, and C++
 // expression temporaries are consumed by the op that uses them before the expression ends, so
 // neither counts; a loop that piles up held results does.
+// The handle and use counts change on every op call: they look at the rest only where a count
+// moves between 0 and 1, the only changes that can move a node in or out of the frontier.
+bool counts_when_held(const Node* n) {
+  return !n->realized() && n->op != OpCode::view && !n->internal;
+}
 bool counted(const Node* n) {
-  return n->handles > 0 && n->uses == 0 && !n->realized() && n->op != OpCode::view && !n->internal;
+  return n->handles > 0 && n->uses == 0 && counts_when_held(n);
 }
 
 // Apply the change in counted(n) since `was` (its value before a count changed).
@@ -350,9 +355,8 @@ void expose(Node* n) {
 }
 
 void retain_handle(Node* n) {
-  bool was = counted(n);
-  n->handles++;
-  recount(n, was);
+  if (n->handles++ == 0 && n->uses == 0 && counts_when_held(n))
+    engine().pending_bytes += n->nbytes();
 }
 Tensor handle_to(Node* n) {
   retain_handle(n);
@@ -360,28 +364,28 @@ Tensor handle_to(Node* n) {
 }
 
 void release_handle(Node* n) {
-  bool was = counted(n);
-  --n->handles;
-  recount(n, was);
+  if (--n->handles > 0) return;
+  if (n->uses == 0 && counts_when_held(n)) engine().pending_bytes -= n->nbytes();
   // Gradient history is reached through handles only (a user's, or a record's on its inputs):
   // with none left nothing can differentiate through n, so its record and what the record
   // saved go now, not when pending work (a detach() view, say) finally lets n die.
-  if (n->handles == 0 && n->grad_record) {
+  if (n->grad_record) {
     free_grad_record(std::exchange(n->grad_record, nullptr));
     n->grad_freed = true;
   }
-  if (n->handles == 0 && n->uses == 0) destroy(n);
+  if (n->uses == 0) destroy(n);
 }
 void retain_use(Node* n) {
-  bool was = counted(n);
-  n->uses++;
-  recount(n, was);
+  if (n->uses++ == 0 && n->handles > 0 && counts_when_held(n))
+    engine().pending_bytes -= n->nbytes();
 }
 void release_use(Node* n) {
-  bool was = counted(n);
-  --n->uses;
-  recount(n, was);
-  if (n->uses == 0 && n->handles == 0) destroy(n);
+  if (--n->uses > 0) return;
+  if (n->handles > 0) {
+    if (counts_when_held(n)) engine().pending_bytes += n->nbytes();
+  } else {
+    destroy(n);
+  }
 }
 
 void mark_realized(Node* n, BufferRef buf) {
