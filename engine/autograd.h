@@ -38,6 +38,10 @@ struct GradRecord {
   ~GradRecord();
   GradRecord(const GradRecord&) = delete;
   GradRecord& operator=(const GradRecord&) = delete;
+  // From a free list (autograd_record.cpp): a training step makes and frees one per op call
+  // that records history (~1,800 per step of an LSTM over 64 steps).
+  static void* operator new(std::size_t bytes);
+  static void operator delete(void* p, std::size_t bytes) noexcept;
   static inline int64_t live = 0;      // records alive now (live_grad_records)
   static inline int64_t recording = 0; // of those, made since the last evaluation
   static inline uint64_t evaluations = 0;

@@ -1,5 +1,6 @@
 // Recording gradient history at op time, and freeing it without recursion.
 #include "engine/autograd.h"
+#include "engine/free_list.h"
 #include "engine/graph.h"
 
 #include <vector>
@@ -63,6 +64,20 @@ bool& grad_mode() {
 }
 
 } // namespace
+
+namespace {
+
+constinit FreeList<sizeof(GradRecord), 4096> free_records;
+
+} // namespace
+
+void* GradRecord::operator new(std::size_t bytes) {
+  return free_records.allocate(bytes);
+}
+
+void GradRecord::operator delete(void* p, std::size_t bytes) noexcept {
+  free_records.release(p, bytes);
+}
 
 GradRecord::GradRecord() {
   ++live;

@@ -136,7 +136,7 @@ struct Node : NodeAttrs {
   // Nodes come from a free list of freed nodes (node_pool.cpp): a loop of small steps creates
   // and frees a node per op call, and malloc + free was ~0.05 us of each.
   static void* operator new(std::size_t bytes);
-  static void operator delete(void* p) noexcept;
+  static void operator delete(void* p, std::size_t bytes) noexcept;
   const Shape& shape() const { return layout.shape; }
   int64_t numel() const { return layout.shape.numel(); }
   int64_t nbytes() const { return numel() * itemsize(dtype); }
