@@ -303,14 +303,23 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
   keep.reserve(order.size());
   for (Node* n : order) keep.push_back(handle_to(n));
 
-  llvm::DenseMap<Node*, Tensor> grads;
-  grads.reserve(static_cast<unsigned>(order.size()));
+  // Each node's gradient so far, at its position in `order` (Node::grad_slot): a map from nodes
+  // to gradients was a sixth of a training step's backward outside its rules.
+  std::vector<Tensor> grads(order.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i]->grad_slot = static_cast<uint32_t>(i);
+  Tensor outside; // the gradient of an input the history does not reach: none
+  auto grad_of = [&](Node* n) -> Tensor& {
+    const uint32_t i = n->grad_slot;
+    if (i < order.size() && order[i] == n) return grads[i];
+    outside = Tensor();
+    return outside;
+  };
   SliceGrads slices;
   StackedProducts products;
   StackedSums sums;
   // n's gradient once every consumer has contributed (they all come before n in `order`).
   auto complete = [&](Node* n) -> Tensor {
-    Tensor& acc = grads[n];
+    Tensor& acc = grad_of(n);
     if (Tensor s = slices.take(n); s.defined()) acc = acc.defined() ? acc + s : s;
     if (Tensor s = products.sum(n); s.defined()) acc = acc.defined() ? acc + s : s;
     if (Tensor s = sums.sum(n); s.defined()) acc = acc.defined() ? acc + s : s;
@@ -318,7 +327,7 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
   };
   {
     NoGradGuard no_grad;
-    grads[out] = seed_gradient(out, options.grad_output);
+    grad_of(out) = seed_gradient(out, options.grad_output);
     for (Node* n : order) {
       if (!n->grad_record) continue;
       const Tensor g = complete(n);
@@ -336,7 +345,7 @@ std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs
       drop_scalar_operands(r);
       for (size_t i = 0; i < r.inputs.size(); ++i) {
         if (!r.inputs[i].requires_grad || (taken & (1u << i))) continue;
-        Tensor& acc = grads[gradient_target(r, i)];
+        Tensor& acc = grad_of(gradient_target(r, i));
         acc = acc.defined() ? acc + in_grads[i] : in_grads[i];
       }
     }

@@ -118,6 +118,7 @@ struct Node : NodeAttrs {
   bool requires_grad = false;
   bool grad_freed = false;
   bool distinct = false;
+  uint32_t grad_slot = 0; // kiln::grad's scratch: the node's position in its walk of a history
 
   // What the op was, for finding loops in the stream of the user's ops (engine/loop_detect.h);
   // 0 for values no user op recorded (buffers the user made, an op's own constants). Kept once
