@@ -120,10 +120,13 @@ Tensor transpose(const Tensor& a, int d0, int d1) {
   int rank = n->layout.shape.size();
   if (rank == 0 && (d0 == 0 || d0 == -1) && (d1 == 0 || d1 == -1)) return a;
   int x = norm_dim("transpose", d0, rank), y = norm_dim("transpose", d1, rank);
-  std::vector<int> perm(rank);
-  for (int i = 0; i < rank; ++i) perm[i] = i;
-  std::swap(perm[x], perm[y]);
-  return permute(a, perm);
+  if (x == y) return a;
+  // The permutation directly (permute's list would be a heap allocation): a layer reads its
+  // weight transposed at every call.
+  ViewPrim p;
+  p.kind = ViewPrim::Kind::permute;
+  for (int i = 0; i < rank; ++i) p.shape.push_back(i == x ? y : i == y ? x : i);
+  return view_or_copy(a, p);
 }
 
 Tensor slice(const Tensor& a, int dim, int64_t start, int64_t stop, int64_t step) {
