@@ -100,12 +100,12 @@ void destroy(Node* n) {
       if (d->op != OpCode::view && !d->fused && !d->duplicate)
         e.stats.nodes_dropped++; // work never done
     }
-    for (Node* in : d->inputs) {
-      bool was = counted(in);
-      if (--in->uses == 0 && in->handles == 0)
+    for (Node* in : d->inputs) { // release_use, with the dead queued instead of recursing
+      if (--in->uses > 0) continue;
+      if (in->handles == 0)
         work.push_back(in);
-      else
-        recount(in, was);
+      else if (counts_when_held(in))
+        e.pending_bytes += in->nbytes();
     }
     delete d;
   }
@@ -203,9 +203,7 @@ Node* new_placeholder(OpCode op, DType dtype, Device device, const Shape& shape)
 
 void add_input(Node* n, Node* input) {
   n->inputs.push_back(input);
-  // A consumed value is no longer counted: recount(input, counted(input)) after the increment.
-  if (counted(input)) engine().pending_bytes -= input->nbytes();
-  input->uses++;
+  retain_use(input); // a consumed value is no longer counted
 }
 
 namespace {
