@@ -253,11 +253,19 @@ void note_loop_op(EngineState& e, Node* n, uint64_t kind) {
   if (loop_detected(e)) e.loop.note(n, kind);
 }
 
-// Whether `n` goes through CSE: not in a confirmed loop, unless ops of its kind merged before
-// (engine/cse.h, cse_kind_merged). One condition with publishes_as_known, so that a loop
-// template makes a node only where publish would not look it up.
+// Whether a training step is repeating: a history or a backward pass is being recorded, and the
+// last evaluations (the steps before) reused their plans.
+bool repeating_training_step(const EngineState& e) {
+  return e.plans_reused_in_a_row >= 2 && e.loop_skips_cse && history_recording();
+}
+
+// Whether `n` goes through CSE: not in a confirmed loop or a repeating training step, unless ops
+// of its kind merged before (engine/cse.h, cse_kind_merged). In a loop, one condition with
+// publishes_as_known, so that a loop template makes a node only where publish would not look it
+// up. A training step's ops that record history never go through it (publish).
 bool wants_cse(const EngineState& e, const Node* n, uint64_t kind) {
   if (n->realized() || e.flushing || n->distinct) return false;
+  if (repeating_training_step(e)) return cse_kind_merged(kind);
   return !publishes_as_known(e, kind);
 }
 

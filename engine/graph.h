@@ -54,6 +54,9 @@ struct EngineState {
   // A confirmed loop's ops skip the CSE table unless their kind merged (engine/cse.h); false
   // for A/B measurements only (tools/host-probe/loop_forms.cpp).
   bool loop_skips_cse = true;
+  // Evaluations in a row that reused a cached plan. A training step that repeats (two in a row)
+  // skips the CSE table too, as a confirmed loop does, for the ops of kinds that never merged.
+  int64_t plans_reused_in_a_row = 0;
   // A confirmed loop's scalar operands share one pending constant node per value (graph.h,
   // loop_constant); false for A/B measurements only.
   bool loop_shares_constants = true;

@@ -49,6 +49,7 @@ std::shared_ptr<CachedPlan> plan_for(const Walk& w, const std::shared_ptr<Cached
   Cache& c = cache();
   if (w.matched && guess) { // the walk found guess's key: guess is this evaluation's plan
     e.stats.plan_hits++;
+    e.plans_reused_in_a_row++;
     auto it = c.by_hash.find(guess->hash);
     if (it != c.by_hash.end() && it->second->get() == guess.get())
       c.lru.splice(c.lru.begin(), c.lru, it->second); // now the most recently used
@@ -59,10 +60,12 @@ std::shared_ptr<CachedPlan> plan_for(const Walk& w, const std::shared_ptr<Cached
   auto it = c.by_hash.find(w.hash);
   if (it != c.by_hash.end() && (*it->second)->key == w.key) {
     e.stats.plan_hits++;
+    e.plans_reused_in_a_row++;
     c.lru.splice(c.lru.begin(), c.lru, it->second); // now the most recently used
     return c.lru.front();
   }
   e.stats.plan_misses++;
+  e.plans_reused_in_a_row = 0;
   auto p = std::make_shared<CachedPlan>();
   p->schedule = std::make_shared<Schedule>(plan(w));
   if (e.max_plans == 0) return p;

@@ -4,6 +4,8 @@
 // liveness, other shapes) gives the right values. Runs on the CPU in CI and again on CUDA
 // (KILN_TEST_DEVICE=cuda), where the same loops go through CUDA graphs.
 #include "../test_device.h"
+#include "engine/cse.h"
+#include "engine/graph.h"
 #include "runtime/backend.h"
 
 #include <kiln/kiln.h>
@@ -566,3 +568,41 @@ TEST_F(PlanCache, LoopContinuesAfterAnError) {
 }
 
 } // namespace
+
+// A training step that repeats (its evaluations reuse their plans) looks up only the op kinds
+// that merged in earlier steps in the CSE table, as a confirmed loop does: the backward's other
+// ops skip it. The merges still happen, and the values are those of every op looked up.
+TEST_F(PlanCache, ARepeatingTrainingStepLooksUpOnlyKindsThatMerged) {
+  const Tensor x = realized_randn({3, 4}), w0 = realized_randn({4, 4}, 0.5f);
+  auto train = [&](bool skip, std::vector<int64_t>& merged, std::vector<size_t>& in_table) {
+    detail::cse_forget_merged_kinds();
+    detail::engine().loop_skips_cse = skip;
+    Tensor w = w0 * 1.0f;
+    eval(w);
+    w.requires_grad_();
+    for (int s = 0; s < 6; ++s) {
+      reset_stats();
+      Tensor h = tanh(matmul(x, w));
+      Tensor loss = sum(h * h) + sum(h * h); // two identical histories: their backwards merge
+      Tensor g = grad(loss, {w})[0];
+      in_table.push_back(detail::cse_table_entries());
+      {
+        NoGradGuard update;
+        w -= g * 0.01f; // keeps w trainable
+      }
+      eval(w);
+      merged.push_back(stats().ops_merged);
+    }
+    detail::engine().loop_skips_cse = true;
+    return w.to_vector<float>();
+  };
+  std::vector<int64_t> merged, merged_all;
+  std::vector<size_t> in_table, in_table_all;
+  const std::vector<float> got = train(true, merged, in_table);
+  const std::vector<float> want = train(false, merged_all, in_table_all);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(merged, merged_all) << "kinds that merged keep merging";
+  EXPECT_GT(merged.back(), 0);
+  EXPECT_LT(in_table.back(), in_table_all.back()) << "the other backward ops skip the table";
+  EXPECT_EQ(in_table.front(), in_table_all.front()) << "the first steps look everything up";
+}
