@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -70,6 +72,64 @@ TEST(RecycledBlocks, AnEmptiedSizeIsKeptButNotWithoutBound) {
   }
   EXPECT_LE(r.sizes(), 1025u);
   EXPECT_EQ(r.bytes(), 0u);
+}
+
+// Random keeps and takes against a plain list of the blocks in the order they were freed: the
+// same block comes back (the hinted one, else the last freed of its size), the same blocks are
+// evicted, and the same bytes are kept.
+TEST(RecycledBlocks, MatchesAListInFreedOrder) {
+  struct Block {
+    void* p;
+    size_t n;
+  };
+  std::mt19937_64 rng(5);
+  RecycledBlocks r(64, 512);
+  std::vector<Block> list; // oldest first
+  std::vector<void*> out;  // blocks handed out (taken, or never kept yet)
+  uintptr_t next = 0x1000;
+  std::vector<Block> evicted, evicted_ref;
+  auto give_back = [&](void* p, size_t n) { evicted.push_back({p, n}); };
+  for (int op = 0; op < 20000; ++op) {
+    const size_t n = size_t(8) << rng() % 4; // 8, 16, 32, 64
+    if (rng() % 2 == 0 || out.empty()) {     // take, hinting at a block handed out before
+      void* hint = out.empty() || rng() % 4 == 0 ? nullptr : out[rng() % out.size()];
+      void* want = nullptr;
+      auto it = std::find_if(list.begin(), list.end(),
+                             [&](const Block& b) { return b.p == hint && b.n == n; });
+      if (it == list.end())
+        for (auto b = list.rbegin(); b != list.rend(); ++b)
+          if (b->n == n) {
+            it = std::prev(b.base());
+            break;
+          }
+      if (it != list.end()) {
+        want = it->p;
+        list.erase(it);
+      }
+      void* got = r.take(n, hint);
+      ASSERT_EQ(got, want) << "op " << op;
+      out.push_back(got ? got : reinterpret_cast<void*>(next += 0x100));
+    } else { // keep a block handed out
+      const size_t k = rng() % out.size();
+      void* p = out[k];
+      out.erase(out.begin() + static_cast<std::ptrdiff_t>(k));
+      size_t bytes = 0;
+      for (const Block& b : list) bytes += b.n;
+      while (bytes + n > 512) {
+        evicted_ref.push_back(list.front());
+        bytes -= list.front().n;
+        list.erase(list.begin());
+      }
+      list.push_back({p, n});
+      ASSERT_TRUE(r.keep(p, n, give_back));
+      ASSERT_EQ(evicted.size(), evicted_ref.size()) << "op " << op;
+      ASSERT_EQ(r.bytes(), bytes + n);
+    }
+  }
+  for (size_t i = 0; i < evicted.size(); ++i) {
+    EXPECT_EQ(evicted[i].p, evicted_ref[i].p) << i;
+    EXPECT_EQ(evicted[i].n, evicted_ref[i].n) << i;
+  }
 }
 
 } // namespace
