@@ -1,7 +1,7 @@
 // Recording gradient history at op time, and freeing it without recursion.
 #include "engine/autograd.h"
-#include "engine/free_list.h"
 #include "engine/graph.h"
+#include "runtime/free_list.h"
 
 #include <vector>
 

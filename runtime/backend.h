@@ -52,6 +52,9 @@ struct Buffer {
   Backend* writer = nullptr;
   uint64_t write_ticket = 0; // the writer's ticket for that copy
   ~Buffer();
+  // From a free list (device.cpp): a step allocates a Buffer per value it writes.
+  static void* operator new(std::size_t bytes);
+  static void operator delete(void* p, std::size_t bytes) noexcept;
   bool external() const { return owner == nullptr; }
   void Retain() const { ++refs_; }
   void Release() const {

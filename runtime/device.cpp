@@ -4,6 +4,7 @@
 #include "ir/settings.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/free_list.h"
 #include "runtime/memory_stats.h"
 #ifdef KILN_HAVE_CUDA
 #include "runtime/cuda/cuda_backend.h"
@@ -109,6 +110,20 @@ void wait_written(Buffer& b) {
   if (!b.writer) return;
   b.writer->wait_copy(b.write_ticket);
   b.writer = nullptr;
+}
+
+namespace {
+
+constinit FreeList<sizeof(Buffer), 4096> free_buffers;
+
+} // namespace
+
+void* Buffer::operator new(std::size_t bytes) {
+  return free_buffers.allocate(bytes);
+}
+
+void Buffer::operator delete(void* p, std::size_t bytes) noexcept {
+  free_buffers.release(p, bytes);
 }
 
 Buffer::~Buffer() {
