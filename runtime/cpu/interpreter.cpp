@@ -5,6 +5,8 @@
 #include "runtime/cpu/tape_eval.h"
 #include "runtime/cpu/thread_pool.h"
 
+#include <llvm/ADT/SmallVector.h>
+
 #include <cmath>
 #include <limits>
 
@@ -21,9 +23,15 @@ char* data(llvm::ArrayRef<Buffer*> buffers, int slot) {
   return static_cast<char*>(buffers[slot]->data);
 }
 
-std::vector<BoundInput> bind_inputs(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers,
-                                    llvm::ArrayRef<Shape> strides, const Shape& shape) {
-  std::vector<BoundInput> out;
+// Kernel-sized lists live on the stack: a step of small kernels runs hundreds of them, and their
+// heap lists were a tenth of a small LSTM's training step on the host.
+using InputStrides = llvm::SmallVector<Shape, 8>;
+using BoundInputs = llvm::SmallVector<BoundInput, 8>;
+using OutputFlags = llvm::SmallVector<bool, 8>;
+
+BoundInputs bind_inputs(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers,
+                        llvm::ArrayRef<Shape> strides, const Shape& shape) {
+  BoundInputs out;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     const KernelInput& in = k.inputs[i];
     IndexClass cls = in.cls;
@@ -48,10 +56,10 @@ std::vector<Slab>& thread_slabs(size_t n) {
 } // namespace
 
 void run_elementwise(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) {
-  std::vector<Shape> strides;
+  InputStrides strides;
   for (const KernelInput& in : k.inputs) strides.push_back(in.strides);
-  std::vector<BoundInput> inputs = bind_inputs(k, buffers, strides, k.shape);
-  std::vector<bool> out_contig;
+  const BoundInputs inputs = bind_inputs(k, buffers, strides, k.shape);
+  OutputFlags out_contig;
   for (const KernelOutput& o : k.outputs)
     out_contig.push_back(is_contiguous(Layout{k.shape, o.strides, 0}));
   const int64_t n = k.shape.numel();
@@ -321,9 +329,9 @@ void run_column_reduce(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers,
                        const ReducePasses& rp, const std::vector<RowReduction>& proto) {
   int64_t R = 1, O = 1;
   for (int d = 0; d < k.shape.size(); ++d) (k.reduce_axes & (1u << d) ? R : O) *= k.shape[d];
-  std::vector<Shape> strides;
+  InputStrides strides;
   for (const KernelInput& in : k.inputs) strides.push_back(in.strides);
-  std::vector<BoundInput> inputs = bind_inputs(k, buffers, strides, k.shape);
+  const BoundInputs inputs = bind_inputs(k, buffers, strides, k.shape);
   const int64_t blocks = (O + kBlock - 1) / kBlock;
   parallel_for(blocks, std::max<int64_t>(1, kParallelGrainBlocks / std::max<int64_t>(R, 1)),
                [&](int64_t first, int64_t last) {
@@ -370,11 +378,11 @@ void run_reduce(const FusedKernel& k, llvm::ArrayRef<Buffer*> buffers) {
     for (int d : perm) s.push_back(st[d]);
     return s;
   };
-  std::vector<Shape> strides;
+  InputStrides strides;
   for (const KernelInput& in : k.inputs) strides.push_back(permuted(in.strides));
-  std::vector<BoundInput> inputs = bind_inputs(k, buffers, strides, pshape);
-  std::vector<Shape> out_strides;
-  std::vector<bool> out_contig;
+  const BoundInputs inputs = bind_inputs(k, buffers, strides, pshape);
+  InputStrides out_strides;
+  OutputFlags out_contig;
   for (const KernelOutput& o : k.outputs) {
     out_strides.push_back(o.reduced ? o.strides : permuted(o.strides));
     out_contig.push_back(!o.reduced && identity && is_contiguous(Layout{k.shape, o.strides, 0}));
