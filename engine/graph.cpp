@@ -275,8 +275,9 @@ Tensor publish(Node* n, bool internal) {
   EngineState& e = engine();
   e.stats.ops_recorded++;
   const bool grad = !n->realized() && !e.flushing && wants_grad_record(n->op, n->dtype, n->inputs);
-  // Both CSE and the loop detector start from the op's kind: hashed once.
-  const uint64_t kind = n->realized() || e.flushing ? 0 : op_kind_hash(n);
+  // Both CSE and the loop detector start from the op's kind: hashed once. Neither looks at a
+  // node that records history (below; loop_detected).
+  const uint64_t kind = n->realized() || e.flushing || grad ? 0 : op_kind_hash(n);
   // A node that records gradient history is never merged: two identical ops would then share
   // one history, and the gradients flowing back through both uses be summed before the op's
   // backward instead of after it, as eagerly (where nothing is pending to merge with) and in
