@@ -270,6 +270,8 @@ void on_crash(int sig) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Line-buffered: a process stopped by `timeout` (a slow exit) keeps the lines it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const Args args = parse(argc, argv);
   std::signal(SIGSEGV, on_crash);
   std::signal(SIGABRT, on_crash);
