@@ -1,4 +1,4 @@
-// Node allocation from a free list (engine/free_list.h): a loop of small steps creates and
+// Node allocation from a free list (runtime/free_list.h): a loop of small steps creates and
 // destroys one node per op call (17 per LSTM step), each a 456-byte malloc + free otherwise.
 // Up to 4096 freed nodes are kept (~1.9 MB).
 #include "engine/node.h"

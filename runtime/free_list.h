@@ -1,6 +1,6 @@
 #pragma once
 // Blocks of one size for objects made and freed by the thousand per step (nodes, gradient
-// records): a freed block is kept (up to MaxFree of them) and handed out again instead of a
+// records, buffers): a freed block is kept (up to MaxFree of them) and handed out again instead of a
 // malloc and a free each. kiln's contract is one thread at a time (tensor.h), so a list is a
 // plain global. It is never torn down: an object freed during static destruction still finds
 // it, and the blocks it holds at exit are the process's to reclaim.
