@@ -96,6 +96,10 @@ uint64_t storable(uint64_t kind) {
 }
 constexpr size_t kMaxMergedKinds = 4096;
 
+// Moves whenever the merged kinds change (cse_merged_kinds_version). Starts at 1: 0 is "never
+// asked" to those who keep an answer.
+uint64_t merged_kinds_version = 1;
+
 Table& table() {
   static auto* t = new Table; // never destroyed: static tensors may release nodes after main
   return *t;
@@ -155,8 +159,15 @@ void cse_erase_entry(Node* n) {
 // and starts afresh (a program with more than kMaxMergedKinds merging kinds).
 void cse_note_merged(uint64_t kind) {
   Table& t = table();
-  if (t.merged_kinds.size() >= kMaxMergedKinds) t.merged_kinds.clear();
-  t.merged_kinds.insert(storable(kind));
+  if (t.merged_kinds.size() >= kMaxMergedKinds) {
+    t.merged_kinds.clear();
+    ++merged_kinds_version;
+  }
+  if (t.merged_kinds.insert(storable(kind)).second) ++merged_kinds_version;
+}
+
+uint64_t cse_merged_kinds_version() {
+  return merged_kinds_version;
 }
 
 bool cse_kind_merged(uint64_t kind) {
@@ -166,6 +177,7 @@ bool cse_kind_merged(uint64_t kind) {
 
 void cse_forget_merged_kinds() {
   table().merged_kinds.clear();
+  ++merged_kinds_version;
 }
 
 size_t cse_table_buckets() {

@@ -39,6 +39,9 @@ size_t cse_table_entries();
 /// could, and both sides of a merge have the same kind.
 void cse_note_merged(uint64_t kind);
 bool cse_kind_merged(uint64_t kind);
+/// Changes whenever the merged kinds do (never 0): a loop template's entry keeps
+/// cse_kind_merged's answer for its kind until then.
+uint64_t cse_merged_kinds_version();
 /// Forgets the merged kinds (tests: kinds merged by earlier tests keep their ops in the table).
 void cse_forget_merged_kinds();
 

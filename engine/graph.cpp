@@ -309,9 +309,12 @@ Tensor publish(Node* n, bool internal) {
   return t;
 }
 
+bool skips_cse_in_loop(const EngineState& e) {
+  return !e.flushing && e.loop.period() > 0 && e.loop_skips_cse && loop_detected(e);
+}
+
 bool publishes_as_known(const EngineState& e, uint64_t kind) {
-  return !e.flushing && e.loop.period() > 0 && e.loop_skips_cse && loop_detected(e) &&
-         !cse_kind_merged(kind);
+  return skips_cse_in_loop(e) && !cse_kind_merged(kind);
 }
 
 Tensor publish_known(Node* n, uint64_t kind, int64_t counted_bytes) {

@@ -129,6 +129,9 @@ Tensor publish(Node* n, bool internal = false);
 /// requires grad, as publish_known does: the loop detector notes it and CSE does not look it up
 /// (a confirmed loop, where ops of its kind never merged).
 bool publishes_as_known(const EngineState& e, uint64_t kind);
+/// publishes_as_known without the kind: a confirmed loop, whose ops skip the CSE table unless
+/// their kind merged.
+bool skips_cse_in_loop(const EngineState& e);
 /// Publish a user's pending node a loop template made (engine/loop_template.h) where
 /// publishes_as_known holds: what publish does then, without working out the kind, CSE or
 /// gradients again. `counted_bytes`: what the pending bytes count for n as a held result (its

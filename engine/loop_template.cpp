@@ -1,5 +1,6 @@
 #include "engine/loop_template.h"
 
+#include "engine/cse.h"
 #include "engine/graph.h"
 #include "engine/ops_common.h"
 
@@ -24,6 +25,9 @@ struct TemplateOp {
   Layout operand[2]; // compared as alike_layouts says
   Scalar::Kind scalar_kind{};
   DType constant_dtype = DType::f32; // scalar forms: the constant's
+  // cse_kind_merged(kind), as of cse_merged_kinds_version() == merged_version (0: not asked).
+  bool merged = false;
+  uint64_t merged_version = 0;
 };
 
 // By loop position modulo the period. At namespace scope: a function's static costs a guard
@@ -70,6 +74,18 @@ bool alike(const TemplateOp& t, const LoopCall& c) {
   }
 }
 
+// Whether ops of t's kind merged (cse_kind_merged), asked again only when the merged kinds
+// changed: a lookup in the set of merged kinds was ~50 instructions of every call a template
+// made (publishes_as_known).
+bool kind_merged(TemplateOp& t) {
+  const uint64_t version = cse_merged_kinds_version();
+  if (t.merged_version != version) {
+    t.merged = cse_kind_merged(t.kind);
+    t.merged_version = version;
+  }
+  return t.merged;
+}
+
 // The node's inputs, in the order the front-end adds them.
 void add_inputs(Node* n, const LoopCall& c, Node* constant) {
   if (c.form == CallForm::scalar_reversed) add_input(n, constant);
@@ -100,8 +116,9 @@ Tensor make_from_template(LoopCall& c) {
   if (ops.size() != static_cast<size_t>(period)) ops.assign(static_cast<size_t>(period), {});
   c.position = e.loop.position() + 1;
   c.first_id = e.next_id;
-  const TemplateOp& t = ops[static_cast<size_t>(c.position % period)];
-  if (!alike(t, c) || !publishes_as_known(e, t.kind)) return {};
+  TemplateOp& t = ops[static_cast<size_t>(c.position % period)];
+  // publishes_as_known(e, t.kind), with the entry's answer for its kind.
+  if (!alike(t, c) || !skips_cse_in_loop(e) || kind_merged(t)) return {};
   // The constant first, as the front-end makes it: its value may be refused.
   Tensor constant;
   if (c.form == CallForm::scalar || c.form == CallForm::scalar_reversed)
@@ -132,6 +149,7 @@ void learn(const LoopCall& c, const Node* n) {
   t.device = n->device;
   t.layout = n->layout;
   t.kind = n->loop_kind;
+  t.merged_version = 0;
   t.counted_bytes = n->op == OpCode::view ? 0 : n->nbytes();
   t.operand_dtype[0] = c.a->dtype;
   t.operand[0] = c.a->layout;
