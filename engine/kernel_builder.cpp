@@ -89,7 +89,7 @@ public:
       return 0;
     }
     if (reduction_units_ + reduction_units(n) > kMaxKernelReductions) {
-      split_off(n, Why::too_many_reductions);
+      split_reductions(n);
       return 0;
     }
     reduction_units_ += reduction_units(n);
@@ -282,6 +282,23 @@ private:
     if (!retry) retry = Retry{n, reason};
   }
 
+  // Over the reductions' budget at n: write the outermost value being computed that holds
+  // none of the reductions this kernel has counted (none were counted since it was entered), so
+  // that n and the rest of that value's work become a kernel of their own in one round. An
+  // accumulator that reads a new softmax every step is then cut once a step, not once per node
+  // of each softmax, each cut a round of planning the whole graph (quadratic in the steps;
+  // bench/results/2026-11-28-h100-session40.md). Where only n qualifies (a chain of softmaxes
+  // within the kernel), split_off writes the value before n instead.
+  void split_reductions(Node* n) {
+    for (size_t i = 1; i + 1 < computing_.size(); ++i) { // not the kernel's root, nor n
+      if (units_at_entry_[i] != reduction_units_ || p_.info(computing_[i])->materialize) continue;
+      if (stop_at_more()) return;
+      retry = Retry{computing_[i], Why::too_many_reductions};
+      return;
+    }
+    split_off(n, Why::too_many_reductions);
+  }
+
   bool computed(Node* x) const {
     for (const auto& [key, value] : memo_)
       if (key.first == x) return true;
@@ -310,10 +327,18 @@ private:
   }
 
   // The group nodes whose compute() is running, outermost first.
+  // n on the stack of values being computed, with the reduction units counted when it was
+  // entered (split_reductions).
   struct Computing {
-    llvm::SmallVectorImpl<Node*>& stack;
-    Computing(llvm::SmallVectorImpl<Node*>& s, Node* n) : stack(s) { stack.push_back(n); }
-    ~Computing() { stack.pop_back(); }
+    Builder& b;
+    Computing(Builder& builder, Node* n) : b(builder) {
+      b.computing_.push_back(n);
+      b.units_at_entry_.push_back(b.reduction_units_);
+    }
+    ~Computing() {
+      b.computing_.pop_back();
+      b.units_at_entry_.pop_back();
+    }
   };
 
   // A small matmul n (small_matmul.cpp) read through transform t: one dot product per
@@ -414,7 +439,7 @@ private:
     Info* in = p_.info(n);
     if (in->group != group_ && !in->recompute)
       return load(n, p_.slot_for_leaf(n), contiguous_layout(n->shape()), t);
-    Computing on_stack(computing_, n);
+    Computing on_stack(*this, n);
     if (computing_.size() > kMaxChainDepth) {
       split(Why::long_chain);
       if (retry) return 0;
@@ -487,6 +512,7 @@ private:
   llvm::DenseMap<Node*, int> reduced_; // reduction -> its tape value
   int reduction_units_ = 0;            // their shared memory (reduction_units)
   llvm::SmallVector<Node*, 32> computing_;
+  llvm::SmallVector<int, 32> units_at_entry_; // reduction_units_ when computing_[i] was entered
   int64_t fields_ = 0;
 };
 

@@ -668,3 +668,32 @@ TEST_F(FusionPatterns, AKernelPastItsReductionsWhoseValuesAreAllOutputsIsSplit) 
   for (size_t i = 0; i < lazy.size(); ++i)
     EXPECT_EQ(lazy[i].to_vector<float>(), eager[i].to_vector<float>()) << i << "\n" << last_plan();
 }
+
+// An accumulator that reads a new softmax every step, evaluated once after many steps: over the
+// reductions' budget, the kernel writes the step's value it reads (holding none of the
+// reductions already counted), so planning takes a round per step. Writing the innermost value
+// took a round per node of each softmax (about 7 a step), each round grouping the whole graph
+// again: 160 steps planned in 3.5 s (bench/results/2026-11-28-h100-session40.md).
+TEST_F(FusionPatterns, AnAccumulatorOfSoftmaxesPlansInARoundPerStep) {
+  const int steps = 24;
+  const Tensor x = realized_randn({1, 8});
+  auto run = [&] {
+    Tensor acc = zeros({1, 8}, DType::f64), h = x;
+    for (int t = 0; t < steps; ++t) {
+      h = tanh(h * 0.75f + 0.125f); // the state: no reductions
+      Tensor s = softmax(h, 1) - 0.25f;
+      s = softmax(s, 1) - 0.25f; // 4 row reductions a step, read by the accumulator only
+      acc = acc * 0.5 + cast(s, DType::f64) * s;
+    }
+    return acc;
+  };
+  reset_stats();
+  const Tensor lazy = run();
+  eval(lazy);
+  const Stats st = stats();
+  EXPECT_LE(st.plan_retries, steps + 2) << st;
+  set_eager(true);
+  const Tensor eager = run();
+  set_eager(false);
+  EXPECT_EQ(lazy.to_vector<double>(), eager.to_vector<double>()) << last_plan();
+}
