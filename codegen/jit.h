@@ -8,6 +8,7 @@
 
 #include <llvm/ADT/ArrayRef.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -51,9 +52,12 @@ public:
   /// The same with the caller's compile workers (null: compile in this process) rather than the
   /// process's shared ones, for kernels the caller found missing from the disk cache already
   /// (not looked up again): the background compiles of runtime/cuda/background_builds.h run on
-  /// a thread of their own while the calling thread may use the shared workers.
+  /// a thread of their own while the calling thread may use the shared workers. Once `cancel`
+  /// is set, no further compile starts: the compiles under way finish (in this process) or
+  /// are ended (in workers), and every kernel not built is an error.
   std::vector<JitKernel> build_missing(llvm::ArrayRef<CudaKernelSource> srcs,
-                                       CompileWorkers* workers);
+                                       CompileWorkers* workers,
+                                       const std::atomic<bool>* cancel = nullptr);
   /// The kernel from the disk cache (counted as a disk hit, and added to the manifest), if it
   /// is there; never compiles.
   std::optional<JitKernel> cached(const CudaKernelSource& src);
@@ -65,10 +69,15 @@ public:
 private:
   /// The kernel from the disk cache (counted as a disk hit), if it is there.
   std::optional<JitKernel> from_disk(const CudaKernelSource& src);
-  std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
-                                   bool shared_workers, bool missed);
-  void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
-                          bool shared_workers, std::vector<JitKernel>& out, std::vector<bool>& done,
+  struct Round {                       // how build_all goes about it
+    CompileWorkers* workers = nullptr; // the caller's, else (shared_workers) the process's
+    bool shared_workers = false;
+    bool missed = false; // the caller found every source missing from the disk cache
+    const std::atomic<bool>* cancel = nullptr;
+  };
+  std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs, const Round& round);
+  void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, const Round& round,
+                          std::vector<JitKernel>& out, std::vector<bool>& done,
                           std::vector<bool>& missed);
 
   CudaTarget target_;

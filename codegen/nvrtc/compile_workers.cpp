@@ -51,16 +51,16 @@ struct CompileWorkers::Worker {
   ~Worker() { stop(); }
 
   // Ends the worker (it may be in the middle of a compile) and reaps it. Closing the socket
-  // ends an idle worker; one still compiling gets a moment, then SIGKILL (its stores are a
-  // temporary file and a rename, so a kill leaves nothing half written). A child of a fork()
-  // only closes its copy of the socket: the workers are its parent's.
-  void stop() {
+  // ends an idle worker; one still compiling gets a moment (`grace`), then SIGKILL (its stores
+  // are a temporary file and a rename, so a kill leaves nothing half written). A child of a
+  // fork() only closes its copy of the socket: the workers are its parent's.
+  void stop(bool grace = true) {
     if (fd >= 0) ::close(fd);
     fd = -1;
     alive = false;
     if (pid > 0 && owner == ::getpid()) {
       bool reaped = false;
-      for (int i = 0; i < 20 && !reaped; ++i) { // up to ~20 ms for a worker that saw EOF
+      for (int i = 0; i < (grace ? 20 : 0) && !reaped; ++i) { // ~20 ms for one that saw EOF
         reaped = ::waitpid(pid, nullptr, WNOHANG) == pid;
         if (!reaped) ::usleep(1000);
       }
@@ -203,6 +203,21 @@ std::unique_ptr<CompileWorkers> CompileWorkers::start(const std::string& path, i
   return p;
 }
 
+// Workers given up on in the middle of a job: their jobs fail with `why`. All sockets first, so
+// that they are ended together.
+void CompileWorkers::end_busy_workers(std::vector<Result>& out, const char* why) {
+  for (auto& w : workers_)
+    if (w->alive && w->job >= 0) {
+      out[w->job].error = why;
+      ::close(std::exchange(w->fd, -1));
+    }
+  for (auto& w : workers_)
+    if (w->alive && w->job >= 0) {
+      w->stop(/*grace=*/false);
+      w->job = -1;
+    }
+}
+
 // All sockets first, so that every idle worker sees EOF and exits while the others are reaped.
 CompileWorkers::~CompileWorkers() {
   for (auto& w : workers_)
@@ -210,14 +225,18 @@ CompileWorkers::~CompileWorkers() {
 }
 
 std::vector<CompileWorkers::Result> CompileWorkers::compile(llvm::ArrayRef<CudaKernelSource> srcs,
-                                                            const CudaTarget& t) {
+                                                            const CudaTarget& t,
+                                                            const std::atomic<bool>* cancel) {
   std::vector<std::string> lines;
   for (const CudaKernelSource& s : srcs) lines.push_back(manifest_line(s, t));
-  return compile_lines(lines);
+  return compile_lines(lines, cancel);
 }
 
-std::vector<CompileWorkers::Result>
-CompileWorkers::compile_lines(llvm::ArrayRef<std::string> lines) {
+// How often a cancellable call looks at its flag while the workers compile.
+constexpr int kCancelCheckMs = 10;
+
+std::vector<CompileWorkers::Result> CompileWorkers::compile_lines(llvm::ArrayRef<std::string> lines,
+                                                                  const std::atomic<bool>* cancel) {
   std::vector<Result> out(lines.size());
   for (Result& r : out) r.error = "no compile worker was left to take it";
   for (auto& w : workers_) w->job = -1, w->buf.clear(); // nothing left from an earlier call
@@ -236,22 +255,27 @@ CompileWorkers::compile_lines(llvm::ArrayRef<std::string> lines) {
       }
   };
   hand_out();
+  const int slice_ms = cancel ? kCancelCheckMs : kAnswerTimeoutMs;
+  int silent_ms = 0; // waited since the last answer
   for (;;) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) {
+      end_busy_workers(out, "the compiles were cancelled");
+      break;
+    }
     std::vector<pollfd> fds;
     std::vector<Worker*> busy;
     for (auto& w : workers_)
       if (w->alive && w->job >= 0) fds.push_back({w->fd, POLLIN, 0}), busy.push_back(w.get());
     if (busy.empty()) break;
-    const int ready = ::poll(fds.data(), fds.size(), kAnswerTimeoutMs);
+    const int ready = ::poll(fds.data(), fds.size(), slice_ms);
     if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0 && (silent_ms += slice_ms) < kAnswerTimeoutMs) continue;
     if (ready <= 0) { // no answer for minutes, or poll failed: stop waiting for these
-      for (Worker* w : busy) {
-        out[w->job].error = "the compile worker did not answer";
-        w->stop();
-        w->job = -1;
-      }
+      end_busy_workers(out, "the compile worker did not answer");
+      silent_ms = 0;
       continue;
     }
+    silent_ms = 0;
     for (size_t k = 0; k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
       Worker& w = *busy[k];

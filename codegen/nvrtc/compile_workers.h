@@ -10,6 +10,7 @@
 
 #include <llvm/ADT/ArrayRef.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,10 +39,14 @@ public:
   static std::unique_ptr<CompileWorkers> start(const std::string& path, int n,
                                                const std::string& dir);
 
-  /// Compiles each source into the disk cache, as many at once as there are workers.
-  std::vector<Result> compile(llvm::ArrayRef<CudaKernelSource> srcs, const CudaTarget& t);
+  /// Compiles each source into the disk cache, as many at once as there are workers. Once
+  /// `cancel` is set (checked every few milliseconds), no job is handed out and the workers
+  /// still compiling are ended: what was not answered is not ok.
+  std::vector<Result> compile(llvm::ArrayRef<CudaKernelSource> srcs, const CudaTarget& t,
+                              const std::atomic<bool>* cancel = nullptr);
   /// The same for manifest lines (manifest_line()), each with its own target.
-  std::vector<Result> compile_lines(llvm::ArrayRef<std::string> lines);
+  std::vector<Result> compile_lines(llvm::ArrayRef<std::string> lines,
+                                    const std::atomic<bool>* cancel = nullptr);
 
   int size() const { return static_cast<int>(workers_.size()); }
   int alive() const;  // the workers not known to have exited
@@ -51,6 +56,8 @@ public:
   struct Worker; // a process and the socket it reads and answers on
 
 private:
+  void end_busy_workers(std::vector<Result>& out, const char* why);
+
   std::vector<std::unique_ptr<Worker>> workers_;
   int owner_ = static_cast<int>(::getpid()); // the process that started them
   bool answered_ = false;                    // whether any worker ever answered a job

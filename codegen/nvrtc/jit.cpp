@@ -90,28 +90,33 @@ std::optional<JitKernel> Jit::cached(const CudaKernelSource& src) {
 }
 
 std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
-  return build_all(srcs, nullptr, /*shared_workers=*/true, /*missed=*/false);
+  return build_all(srcs, Round{nullptr, /*shared_workers=*/true});
 }
 
 std::vector<JitKernel> Jit::build_missing(llvm::ArrayRef<CudaKernelSource> srcs,
-                                          CompileWorkers* workers) {
-  return build_all(srcs, workers, /*shared_workers=*/false, /*missed=*/true);
+                                          CompileWorkers* workers,
+                                          const std::atomic<bool>* cancel) {
+  return build_all(srcs, Round{workers, /*shared_workers=*/false, /*missed=*/true, cancel});
 }
 
-// `missed_all`: the caller found every source missing from the disk cache (a miss is looked up,
-// and logged, once).
-std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs,
-                                      CompileWorkers* workers, bool shared_workers,
-                                      bool missed_all) {
+namespace {
+bool cancelled(const std::atomic<bool>* cancel) {
+  return cancel && cancel->load(std::memory_order_relaxed);
+}
+} // namespace
+
+std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs, const Round& round) {
   std::vector<JitKernel> out(srcs.size());
-  std::vector<bool> done(srcs.size(), false), missed(srcs.size(), missed_all);
-  compile_in_workers(srcs, workers, shared_workers, out, done, missed);
+  std::vector<bool> done(srcs.size(), false), missed(srcs.size(), round.missed);
+  compile_in_workers(srcs, round, out, done, missed);
   std::vector<std::exception_ptr> errors(srcs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < srcs.size();) {
       if (done[i]) continue;
       try {
+        if (cancelled(round.cancel))
+          fail("compile", "{}: not compiled, the builds were cancelled", srcs[i].name);
         out[i] = build(srcs[i], /*fresh=*/missed[i]); // a miss looked up (and logged) once
       } catch (...) {
         errors[i] = std::current_exception();
@@ -135,10 +140,11 @@ std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs,
 // lacks (missed[i]), when there are several, go to the workers, and each one they compiled is
 // loaded from the cache. What they could not do is left to build(), which compiles it here or
 // reports its error.
-void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorkers* workers,
-                             bool shared_workers, std::vector<JitKernel>& out,
-                             std::vector<bool>& done, std::vector<bool>& missed) {
-  const int processes = shared_workers ? compile_processes() : 0;
+void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, const Round& round,
+                             std::vector<JitKernel>& out, std::vector<bool>& done,
+                             std::vector<bool>& missed) {
+  CompileWorkers* workers = round.workers;
+  const int processes = round.shared_workers ? compile_processes() : 0;
   if (srcs.size() < 2 || (!workers && processes < 2) || !disk_.enabled() ||
       compile_mode() == CompileMode::off)
     return;
@@ -155,7 +161,7 @@ void Jit::compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, CompileWorke
   if (!workers) return;
   std::vector<CudaKernelSource> todo;
   for (size_t i : missing) todo.push_back(srcs[i]);
-  const std::vector<CompileWorkers::Result> results = workers->compile(todo, target_);
+  const std::vector<CompileWorkers::Result> results = workers->compile(todo, target_, round.cancel);
   for (size_t m = 0; m < missing.size(); ++m) {
     if (!results[m].ok) continue;
     const size_t i = missing[m];

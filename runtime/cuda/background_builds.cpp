@@ -51,6 +51,7 @@ void BackgroundBuilds::stop() {
       new std::thread(std::move(thread_)); // never destroyed: destroying a joinable one aborts
     return;
   }
+  cancel_ = true; // a round under way starts no further compile
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -150,12 +151,16 @@ std::vector<BackgroundBuilds::Finished> BackgroundBuilds::build(std::vector<Job>
     if (n >= 2 && !path.empty()) workers_ = CompileWorkers::start(path, n, jit_.cache_dir());
   }
   try {
-    std::vector<JitKernel> built = jit_.build_missing(srcs, workers_.get());
+    std::vector<JitKernel> built = jit_.build_missing(srcs, workers_.get(), &cancel_);
     for (size_t i = 0; i < out.size(); ++i) out[i].built = std::move(built[i]);
     return out;
   } catch (const std::exception&) {
   }
   for (Finished& f : out) {
+    if (cancel_) {
+      f.error = "[compile] " + f.src.name + ": not compiled, the builds were cancelled";
+      continue;
+    }
     try {
       f.built = jit_.build(f.src); // (the round stored those that compiled)
     } catch (const std::exception& e) {

@@ -9,12 +9,15 @@
 // handler is registered when the thread starts and again after the first round of each kind
 // (one kernel, several in worker processes, a failed compile): handlers run in the reverse
 // order of registration, and such a round makes NVRTC's, the disk cache's and the workers'
-// state on its first run. A round in progress is finished first; what is still queued is
-// dropped (the disk cache keeps whatever was stored). In a fork()'s child, which has no such
-// thread, nothing is joined.
+// state on its first run. A round in progress starts no further compile: the compiles on this
+// process's threads finish, the compile workers' are ended, and what is still queued is dropped
+// (the disk cache keeps whatever was stored). So an exit waits for at most one compile per
+// thread, not for a round of a new training step's tens of kernels. In a fork()'s child, which
+// has no such thread, nothing is joined.
 #include "codegen/jit.h"
 #include "codegen/nvrtc/compile_workers.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -70,6 +73,7 @@ private:
   std::vector<Finished> finished_;
   size_t outstanding_ = 0;
   bool busy_ = false, stopping_ = false;
+  std::atomic<bool> cancel_{false}; // set by stop(), read by a round under way without mu_
   std::thread thread_;
   pid_t owner_ = 0;                         // the process that started thread_
   std::unique_ptr<CompileWorkers> workers_; // started for the first round of several kernels
