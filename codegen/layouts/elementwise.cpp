@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 namespace kiln::detail::cg {
 
@@ -59,13 +61,19 @@ void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, i
   if (!vec) v.vec_inputs = v.splat_inputs = 0;
 }
 
-CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
+// A block for every kBlock elements (or vectors): each thread's loop runs once. A grid capped at
+// 8 blocks per SM, whose threads loop over the rest, reached 85-90% of copy bandwidth on the
+// H200 for the 9-op chain over 64M f32 elements, one block per 256 vectors 105% (the copy
+// engine's 4.0 TB/s is not the limit; tools/elementwise-lab, bench/results/
+// 2026-11-28-h200-session41.md): loads of the next blocks are in flight while a looping
+// thread computes, and no SM idles at the end. The loop stays for grids past CUDA's limit.
+CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget&) {
   CudaLaunch l;
   const int64_t n = k.shape.numel();
   const int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(k) : 1);
   l.block = kBlock;
   l.grid = static_cast<uint32_t>(
-      std::min<int64_t>((n + per_block - 1) / per_block, int64_t(std::max(1, t.sm_count)) * 8));
+      std::min<int64_t>((n + per_block - 1) / per_block, std::numeric_limits<int32_t>::max()));
   return l; // grid 0 (n == 0): nothing to launch
 }
 
