@@ -163,7 +163,7 @@ void allocate_outputs(Run& r, const Step& st, Backend& be, Stats& stats) {
 // After a step ran: count it and realize the nodes it computed.
 void finish_step(Run& r, const Step& st, Stats& stats) {
   const KernelStep* ks = st.kernel();
-  const int ops = ks ? ks->kernel.compute_ops() : 0;
+  const int ops = ks ? ks->compute_ops() : 0;
   if (st.gemm()) {
     stats.gemms_run++;
   } else if (st.index()) {

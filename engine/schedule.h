@@ -38,6 +38,15 @@ struct KernelStep {
     int input = 0;  // index into kernel.inputs: the slot whose buffer the output takes over
   };
   std::vector<InPlace> in_place;
+  /// kernel.compute_ops(), counted on the first run: the stats of every run read it, and the
+  /// tape does not change once planned (a run writes only its constants' values).
+  int compute_ops() const {
+    if (compute_ops_ < 0) compute_ops_ = kernel.compute_ops();
+    return compute_ops_;
+  }
+
+private:
+  mutable int compute_ops_ = -1;
 };
 
 /// One contiguous block copied from one device to another (Step::device, the destination).
