@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdint>
-#include <limits>
 
 namespace kiln::detail::cg {
 
@@ -61,19 +59,17 @@ void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, i
   if (!vec) v.vec_inputs = v.splat_inputs = 0;
 }
 
-// A block for every kBlock elements (or vectors): each thread's loop runs once. A grid capped at
-// 8 blocks per SM, whose threads loop over the rest, reached 85-90% of copy bandwidth on the
-// H200 for the 9-op chain over 64M f32 elements, one block per 256 vectors 105% (the copy
-// engine's 4.0 TB/s is not the limit; tools/elementwise-lab, bench/results/
-// 2026-11-28-h200-session41.md): loads of the next blocks are in flight while a looping
-// thread computes, and no SM idles at the end. The loop stays for grids past CUDA's limit.
-CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget&) {
+// At most 8 blocks per SM, whose threads loop over the rest. On the H200 a block per 256
+// vectors instead took the 9-op chain over 64M f32 elements from 88% to 101% of copy bandwidth
+// but `tanh(m + row) * col` over 8192 x 8192 from 99% to 90%, so neither grid is the rule yet
+// (tools/elementwise-lab; bench/results/2026-11-28-h200-session41.md).
+CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
   CudaLaunch l;
   const int64_t n = k.shape.numel();
   const int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(k) : 1);
   l.block = kBlock;
   l.grid = static_cast<uint32_t>(
-      std::min<int64_t>((n + per_block - 1) / per_block, std::numeric_limits<int32_t>::max()));
+      std::min<int64_t>((n + per_block - 1) / per_block, int64_t(std::max(1, t.sm_count)) * 8));
   return l; // grid 0 (n == 0): nothing to launch
 }
 

@@ -423,7 +423,7 @@ TEST_F(Codegen, LaunchShapes) {
   FusedKernel empty = kernel_of([&] { return e + 1; });
   FusedKernel rows = kernel_of([&] { return sum(m, {1}); });
   CudaTarget t = target();
-  EXPECT_EQ(launch_for(big, {true, false}, t).grid, uint32_t((1 << 20) / 256)); // 1 per thread
+  EXPECT_EQ(launch_for(big, {true, false}, t).grid, uint32_t(132 * 8));
   EXPECT_EQ(launch_for(big, {true, true}, t).grid, uint32_t((1 << 20) / 1024)); // 4 per thread
   EXPECT_EQ(launch_for(empty, {true, false}, t).grid, 0u);                      // nothing to launch
   CudaLaunch r = launch_for(rows, {true, false}, t);
