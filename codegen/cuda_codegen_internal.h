@@ -58,6 +58,8 @@ void choose_row_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, Cu
 bool choose_tiled(const FusedKernel& k, CudaVariant& v);
 void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int sm_count,
                         CudaVariant& v);
+// CudaVariant::vec_group as KILN_ELEMENTWISE_GRID asks: 0 (capped, the default) or N.
+int elementwise_vec_group();
 // Launch shapes.
 CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 CudaLaunch launch_tiled(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
@@ -192,6 +194,13 @@ private:
   // The elementwise and tiled layouts (layouts/elementwise.cpp, layouts/tiled.cpp).
   void tiled_body();
   void elementwise_body();
+  // The vector loop's pieces (elementwise.cpp): vector c's first element i0 (and the strided
+  // inputs' offsets there), its operands' loads into x<j><sfx> (declared with them or not), its
+  // outputs computed and stored; and the loop of CudaVariant::vec_group vectors per thread.
+  void vec_start(int ind, const std::string& c, bool offsets);
+  void vec_loads(int ind, const std::string& sfx, bool declare);
+  void vec_compute_store(int ind, const std::string& sfx);
+  void vec_group_loop(int group);
   // The dot layout: elementwise kernels with dot products (layouts/dot.cpp).
   void dot_body();
   struct DotShape; // the layout's sizes, defined in layouts/dot.cpp

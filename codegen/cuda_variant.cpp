@@ -93,6 +93,7 @@ template <class Sink> void visit_variant(const FusedKernel& k, const CudaVariant
   optional(v.splat_inputs != 0, v.splat_inputs,
            [&] { return fmt::format("sp{:x}", v.splat_inputs); });
   optional(v.vec, v.vec, [&] { return fmt::format("vec{}", elems_per_vec(k)); });
+  optional(v.vec_group > 0, v.vec_group, [&] { return fmt::format("grp{}", v.vec_group); });
   optional(v.dot_bx != 0, v.dot_bx, [&] { return fmt::format("dot{}", v.dot_bx); });
   optional(v.dot_cluster > 1, v.dot_cluster, [&] { return fmt::format("cl{}", v.dot_cluster); });
   optional(v.gemm_tile > 0, v.gemm_tile, [&] { return fmt::format("gemm{}", v.gemm_tile); });
@@ -148,6 +149,9 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
     if (!choose_column_reduce(k, slot_base, v)) choose_row_reduce(k, slot_base, v);
   } else if (!choose_tiled(k, v)) {
     choose_elementwise(k, slot_base, t.sm_count, v);
+    // A block per N vectors steps the loop by about the whole index range: 32-bit indices
+    // need room for twice it.
+    if (v.vec && (!v.index32 || 2 * n <= kMax32)) v.vec_group = elementwise_vec_group();
   }
   return v;
 }

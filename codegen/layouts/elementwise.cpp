@@ -1,10 +1,14 @@
 // The elementwise layout: a grid-stride loop over the flat index, one element per thread per
 // step, or one 16-byte vector per operand with `vec` (emitted by Emitter::elementwise_body, below).
 #include "codegen/cuda_codegen_internal.h"
+#include "ir/settings.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
 
 namespace kiln::detail::cg {
 
@@ -67,10 +71,17 @@ CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const 
   CudaLaunch l;
   const int64_t n = k.shape.numel();
   const int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(k) : 1);
+  const int64_t blocks = (n + per_block - 1) / per_block;
   l.block = kBlock;
   l.grid = static_cast<uint32_t>(
-      std::min<int64_t>((n + per_block - 1) / per_block, int64_t(std::max(1, t.sm_count)) * 8));
+      v.vec_group > 0 ? std::min<int64_t>((blocks + v.vec_group - 1) / v.vec_group, INT32_MAX)
+                      : std::min<int64_t>(blocks, int64_t(std::max(1, t.sm_count)) * 8));
   return l; // grid 0 (n == 0): nothing to launch
+}
+
+int elementwise_vec_group() {
+  const std::optional<std::string> v = setting_text(Setting::elementwise_grid);
+  return !v || *v == "capped" ? 0 : std::stoi(*v);
 }
 
 // ---- the emitter ---------------------------------------------------------------------------
@@ -84,38 +95,15 @@ void Emitter::elementwise_body() {
   if (v_.vec) {
     const int epv = elems_per_vec(k_);
     line(1, fmt::format("const idx_t nv = n / {};", epv));
-    line(1, "for (idx_t c = tid; c < nv; c += stride) {");
-    line(2, fmt::format("const idx_t i0 = c * {};", epv));
-    if (v_.vec_inputs | v_.splat_inputs) { // strided inputs: their offsets at i0, once a vector
-      declare_offsets(2, "oi", nullptr, nullptr);
-      unravel(2, "i0", 0, pl_.rank, "oi", "");
+    if (v_.vec_group > 0) {
+      vec_group_loop(v_.vec_group);
+    } else {
+      line(1, "for (idx_t c = tid; c < nv; c += stride) {");
+      vec_start(2, "c", /*offsets=*/true);
+      vec_loads(2, "", /*declare=*/true);
+      vec_compute_store(2, "");
+      line(1, "}");
     }
-    for (size_t j = 0; j < pl_.in.size(); ++j) {
-      const char* st = cg::st_name(k_.inputs[j].dtype);
-      if (pl_.in[j].mode == M::contiguous || vec_input(j))
-        line(2, fmt::format("const k_vec<{0}, {2}> x{1} = *reinterpret_cast<const k_vec<{0}, "
-                            "{2}>*>(p.in{1} + {3});",
-                            st, j, epv, vec_input(j) ? fmt::format("oi{}", j) : "i0"));
-      else if (splat_input(j))
-        line(2, fmt::format("const {0} x{1} = p.in{1}[oi{1}];", st, j));
-    }
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      line(2, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
-    line(2, "#pragma unroll");
-    line(2, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
-    line(3, "const idx_t i = i0 + e;");
-    tape(3, [&](int j) {
-      return pl_.in[j].mode == M::scalar ? fmt::format("s{}", j)
-             : splat_input(j)            ? fmt::format("x{}", j)
-                                         : fmt::format("x{}.v[e]", j);
-    });
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      line(3, fmt::format("y{}.v[e] = {};", j, stored(j)));
-    line(2, "}");
-    for (size_t j = 0; j < pl_.out.size(); ++j)
-      line(2, fmt::format("*reinterpret_cast<k_vec<{}, {}>*>(p.out{} + i0) = y{};",
-                          cg::st_name(k_.outputs[j].dtype), epv, j, j));
-    line(1, "}");
     start = fmt::format("nv * {} + tid", epv);
   }
   line(1, fmt::format("for (idx_t i = {}; i < n; i += stride) {{", start));
@@ -125,6 +113,79 @@ void Emitter::elementwise_body() {
   for (size_t j = 0; j < pl_.out.size(); ++j)
     line(2, fmt::format("p.out{}[{}] = {};", j,
                         pl_.out[j].mode == M::strided ? fmt::format("oo{}", j) : "i", stored(j)));
+  line(1, "}");
+}
+
+void Emitter::vec_start(int ind, const std::string& c, bool offsets) {
+  line(ind, fmt::format("const idx_t i0 = {} * {};", c, elems_per_vec(k_)));
+  if (offsets && (v_.vec_inputs | v_.splat_inputs)) { // strided inputs: their offsets at i0
+    declare_offsets(ind, "oi", nullptr, nullptr);
+    unravel(ind, "i0", 0, pl_.rank, "oi", "");
+  }
+}
+
+void Emitter::vec_loads(int ind, const std::string& sfx, bool declare) {
+  const int epv = elems_per_vec(k_);
+  for (size_t j = 0; j < pl_.in.size(); ++j) {
+    const char* st = cg::st_name(k_.inputs[j].dtype);
+    const std::string x = fmt::format("x{}{}", j, sfx);
+    if (pl_.in[j].mode == M::contiguous || vec_input(j))
+      line(ind, fmt::format("{}{} = *reinterpret_cast<const k_vec<{}, {}>*>(p.in{} + {});",
+                            declare ? fmt::format("const k_vec<{}, {}> ", st, epv) : "", x, st, epv,
+                            j, vec_input(j) ? fmt::format("oi{}", j) : "i0"));
+    else if (splat_input(j))
+      line(ind, fmt::format("{}{} = p.in{}[oi{}];", declare ? fmt::format("const {} ", st) : "", x,
+                            j, j));
+  }
+}
+
+void Emitter::vec_compute_store(int ind, const std::string& sfx) {
+  const int epv = elems_per_vec(k_);
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    line(ind, fmt::format("k_vec<{}, {}> y{};", cg::st_name(k_.outputs[j].dtype), epv, j));
+  line(ind, "#pragma unroll");
+  line(ind, fmt::format("for (int e = 0; e < {}; ++e) {{", epv));
+  line(ind + 1, "const idx_t i = i0 + e;");
+  tape(ind + 1, [&](int j) {
+    return pl_.in[j].mode == M::scalar ? fmt::format("s{}", j)
+           : splat_input(j)            ? fmt::format("x{}{}", j, sfx)
+                                       : fmt::format("x{}{}.v[e]", j, sfx);
+  });
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    line(ind + 1, fmt::format("y{}.v[e] = {};", j, stored(j)));
+  line(ind, "}");
+  for (size_t j = 0; j < pl_.out.size(); ++j)
+    line(ind, fmt::format("*reinterpret_cast<k_vec<{}, {}>*>(p.out{} + i0) = y{};",
+                          cg::st_name(k_.outputs[j].dtype), epv, j, j));
+}
+
+// `group` vectors a thread, stride apart: all their loads first, so that they are in flight
+// together, then each one computed and stored.
+void Emitter::vec_group_loop(int group) {
+  const int epv = elems_per_vec(k_);
+  line(1, fmt::format("for (idx_t c = tid; c < nv; c += {} * stride) {{", group));
+  for (int u = 0; u < group; ++u)
+    for (size_t j = 0; j < pl_.in.size(); ++j) {
+      const char* st = cg::st_name(k_.inputs[j].dtype);
+      if (pl_.in[j].mode == M::contiguous || vec_input(j))
+        line(2, fmt::format("k_vec<{}, {}> x{}_{};", st, epv, j, u));
+      else if (splat_input(j))
+        line(2, fmt::format("{} x{}_{};", st, j, u));
+    }
+  auto open = [&](int u, bool offsets) { // vector u of the group: c + u * stride, below nv
+    line(2, u == 0 ? std::string("{") : fmt::format("if (c + {} * stride < nv) {{", u));
+    vec_start(3, u == 0 ? std::string("c") : fmt::format("(c + {} * stride)", u), offsets);
+  };
+  for (int u = 0; u < group; ++u) {
+    open(u, /*offsets=*/true);
+    vec_loads(3, fmt::format("_{}", u), /*declare=*/false);
+    line(2, "}");
+  }
+  for (int u = 0; u < group; ++u) {
+    open(u, /*offsets=*/false);
+    vec_compute_store(3, fmt::format("_{}", u));
+    line(2, "}");
+  }
   line(1, "}");
 }
 

@@ -446,6 +446,50 @@ TEST_F(Codegen, LaunchShapes) {
   EXPECT_TRUE(choose_variant(kernel_of([&] { return sigmoid(below) * 2; }), aligned, t).vec);
 }
 
+// KILN_ELEMENTWISE_GRID (an A/B of the elementwise grid): N vectors a thread, all loaded before
+// any is computed, a block for every 256 x N vectors; the default keeps the capped grid and the
+// sources it always had (Codegen.GoldenSources).
+TEST_F(Codegen, ElementwiseVectorGroups) {
+  const int64_t n = (int64_t(1) << 22) + 12; // vectors, a partial group at the end, no tail
+  Tensor x = randn({n}), y = randn({n}), m = randn({4099, 1024}), row = randn({1024});
+  Tensor col = randn({4099, 1});
+  eval(x, y, m, row, col);
+  FusedKernel chain = kernel_of([&] {
+    Tensor s = sigmoid(tanh(x * y + 1));
+    return relu(s * x + (1 - s) * y);
+  });
+  FusedKernel bcast = kernel_of([&] { return tanh(m + row) * col; });
+  const std::vector<void*> aligned = slot_bases();
+  const CudaTarget t = target();
+  const int64_t vectors = n / 4, blocks = (vectors + 255) / 256;
+  {
+    const CudaVariant v = choose_variant(chain, aligned, t);
+    EXPECT_TRUE(v.vec);
+    EXPECT_EQ(v.vec_group, 0);
+    EXPECT_EQ(launch_for(chain, v, t).grid, uint32_t(132 * 8));
+  }
+  for (int group : {1, 2, 4}) {
+    kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", std::to_string(group).c_str());
+    const CudaVariant v = choose_variant(chain, aligned, t);
+    ASSERT_EQ(v.vec_group, group);
+    EXPECT_EQ(launch_for(chain, v, t).grid, uint32_t((blocks + group - 1) / group)) << group;
+    const CudaKernelSource src = render_cuda(chain, v, t);
+    const std::string g = std::to_string(group);
+    EXPECT_NE(src.key.find("grp" + g), std::string::npos) << src.key;
+    if (group > 1) {
+      EXPECT_NE(src.source.find("c += " + g + " * stride"), std::string::npos);
+      EXPECT_NE(src.source.find("if (c + " + std::to_string(group - 1) + " * stride < nv) {"),
+                std::string::npos);
+    }
+    EXPECT_NO_THROW(compile_cuda(src, t)) << group;
+    const CudaVariant bv = choose_variant(bcast, aligned, t);
+    ASSERT_EQ(bv.vec_group, group);
+    EXPECT_NE(bv.vec_inputs, 0u);   // the row, read as vectors
+    EXPECT_NE(bv.splat_inputs, 0u); // the column, once a vector
+    EXPECT_NO_THROW(compile_cuda(render_cuda(bcast, bv, t), t)) << group;
+  }
+}
+
 // The column layout (reductions over outer axes): vectors along the kept innermost dim where
 // every operand allows them, bx threads along the columns, the rest of the block down the
 // reduced axis, one block per bx * V columns.

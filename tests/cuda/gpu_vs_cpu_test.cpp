@@ -1,6 +1,7 @@
 // CUDA results against the CPU backend on fresh random inputs. scripts/gpu-check runs this
 // binary with KILN_POISON_ALLOCATIONS=1, so device buffers start as NaN/-1 bytes and a kernel
 // that skipped elements cannot pass on recycled memory.
+#include "../scoped_env.h"
 #include "../test_device.h"
 
 #include <kiln/kiln.h>
@@ -174,6 +175,34 @@ TEST_F(GpuVsCpu, BroadcastRowsAndColumnsPerVector) {
                   return in[0] + transpose(reshape(in[1], {32, 7}), 0, 1);
                 },
                 {cube, plane, per5});
+  }
+}
+
+// KILN_ELEMENTWISE_GRID: a block per 256 x N vectors, N vectors a thread, gives the bits of the
+// capped grid. Outputs above 16 MB are launched directly, so each evaluation chooses its variant
+// with the setting of the moment. Sizes leave a partial group and a tail of single elements.
+TEST_F(GpuVsCpu, ElementwiseVectorGroupsGiveTheCappedGridsBits) {
+  const int64_t n = (int64_t(1) << 22) + 4 * 300 + 3, rows = 4099, cols = 1024;
+  auto x = host_tensor(random_values(n, 40, -2, 2), {n}, DType::f32);
+  auto y = host_tensor(random_values(n, 41, 0.5, 2), {n}, DType::f32);
+  auto m = host_tensor(random_values(rows * cols, 42, -1, 1), {rows, cols}, DType::f32);
+  auto row = host_tensor(random_values(cols, 43, -1, 1), {cols}, DType::f32);
+  auto col = host_tensor(random_values(rows, 44, -1, 1), {rows, 1}, DType::f32);
+  const Fn chain = [](std::vector<Tensor>& in) {
+    Tensor s = sigmoid(tanh(in[0] * in[1] + 1));
+    return relu(s * in[0] + (1 - s) * in[1]);
+  };
+  const Fn bcast = [](std::vector<Tensor>& in) { return tanh(in[2] + in[3]) * in[4]; };
+  std::vector<Tensor> gpu;
+  for (const Tensor& t : {x, y, m, row, col}) gpu.push_back(t.to(Device::cuda(0)));
+  expect_same("chain, capped grid", chain, {x, y, m, row, col});
+  expect_same("broadcast, capped grid", bcast, {x, y, m, row, col});
+  const std::vector<float> want_chain = chain(gpu).to_vector<float>();
+  const std::vector<float> want_bcast = bcast(gpu).to_vector<float>();
+  for (const char* group : {"1", "2", "4"}) {
+    kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", group);
+    EXPECT_EQ(chain(gpu).to_vector<float>(), want_chain) << "chain, groups of " << group;
+    EXPECT_EQ(bcast(gpu).to_vector<float>(), want_bcast) << "broadcast, groups of " << group;
   }
 }
 
