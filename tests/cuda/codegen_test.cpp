@@ -487,6 +487,12 @@ TEST_F(Codegen, ElementwiseVectorGroups) {
     EXPECT_NE(bv.vec_inputs, 0u);   // the row, read as vectors
     EXPECT_NE(bv.splat_inputs, 0u); // the column, once a vector
     EXPECT_NO_THROW(compile_cuda(render_cuda(bcast, bv, t), t)) << group;
+    for (DType d : {DType::bf16, DType::f64}) { // 8 and 4 elements a vector, mixed with f32
+      FusedKernel mixed = kernel_of([&] { return cast(tanh(cast(x, d) * 2) + y, d); });
+      const CudaVariant mv = choose_variant(mixed, aligned, t);
+      ASSERT_EQ(mv.vec_group, group) << dtype_name(d);
+      EXPECT_NO_THROW(compile_cuda(render_cuda(mixed, mv, t), t)) << dtype_name(d) << group;
+    }
   }
 }
 

@@ -199,10 +199,18 @@ TEST_F(GpuVsCpu, ElementwiseVectorGroupsGiveTheCappedGridsBits) {
   expect_same("broadcast, capped grid", bcast, {x, y, m, row, col});
   const std::vector<float> want_chain = chain(gpu).to_vector<float>();
   const std::vector<float> want_bcast = bcast(gpu).to_vector<float>();
+  // bf16: 8 elements a vector (an output of 16 MB needs twice the elements).
+  const int64_t nh = 2 * n;
+  std::vector<Tensor> half = {host_tensor(random_values(nh, 45, -2, 2), {nh}, DType::bf16),
+                              host_tensor(random_values(nh, 46, 0.5, 2), {nh}, DType::bf16)};
+  for (Tensor& t : half) t = t.to(Device::cuda(0));
+  const std::vector<float> want_half = chain(half).astype(DType::f32).to_vector<float>();
   for (const char* group : {"1", "2", "4"}) {
     kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", group);
     EXPECT_EQ(chain(gpu).to_vector<float>(), want_chain) << "chain, groups of " << group;
     EXPECT_EQ(bcast(gpu).to_vector<float>(), want_bcast) << "broadcast, groups of " << group;
+    EXPECT_EQ(chain(half).astype(DType::f32).to_vector<float>(), want_half)
+        << "bf16 chain, groups of " << group;
   }
 }
 
