@@ -68,6 +68,15 @@ struct BackgroundBuildsStop : Codegen {
     builds.reset();
     return stored();
   }
+  // Nothing half written: a later round finds the n kernels stored and compiles the rest.
+  void expect_later_round_finds(int n) {
+    Jit later(target(), dir);
+    std::vector<CudaKernelSource> srcs;
+    for (BackgroundBuilds::Job& j : jobs()) srcs.push_back(std::move(j.src));
+    later.build_all(srcs);
+    EXPECT_EQ(later.stats().disk_hits, n);
+    EXPECT_EQ(later.stats().compiles, kKernels - n);
+  }
 };
 
 TEST_F(BackgroundBuildsStop, ARoundOnTheProcesssThreadStopsAfterTheCompileInFlight) {
@@ -75,13 +84,7 @@ TEST_F(BackgroundBuildsStop, ARoundOnTheProcesssThreadStopsAfterTheCompileInFlig
   ScopedEnv threads("KILN_COMPILE_THREADS", "1");
   const int n = stop_during_round();
   EXPECT_LE(n, 2) << "the round went on compiling after the stop";
-  // Nothing half written: a later round finds what was stored and compiles the rest.
-  Jit later(target(), dir);
-  std::vector<CudaKernelSource> srcs;
-  for (BackgroundBuilds::Job& j : jobs()) srcs.push_back(std::move(j.src));
-  later.build_all(srcs);
-  EXPECT_EQ(later.stats().disk_hits, n);
-  EXPECT_EQ(later.stats().compiles, kKernels - n);
+  expect_later_round_finds(n);
 }
 
 TEST_F(BackgroundBuildsStop, ARoundInCompileWorkersEndsTheWorkers) {
@@ -89,11 +92,7 @@ TEST_F(BackgroundBuildsStop, ARoundInCompileWorkersEndsTheWorkers) {
   ScopedEnv worker("KILN_COMPILE_WORKER", KILN_CACHE_TOOL);
   const int n = stop_during_round();
   EXPECT_LE(n, 3) << "the workers were handed more kernels after the stop";
-  Jit later(target(), dir);
-  std::vector<CudaKernelSource> srcs;
-  for (BackgroundBuilds::Job& j : jobs()) srcs.push_back(std::move(j.src));
-  later.build_all(srcs);
-  EXPECT_EQ(later.stats().disk_hits, n);
+  expect_later_round_finds(n);
 }
 
 } // namespace
