@@ -16,7 +16,10 @@
 // backend's; the program exits 1 if any differs by more than 1e-4.
 // bench/torch/rnn_torch.py times PyTorch on the same loops.
 //
-// Usage: rnn_gpu [steps, default 10000] [reps, default 3] [only cases whose name contains this]
+// Memory: 100,000 steps of the seed d=64, LSTM and GRU loops without eval, bytes in use at the
+// start and the end (issue 20: flat).
+// Usage: rnn_gpu [steps, default 10000] [reps, default 3] [only cases whose name contains this;
+//        `memory`: only the long loops]
 #include "bench_util.h"
 #include "rnn_cells.h"
 
@@ -228,6 +231,46 @@ std::vector<Row> run_case(const char* name, const Cell& cpu_base, int steps, int
   return rows;
 }
 
+// Issue 20: a loop without eval runs in bounded memory however long it goes. kLongSteps steps
+// of the loop as a user writes it (no eval), kiln's bytes of live buffers and the device's used
+// memory (cudaMemGetInfo: kiln's pool and anything else, graphs included) after the first
+// kFirstSteps (then synced) and after all of them (then synced), and kiln's peak in between.
+constexpr int kLongSteps = 100000, kFirstSteps = 1000;
+constexpr int64_t kFlatSlack = 4096;             // bytes in use may end this far above the start
+constexpr int64_t kPeakSlack = int64_t(8) << 20; // peak and device memory this far (a flush)
+
+int64_t device_used_bytes() {
+  size_t free_b = 0, total_b = 0;
+  cudaMemGetInfo(&free_b, &total_b);
+  return int64_t(total_b) - int64_t(free_b);
+}
+
+template <class Cell>
+std::string memory_over_long_loop(const char* name, const Cell& cpu_base, bool& flat) {
+  enter(kModes[kNaturalMode]);
+  Cell cell = cpu_base.on(Device::cuda(0));
+  for (int i = 0; i < kFirstSteps; ++i) cell.record();
+  kiln::sync();
+  reset_stats(); // the peak restarts from bytes in use
+  const int64_t live0 = stats().bytes_in_use, dev0 = device_used_bytes();
+  const double t0 = bench::now_ns();
+  for (int i = kFirstSteps; i < kLongSteps; ++i) cell.record();
+  kiln::sync();
+  const double us = (bench::now_ns() - t0) / 1e3 / (kLongSteps - kFirstSteps);
+  const Stats s = stats();
+  const int64_t dev1 = device_used_bytes();
+  const bool ok = s.bytes_in_use <= live0 + kFlatSlack &&
+                  s.peak_bytes_in_use <= live0 + kPeakSlack && dev1 <= dev0 + kPeakSlack;
+  flat = flat && ok;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "| %s | %d | %.2f | %lld | %lld | %lld | %.1f | %.1f | %lld | %s |", name,
+                kLongSteps, us, (long long)live0, (long long)s.bytes_in_use,
+                (long long)s.peak_bytes_in_use, double(dev0) / (1 << 20), double(dev1) / (1 << 20),
+                (long long)s.loop_flushes, ok ? "yes" : "NO");
+  return line;
+}
+
 } // namespace
 
 int main(int argc, char** argv) try {
@@ -323,6 +366,26 @@ int main(int argc, char** argv) try {
   std::printf("|---|---|---:|---:|---|\n");
   for (const std::string& c : checks) std::printf("%s\n", c.c_str());
 
+  bool flat = true;
+  std::vector<std::string> memory;
+  if (std::string("memory").find(only) != std::string::npos) { // (also when `only` is empty)
+    memory.push_back(memory_over_long_loop("seed d=64", bench::Seed::random(64, 1), flat));
+    memory.push_back(
+        memory_over_long_loop("LSTM batch 1", bench::Lstm::random(1, 256, 256, 4096, 3), flat));
+    memory.push_back(
+        memory_over_long_loop("GRU batch 1", bench::Gru::random(1, 256, 256, 4096, 6), flat));
+    std::printf("\nMemory over %d steps without eval (%s mode; bytes of kiln's live buffers after "
+                "the first %d steps and at the end, both synced, and its peak in between; the "
+                "device's used memory, cudaMemGetInfo, at the same two points; LSTM and GRU "
+                "inputs from a 4096-step sequence, wrapping around):\n\n",
+                kLongSteps, kModes[kNaturalMode].name, kFirstSteps);
+    std::printf("| case | steps | us/step | live bytes at %d | at the end | peak | device MiB "
+                "at %d | at the end | loop flushes | flat |\n",
+                kFirstSteps, kFirstSteps);
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (const std::string& m : memory) std::printf("%s\n", m.c_str());
+  }
+
   const double seed_us = seed64[kTargetMode].us_per_step, lstm_us = lstm1[kTargetMode].us_per_step;
   const double fixed_us = lstm1_fixed[kTargetMode].us_per_step;
   auto target = [](const char* what, double limit, double us) {
@@ -358,6 +421,11 @@ int main(int argc, char** argv) try {
   compiled("seed d=64", 2, seed64);
   compiled("LSTM batch 1", 5, lstm1);
   compiled("GRU batch 1", 5, gru1);
+  if (!memory.empty())
+    std::printf("target (issue 20): memory flat over %d steps without eval (bytes in use within "
+                "%lld of the start, peak and device memory within %lld MiB): %s\n",
+                kLongSteps, (long long)kFlatSlack, (long long)(kPeakSlack >> 20),
+                flat ? "met" : "NOT met");
   std::printf("host speed probe at the end: %.0f us (the header's, again)\n",
               bench::host_speed_us());
   if (!ok) std::printf("ERROR: a GPU mode differs from the CPU backend beyond the tolerance\n");
