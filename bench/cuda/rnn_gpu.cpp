@@ -418,12 +418,14 @@ int main(int argc, char** argv) try {
   natural("LSTM batch 1", 5, lstm1);
   natural("LSTM batch 32", 1e9, lstm32);
   natural("GRU batch 1", 5, gru1);
-  // The same limits for the step compiled with kiln::compile (issue 20's optional hint).
+  // The step compiled with kiln::compile beside the same limits: the issue's optional hint, not
+  // one of its targets. It replays a CUDA graph a call, while the loop without eval replays one
+  // for many steps, so for steps of one or two kernels it is the slower of the two.
   auto compiled = [](const char* what, double limit, const std::vector<Row>& c) {
     const double us = c[kCompiledMode].us_per_step;
     if (us > 0)
-      std::printf("target (issue 20, compiled): %s <= %g us/step: %.2f us/step -> %s\n", what,
-                  limit, us, us <= limit ? "met" : "NOT met");
+      std::printf("beside (kiln::compile, not a target): %s %.2f us/step, %s issue 20's %g\n", what,
+                  us, us <= limit ? "within" : "above", limit);
   };
   compiled("seed d=64", 2, seed64);
   compiled("LSTM batch 1", 5, lstm1);
