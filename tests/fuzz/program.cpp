@@ -577,7 +577,7 @@ std::vector<uint8_t> read_bytes(const Tensor& t) {
   std::vector<uint8_t> out(static_cast<size_t>(t.numel()) * size_t(kiln::itemsize(t.dtype())));
   auto copy = [&](auto tag) {
     auto v = t.to_vector<decltype(tag)>();
-    std::memcpy(out.data(), v.data(), out.size());
+    if (!out.empty()) std::memcpy(out.data(), v.data(), out.size()); // (no pointer when empty)
   };
   switch (t.dtype()) {
   case DType::f32:
