@@ -66,7 +66,8 @@ void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, i
 // At most 8 blocks per SM, whose threads loop over the rest. On the H200 a block per 256
 // vectors instead took the 9-op chain over 64M f32 elements from 88% to 101% of copy bandwidth
 // but `tanh(m + row) * col` over 8192 x 8192 from 99% to 90%, so neither grid is the rule yet
-// (tools/elementwise-lab; bench/results/2026-11-28-h200-session41.md).
+// (tools/elementwise-lab; bench/results/2026-11-28-h200-session41.md). CudaVariant::vec_group
+// (KILN_ELEMENTWISE_GRID=N, an A/B) launches a block for every 256 x N vectors instead.
 CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
   CudaLaunch l;
   const int64_t n = k.shape.numel();
