@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace kiln::detail::cg {
 
@@ -54,7 +55,11 @@ CudaLaunch launch_tiled(const FusedKernel& k, const CudaVariant& v, const CudaTa
   const int64_t D = k.shape[v.tile_dim], L = k.shape[k.shape.size() - 1];
   const int64_t tiles = n / (D * L) * ((D + 31) / 32) * ((L + 31) / 32);
   l.block = kBlock;
-  l.grid = static_cast<uint32_t>(std::min<int64_t>(tiles, int64_t(std::max(1, t.sm_count)) * 8));
+  // At most 8 blocks per SM, looping over the tiles; any KILN_ELEMENTWISE_GRID but `capped` (the
+  // elementwise layout's A/B) launches a block per tile instead. The source is the same.
+  const int64_t cap =
+      elementwise_vec_group() > 0 ? INT32_MAX : int64_t(std::max(1, t.sm_count)) * 8;
+  l.grid = static_cast<uint32_t>(std::min<int64_t>(tiles, cap));
   return l;
 }
 

@@ -459,14 +459,20 @@ TEST_F(Codegen, ElementwiseVectorGroups) {
     return relu(s * x + (1 - s) * y);
   });
   FusedKernel bcast = kernel_of([&] { return tanh(m + row) * col; });
+  Tensor sq = randn({2048, 2048});
+  eval(sq);
+  FusedKernel transposed = kernel_of([&] { return contiguous(transpose(sq, 0, 1)) * 2; });
   const std::vector<void*> aligned = slot_bases();
   const CudaTarget t = target();
-  const int64_t vectors = n / 4, blocks = (vectors + 255) / 256;
+  const int64_t vectors = n / 4, blocks = (vectors + 255) / 256, tiles = 64 * 64;
   {
     const CudaVariant v = choose_variant(chain, aligned, t);
     EXPECT_TRUE(v.vec);
     EXPECT_EQ(v.vec_group, 0);
     EXPECT_EQ(launch_for(chain, v, t).grid, uint32_t(132 * 8));
+    const CudaVariant tv = choose_variant(transposed, aligned, t);
+    ASSERT_EQ(layout_of(transposed, tv), CudaLayout::tiled);
+    EXPECT_EQ(launch_for(transposed, tv, t).grid, uint32_t(132 * 8));
   }
   for (int group : {1, 2, 4}) {
     kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", std::to_string(group).c_str());
@@ -482,6 +488,9 @@ TEST_F(Codegen, ElementwiseVectorGroups) {
                 std::string::npos);
     }
     EXPECT_NO_THROW(compile_cuda(src, t)) << group;
+    // Transposing kernels: a block per tile under any grouping (the same source).
+    const CudaVariant tv = choose_variant(transposed, aligned, t);
+    EXPECT_EQ(launch_for(transposed, tv, t).grid, uint32_t(tiles)) << group;
     const CudaVariant bv = choose_variant(bcast, aligned, t);
     ASSERT_EQ(bv.vec_group, group);
     EXPECT_NE(bv.vec_inputs, 0u);   // the row, read as vectors
