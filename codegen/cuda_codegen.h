@@ -81,9 +81,10 @@ struct CudaVariant {
   // GEMM tile: the dots (masks) whose A, or B, has stride 1 along k (A row-major, B a weight
   // read transposed): their chunks load along k, the others along their rows.
   uint32_t gemm_a_along_k = 0, gemm_b_along_k = 0;
-  // Elementwise with vec, the grid (an A/B, KILN_ELEMENTWISE_GRID): 0, at most 8 blocks per SM,
-  // whose threads loop over the vectors one at a time; N >= 1, a block for every 256 x N
-  // vectors, each thread loading its N vectors before computing any.
+  // Elementwise with vec, the grid: 0, at most 8 blocks per SM, whose threads loop over the
+  // vectors one at a time (a block per 256 vectors where that is fewer); N >= 1, a block for
+  // every 256 x N vectors, each thread loading its N vectors before computing any (2 where the
+  // kernel is larger; elementwise_vec_group).
   int vec_group = 0;
   // A segmented kernel (FusedKernel::segments): each segment's variant of the elementwise
   // layout, in order; the fields above are unused but index32 (the same in every segment).

@@ -58,8 +58,12 @@ void choose_row_reduce(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, Cu
 bool choose_tiled(const FusedKernel& k, CudaVariant& v);
 void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, int sm_count,
                         CudaVariant& v);
-// CudaVariant::vec_group as KILN_ELEMENTWISE_GRID asks: 0 (capped, the default) or N.
-int elementwise_vec_group();
+// CudaVariant::vec_group for a vectorised elementwise kernel: 2 where a block per 256 vectors
+// would be more than elementwise_grid_cap blocks, else 0; KILN_ELEMENTWISE_GRID may choose
+// 0 (capped) or N for every one.
+int elementwise_vec_group(const FusedKernel& k, const CudaTarget& t);
+// The most blocks a looping (capped) elementwise or tiled grid launches: 8 per SM.
+int64_t elementwise_grid_cap(const CudaTarget& t);
 // Launch shapes.
 CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);
 CudaLaunch launch_tiled(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t);

@@ -151,7 +151,7 @@ CudaVariant choose_variant(const FusedKernel& k, llvm::ArrayRef<void*> slot_base
     choose_elementwise(k, slot_base, t.sm_count, v);
     // A block per N vectors steps the loop by about the whole index range: 32-bit indices
     // need room for twice it.
-    if (v.vec && (!v.index32 || 2 * n <= kMax32)) v.vec_group = elementwise_vec_group();
+    if (v.vec && (!v.index32 || 2 * n <= kMax32)) v.vec_group = elementwise_vec_group(k, t);
   }
   return v;
 }

@@ -63,11 +63,13 @@ void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, i
   if (!vec) v.vec_inputs = v.splat_inputs = 0;
 }
 
-// At most 8 blocks per SM, whose threads loop over the rest. On the H200 a block per 256
-// vectors instead took the 9-op chain over 64M f32 elements from 88% to 101% of copy bandwidth
-// but `tanh(m + row) * col` over 8192 x 8192 from 99% to 90%, so neither grid is the rule yet
-// (tools/elementwise-lab; bench/results/2026-11-28-h200-session41.md). CudaVariant::vec_group
-// (KILN_ELEMENTWISE_GRID=N, an A/B) launches a block for every 256 x N vectors instead.
+// A block for every 512 vectors, each thread loading its 2 before computing either, where that
+// is more than 8 blocks per SM; smaller kernels get a block per 256 vectors, each thread one.
+// On the H200 this took the 9-op chain over 64M f32 elements from 86% of copy bandwidth (at
+// most 8 blocks per SM, looping) to 104%, and `tanh(m + row) * col` over 8192 x 8192 from 97%
+// to 100%; a block per 256 vectors reached 101% and 91%, 4 a thread 104% and 97%
+// (bench/results/2026-11-28-h200-session42.md). KILN_ELEMENTWISE_GRID chooses another grid
+// for an A/B.
 CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
   CudaLaunch l;
   const int64_t n = k.shape.numel();
@@ -76,13 +78,21 @@ CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const 
   l.block = kBlock;
   l.grid = static_cast<uint32_t>(
       v.vec_group > 0 ? std::min<int64_t>((blocks + v.vec_group - 1) / v.vec_group, INT32_MAX)
-                      : std::min<int64_t>(blocks, int64_t(std::max(1, t.sm_count)) * 8));
+                      : std::min<int64_t>(blocks, elementwise_grid_cap(t)));
   return l; // grid 0 (n == 0): nothing to launch
 }
 
-int elementwise_vec_group() {
+int64_t elementwise_grid_cap(const CudaTarget& t) {
+  return int64_t(std::max(1, t.sm_count)) * 8;
+}
+
+int elementwise_vec_group(const FusedKernel& k, const CudaTarget& t) {
   const std::optional<std::string> v = setting_text(Setting::elementwise_grid);
-  return !v || *v == "capped" ? 0 : std::stoi(*v);
+  if (v && *v == "capped") return 0;
+  if (v && *v != "auto") return std::stoi(*v);
+  const int64_t per_block = int64_t(kBlock) * elems_per_vec(k);
+  const int64_t blocks = (k.shape.numel() + per_block - 1) / per_block;
+  return blocks > elementwise_grid_cap(t) ? 2 : 0;
 }
 
 // ---- the emitter ---------------------------------------------------------------------------

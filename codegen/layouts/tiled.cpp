@@ -55,10 +55,10 @@ CudaLaunch launch_tiled(const FusedKernel& k, const CudaVariant& v, const CudaTa
   const int64_t D = k.shape[v.tile_dim], L = k.shape[k.shape.size() - 1];
   const int64_t tiles = n / (D * L) * ((D + 31) / 32) * ((L + 31) / 32);
   l.block = kBlock;
-  // At most 8 blocks per SM, looping over the tiles; any KILN_ELEMENTWISE_GRID but `capped` (the
-  // elementwise layout's A/B) launches a block per tile instead. The source is the same.
-  const int64_t cap =
-      elementwise_vec_group() > 0 ? INT32_MAX : int64_t(std::max(1, t.sm_count)) * 8;
+  // At most 8 blocks per SM, looping over the tiles: a block per tile took the transpose of
+  // 16384 x 16384 f32 on the H200 from 85% of copy bandwidth to 82-83%
+  // (bench/results/2026-11-28-h200-session42.md).
+  const int64_t cap = elementwise_grid_cap(t);
   l.grid = static_cast<uint32_t>(std::min<int64_t>(tiles, cap));
   return l;
 }

@@ -446,14 +446,18 @@ TEST_F(Codegen, LaunchShapes) {
   EXPECT_TRUE(choose_variant(kernel_of([&] { return sigmoid(below) * 2; }), aligned, t).vec);
 }
 
-// KILN_ELEMENTWISE_GRID (an A/B of the elementwise grid): N vectors a thread, all loaded before
-// any is computed, a block for every 256 x N vectors; the default keeps the capped grid and the
-// sources it always had (Codegen.GoldenSources).
+// The elementwise grid: a block for every 2 x 256 vectors, all of a thread's vectors loaded before
+// any is computed, where a block per 256 vectors would be more than 8 per SM; else a block per
+// 256 vectors, one a thread (the sources small kernels always had: Codegen.GoldenSources).
+// KILN_ELEMENTWISE_GRID chooses `capped` (at most 8 blocks per SM, looping) or N a thread for
+// every kernel. Transposing kernels keep their capped grid under any of them.
 TEST_F(Codegen, ElementwiseVectorGroups) {
   const int64_t n = (int64_t(1) << 22) + 12; // vectors, a partial group at the end, no tail
   Tensor x = randn({n}), y = randn({n}), m = randn({4099, 1024}), row = randn({1024});
   Tensor col = randn({4099, 1});
-  eval(x, y, m, row, col);
+  const int64_t cap = 132 * 8, edge = cap * 256 * 4; // f32: 4 elements a vector
+  Tensor at_cap = randn({edge}), past_cap = randn({edge + 4});
+  eval(x, y, m, row, col, at_cap, past_cap);
   FusedKernel chain = kernel_of([&] {
     Tensor s = sigmoid(tanh(x * y + 1));
     return relu(s * x + (1 - s) * y);
@@ -464,15 +468,28 @@ TEST_F(Codegen, ElementwiseVectorGroups) {
   FusedKernel transposed = kernel_of([&] { return contiguous(transpose(sq, 0, 1)) * 2; });
   const std::vector<void*> aligned = slot_bases();
   const CudaTarget t = target();
-  const int64_t vectors = n / 4, blocks = (vectors + 255) / 256, tiles = 64 * 64;
+  const int64_t vectors = n / 4, blocks = (vectors + 255) / 256;
   {
     const CudaVariant v = choose_variant(chain, aligned, t);
     EXPECT_TRUE(v.vec);
-    EXPECT_EQ(v.vec_group, 0);
-    EXPECT_EQ(launch_for(chain, v, t).grid, uint32_t(132 * 8));
+    EXPECT_EQ(v.vec_group, 2);
+    EXPECT_EQ(launch_for(chain, v, t).grid, uint32_t((blocks + 1) / 2));
+    EXPECT_EQ(choose_variant(bcast, aligned, t).vec_group, 2);
+    FusedKernel small = kernel_of([&] { return sigmoid(at_cap) * 2; });
+    const CudaVariant sv = choose_variant(small, aligned, t);
+    EXPECT_EQ(sv.vec_group, 0);
+    EXPECT_EQ(launch_for(small, sv, t).grid, uint32_t(cap));
+    EXPECT_EQ(
+        choose_variant(kernel_of([&] { return sigmoid(past_cap) * 2; }), aligned, t).vec_group, 2);
     const CudaVariant tv = choose_variant(transposed, aligned, t);
     ASSERT_EQ(layout_of(transposed, tv), CudaLayout::tiled);
-    EXPECT_EQ(launch_for(transposed, tv, t).grid, uint32_t(132 * 8));
+    EXPECT_EQ(launch_for(transposed, tv, t).grid, uint32_t(cap));
+  }
+  {
+    kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", "capped");
+    const CudaVariant v = choose_variant(chain, aligned, t);
+    EXPECT_EQ(v.vec_group, 0);
+    EXPECT_EQ(launch_for(chain, v, t).grid, uint32_t(cap));
   }
   for (int group : {1, 2, 4}) {
     kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", std::to_string(group).c_str());
@@ -488,9 +505,8 @@ TEST_F(Codegen, ElementwiseVectorGroups) {
                 std::string::npos);
     }
     EXPECT_NO_THROW(compile_cuda(src, t)) << group;
-    // Transposing kernels: a block per tile under any grouping (the same source).
     const CudaVariant tv = choose_variant(transposed, aligned, t);
-    EXPECT_EQ(launch_for(transposed, tv, t).grid, uint32_t(tiles)) << group;
+    EXPECT_EQ(launch_for(transposed, tv, t).grid, uint32_t(cap)) << group;
     const CudaVariant bv = choose_variant(bcast, aligned, t);
     ASSERT_EQ(bv.vec_group, group);
     EXPECT_NE(bv.vec_inputs, 0u);   // the row, read as vectors

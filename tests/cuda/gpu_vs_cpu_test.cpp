@@ -178,10 +178,11 @@ TEST_F(GpuVsCpu, BroadcastRowsAndColumnsPerVector) {
   }
 }
 
-// KILN_ELEMENTWISE_GRID: a block per 256 x N vectors, N vectors a thread, gives the bits of the
-// capped grid. Outputs above 16 MB are launched directly, so each evaluation chooses its variant
-// with the setting of the moment. Sizes leave a partial group and a tail of single elements.
-TEST_F(GpuVsCpu, ElementwiseVectorGroupsGiveTheCappedGridsBits) {
+// Every elementwise grid (KILN_ELEMENTWISE_GRID: the default, a block per 256 x N vectors with N
+// vectors a thread) gives the bits of the capped one, and the CPU backend's. Outputs above 16 MB
+// are launched directly, so each evaluation chooses its variant with the setting of the moment.
+// Sizes leave a partial group and a tail of single elements.
+TEST_F(GpuVsCpu, ElementwiseGridsGiveTheCappedGridsBits) {
   const int64_t n = (int64_t(1) << 22) + 4 * 300 + 3, rows = 4099, cols = 1024;
   auto x = host_tensor(random_values(n, 40, -2, 2), {n}, DType::f32);
   auto y = host_tensor(random_values(n, 41, 0.5, 2), {n}, DType::f32);
@@ -195,17 +196,21 @@ TEST_F(GpuVsCpu, ElementwiseVectorGroupsGiveTheCappedGridsBits) {
   const Fn bcast = [](std::vector<Tensor>& in) { return tanh(in[2] + in[3]) * in[4]; };
   std::vector<Tensor> gpu;
   for (const Tensor& t : {x, y, m, row, col}) gpu.push_back(t.to(Device::cuda(0)));
-  expect_same("chain, capped grid", chain, {x, y, m, row, col});
-  expect_same("broadcast, capped grid", bcast, {x, y, m, row, col});
-  const std::vector<float> want_chain = chain(gpu).to_vector<float>();
-  const std::vector<float> want_bcast = bcast(gpu).to_vector<float>();
+  expect_same("chain", chain, {x, y, m, row, col});
+  expect_same("broadcast", bcast, {x, y, m, row, col});
   // bf16: 8 elements a vector (an output of 16 MB needs twice the elements).
   const int64_t nh = 2 * n;
   std::vector<Tensor> half = {host_tensor(random_values(nh, 45, -2, 2), {nh}, DType::bf16),
                               host_tensor(random_values(nh, 46, 0.5, 2), {nh}, DType::bf16)};
   for (Tensor& t : half) t = t.to(Device::cuda(0));
-  const std::vector<float> want_half = chain(half).astype(DType::f32).to_vector<float>();
-  for (const char* group : {"1", "2", "4"}) {
+  std::vector<float> want_chain, want_bcast, want_half;
+  {
+    kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", "capped");
+    want_chain = chain(gpu).to_vector<float>();
+    want_bcast = bcast(gpu).to_vector<float>();
+    want_half = chain(half).astype(DType::f32).to_vector<float>();
+  }
+  for (const char* group : {"auto", "1", "2", "4"}) {
     kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", group);
     EXPECT_EQ(chain(gpu).to_vector<float>(), want_chain) << "chain, groups of " << group;
     EXPECT_EQ(bcast(gpu).to_vector<float>(), want_bcast) << "broadcast, groups of " << group;
