@@ -55,9 +55,12 @@ public:
   /// a thread of their own while the calling thread may use the shared workers. Once `cancel`
   /// is set, no further compile starts: the compiles under way finish (in this process) or
   /// are ended (in workers), and every kernel not built is an error.
+  /// `after_compile`, if given, is called on the compiling thread after each compile in this
+  /// process.
   std::vector<JitKernel> build_missing(llvm::ArrayRef<CudaKernelSource> srcs,
                                        CompileWorkers* workers,
-                                       const std::atomic<bool>* cancel = nullptr);
+                                       const std::atomic<bool>* cancel = nullptr,
+                                       void (*after_compile)() = nullptr);
   /// The kernel from the disk cache (counted as a disk hit, and added to the manifest), if it
   /// is there; never compiles.
   std::optional<JitKernel> cached(const CudaKernelSource& src);
@@ -74,6 +77,7 @@ private:
     bool shared_workers = false;
     bool missed = false; // the caller found every source missing from the disk cache
     const std::atomic<bool>* cancel = nullptr;
+    void (*after_compile)() = nullptr; // after each compile on this process's threads
   };
   std::vector<JitKernel> build_all(llvm::ArrayRef<CudaKernelSource> srcs, const Round& round);
   void compile_in_workers(llvm::ArrayRef<CudaKernelSource> srcs, const Round& round,

@@ -94,9 +94,10 @@ std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs) {
 }
 
 std::vector<JitKernel> Jit::build_missing(llvm::ArrayRef<CudaKernelSource> srcs,
-                                          CompileWorkers* workers,
-                                          const std::atomic<bool>* cancel) {
-  return build_all(srcs, Round{workers, /*shared_workers=*/false, /*missed=*/true, cancel});
+                                          CompileWorkers* workers, const std::atomic<bool>* cancel,
+                                          void (*after_compile)()) {
+  return build_all(
+      srcs, Round{workers, /*shared_workers=*/false, /*missed=*/true, cancel, after_compile});
 }
 
 namespace {
@@ -121,6 +122,7 @@ std::vector<JitKernel> Jit::build_all(llvm::ArrayRef<CudaKernelSource> srcs, con
       } catch (...) {
         errors[i] = std::current_exception();
       }
+      if (round.after_compile) round.after_compile();
     }
   };
   const size_t n = std::min<size_t>(static_cast<size_t>(compile_threads()), srcs.size());

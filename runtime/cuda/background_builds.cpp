@@ -25,6 +25,13 @@ void at_exit() {
   BackgroundBuilds::stop_all();
 }
 
+// After each compile in this process: the handler then runs before the destructors of whatever
+// state NVRTC made during the compiles so far (a compile that ran on while they ran at exit
+// crashed in NVRTC: bench/results/2026-11-28-h200-session42.md).
+void at_exit_again() {
+  std::atexit(at_exit);
+}
+
 } // namespace
 
 void BackgroundBuilds::stop_all() {
@@ -101,14 +108,6 @@ void BackgroundBuilds::wait_idle() {
   cv_.wait(lock, [&] { return stopping_ || (queue_.empty() && !busy_); });
 }
 
-namespace {
-bool failed(const std::vector<BackgroundBuilds::Finished>& done) {
-  for (const BackgroundBuilds::Finished& f : done)
-    if (!f.error.empty()) return true;
-  return false;
-}
-} // namespace
-
 void BackgroundBuilds::run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -119,13 +118,8 @@ void BackgroundBuilds::run() {
     queue_.clear();
     busy_ = true;
     lock.unlock();
-    const bool several = jobs.size() >= 2;
     std::vector<Finished> done = build(std::move(jobs));
-    // After the first round of each kind (one kernel in this process; several, in workers; one
-    // that failed), whose first run made state that is destroyed at exit: see the header.
-    const unsigned kind = (several ? 2u : 1u) | (failed(done) ? 4u : 0u);
-    if ((kinds_seen_ | kind) != kinds_seen_) std::atexit(at_exit);
-    kinds_seen_ |= kind;
+    std::atexit(at_exit); // after the round: the state its compile workers made on their start
     lock.lock();
     for (Finished& f : done) finished_.push_back(std::move(f));
     busy_ = false;
@@ -151,7 +145,8 @@ std::vector<BackgroundBuilds::Finished> BackgroundBuilds::build(std::vector<Job>
     if (n >= 2 && !path.empty()) workers_ = CompileWorkers::start(path, n, jit_.cache_dir());
   }
   try {
-    std::vector<JitKernel> built = jit_.build_missing(srcs, workers_.get(), &cancel_);
+    std::vector<JitKernel> built =
+        jit_.build_missing(srcs, workers_.get(), &cancel_, at_exit_again);
     for (size_t i = 0; i < out.size(); ++i) out[i].built = std::move(built[i]);
     return out;
   } catch (const std::exception&) {
@@ -166,6 +161,7 @@ std::vector<BackgroundBuilds::Finished> BackgroundBuilds::build(std::vector<Job>
     } catch (const std::exception& e) {
       f.error = e.what();
     }
+    at_exit_again();
   }
   return out;
 }

@@ -6,14 +6,14 @@
 // thread); the calling thread collects the binaries and loads them into the driver.
 //
 // At exit the thread is stopped and joined before the objects it uses are destroyed: an exit
-// handler is registered when the thread starts and again after the first round of each kind
-// (one kernel, several in worker processes, a failed compile): handlers run in the reverse
-// order of registration, and such a round makes NVRTC's, the disk cache's and the workers'
-// state on its first run. A round in progress starts no further compile: the compiles on this
-// process's threads finish, the compile workers' are ended, and what is still queued is dropped
-// (the disk cache keeps whatever was stored). So an exit waits for at most one compile per
-// thread, not for a round of a new training step's tens of kernels. In a fork()'s child, which
-// has no such thread, nothing is joined.
+// handler is registered when the thread starts, and again after each compile in this process
+// and after each round: handlers run in the reverse order of registration, and a compile may
+// make NVRTC state whose destructor is registered then (a new kind of kernel, late in a run),
+// a round the disk cache's and the workers' state. A round in progress starts no further compile:
+// the compiles on this process's threads finish, the compile workers' are ended, and what is still
+// queued is dropped (the disk cache keeps whatever was stored). So an exit waits for at most one
+// compile per thread, not for a round of a new training step's tens of kernels. In a fork()'s
+// child, which has no such thread, nothing is joined.
 #include "codegen/jit.h"
 #include "codegen/nvrtc/compile_workers.h"
 
@@ -78,7 +78,6 @@ private:
   pid_t owner_ = 0;                         // the process that started thread_
   std::unique_ptr<CompileWorkers> workers_; // started for the first round of several kernels
   bool workers_tried_ = false;
-  unsigned kinds_seen_ = 0; // the kinds of round run so far (run())
 };
 
 } // namespace kiln::detail
