@@ -45,6 +45,9 @@ CudaVariant choose_segmented(const FusedKernel& k, llvm::ArrayRef<void*> slot_ba
       sv.index32 = choose_variant(seg, slot_base, t).index32;
       choose_elementwise(seg, slot_base, t.sm_count, sv);
     }
+    // A segment's grid is at most kMaxBlocks, looping: one vector a thread an iteration, as
+    // measured for that grid (elementwise.cpp's grouping is for a block per 2 x 256 vectors).
+    sv.vec_group = 0;
     v.index32 = v.index32 && sv.index32;
     v.segments.push_back(sv);
   }

@@ -484,6 +484,13 @@ TEST_F(Codegen, ElementwiseVectorGroups) {
     const CudaVariant tv = choose_variant(transposed, aligned, t);
     ASSERT_EQ(layout_of(transposed, tv), CudaLayout::tiled);
     EXPECT_EQ(launch_for(transposed, tv, t).grid, uint32_t(cap));
+    FusedKernel segmented; // a segment's grid is capped (segmented.cpp): one vector a thread
+    segmented.append_segment(small);
+    segmented.append_segment(chain);
+    const CudaVariant gv = choose_variant(segmented, aligned, t);
+    ASSERT_EQ(gv.segments.size(), 2u);
+    EXPECT_TRUE(gv.segments[1].vec);
+    EXPECT_EQ(gv.segments[1].vec_group, 0);
   }
   {
     kt::ScopedEnv grid("KILN_ELEMENTWISE_GRID", "capped");
