@@ -26,8 +26,7 @@ void at_exit() {
 }
 
 // After each compile in this process: the handler then runs before the destructors of whatever
-// state NVRTC made during the compiles so far (a compile that ran on while they ran at exit
-// crashed in NVRTC: bench/results/2026-11-28-h200-session42.md).
+// state NVRTC made during the compiles so far, which a compile still running would use.
 void at_exit_again() {
   std::atexit(at_exit);
 }
