@@ -526,6 +526,25 @@ TEST_F(Codegen, ElementwiseVectorGroups) {
       EXPECT_NO_THROW(compile_cuda(render_cuda(mixed, mv, t), t)) << dtype_name(d) << group;
     }
   }
+  // The default grouping over other operand kinds: two outputs, integers, a bool result.
+  Tensor xi = cast(x * 100, DType::i32);
+  eval(xi);
+  std::vector<FusedKernel> others = {kernel_of([&] { return xi * 3 + 1; }),
+                                     kernel_of([&] { return x > y; })};
+  {
+    Capture c;
+    Tensor a = tanh(x) * 2, b = a + y;
+    eval(a, b);
+    ASSERT_EQ(c.kernels.size(), 1u);
+    ASSERT_EQ(c.kernels[0].outputs.size(), 2u);
+    others.push_back(c.kernels[0]);
+  }
+  for (const FusedKernel& k : others) {
+    const CudaVariant v = choose_variant(k, aligned, t);
+    EXPECT_TRUE(v.vec);
+    EXPECT_EQ(v.vec_group, 2);
+    EXPECT_NO_THROW(compile_cuda(render_cuda(k, v, t), t));
+  }
 }
 
 // The column layout (reductions over outer axes): vectors along the kept innermost dim where
