@@ -62,6 +62,8 @@ void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, i
 // would be more than elementwise_grid_cap blocks, else 0; KILN_ELEMENTWISE_GRID may choose
 // 0 (capped) or N for every one.
 int elementwise_vec_group(const FusedKernel& k, const CudaTarget& t);
+// Blocks of kBlock threads for one element, or one vector with `vec`, a thread.
+int64_t elementwise_blocks(const FusedKernel& k, bool vec);
 // The most blocks a looping (capped) elementwise or tiled grid launches: 8 per SM.
 int64_t elementwise_grid_cap(const CudaTarget& t);
 // Launch shapes.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -72,9 +73,7 @@ void choose_elementwise(const FusedKernel& k, llvm::ArrayRef<void*> slot_base, i
 // for an A/B.
 CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const CudaTarget& t) {
   CudaLaunch l;
-  const int64_t n = k.shape.numel();
-  const int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(k) : 1);
-  const int64_t blocks = (n + per_block - 1) / per_block;
+  const int64_t blocks = elementwise_blocks(k, v.vec);
   l.block = kBlock;
   l.grid = static_cast<uint32_t>(
       v.vec_group > 0 ? std::min<int64_t>((blocks + v.vec_group - 1) / v.vec_group, INT32_MAX)
@@ -82,17 +81,36 @@ CudaLaunch launch_elementwise(const FusedKernel& k, const CudaVariant& v, const 
   return l; // grid 0 (n == 0): nothing to launch
 }
 
+int64_t elementwise_blocks(const FusedKernel& k, bool vec) {
+  const int64_t per_block = int64_t(kBlock) * (vec ? elems_per_vec(k) : 1);
+  return (k.shape.numel() + per_block - 1) / per_block;
+}
+
 int64_t elementwise_grid_cap(const CudaTarget& t) {
   return int64_t(std::max(1, t.sm_count)) * 8;
 }
 
+namespace {
+// KILN_ELEMENTWISE_GRID as a number: -1 auto, 0 capped, else N. choose_variant runs at every
+// launch outside a CUDA graph, so the text is parsed again only when it changes (tests switch
+// it at run time), not split and matched at each launch.
+int grid_setting() {
+  thread_local std::string seen = "\x01"; // never a value: parsed on the first call
+  thread_local int value = -1;
+  const char* raw = std::getenv(setting_info(Setting::elementwise_grid).variable);
+  if (seen != (raw ? raw : "")) {
+    seen = raw ? raw : "";
+    const std::optional<std::string> v = setting_text(Setting::elementwise_grid);
+    value = !v || *v == "auto" ? -1 : *v == "capped" ? 0 : std::stoi(*v);
+  }
+  return value;
+}
+} // namespace
+
 int elementwise_vec_group(const FusedKernel& k, const CudaTarget& t) {
-  const std::optional<std::string> v = setting_text(Setting::elementwise_grid);
-  if (v && *v == "capped") return 0;
-  if (v && *v != "auto") return std::stoi(*v);
-  const int64_t per_block = int64_t(kBlock) * elems_per_vec(k);
-  const int64_t blocks = (k.shape.numel() + per_block - 1) / per_block;
-  return blocks > elementwise_grid_cap(t) ? 2 : 0;
+  const int set = grid_setting();
+  if (set >= 0) return set;
+  return elementwise_blocks(k, /*vec=*/true) > elementwise_grid_cap(t) ? 2 : 0;
 }
 
 // ---- the emitter ---------------------------------------------------------------------------

@@ -28,8 +28,7 @@ namespace {
 constexpr int64_t kMaxBlocks = 1024;
 
 int64_t segment_blocks(const FusedKernel& seg, const CudaVariant& v) {
-  const int64_t per_block = int64_t(kBlock) * (v.vec ? elems_per_vec(seg) : 1);
-  return std::min<int64_t>((seg.shape.numel() + per_block - 1) / per_block, kMaxBlocks);
+  return std::min<int64_t>(elementwise_blocks(seg, v.vec), kMaxBlocks);
 }
 
 } // namespace
