@@ -5,6 +5,7 @@
 #include "engine/cse.h"
 #include "engine/loop_detect.h"
 #include "engine/owner_thread.h"
+#include "engine/plan_key.h"
 #include "ir/errors.h"
 #include "ir/settings.h"
 #include "ir/shape_math.h"
@@ -42,6 +43,7 @@ EngineState make_engine() {
       setting_int(Setting::idle_flush).value_or(e.idle_flush_nodes);
   e.max_plans = setting_int(Setting::plan_cache).value_or(e.max_plans);
   e.loop_template = setting_flag(Setting::loop_template).value_or(e.loop_template);
+  e.key_tokens = setting_flag(Setting::key_tokens).value_or(e.key_tokens);
   return e;
 }
 
@@ -303,6 +305,9 @@ Tensor publish(Node* n, bool internal) {
   recount(n, false);
   if (grad) record_grad(n, n->op, *n, n->inputs);
   if (n->realized() || e.flushing || internal) return t;
+  // Where a loop template could make the node (publishes_as_known's state), it is keyed by its
+  // token as the template's nodes are, so that a flush's key does not depend on which made it.
+  if (e.key_tokens && skips_cse_in_loop(e)) n->key_token = static_words_token(n, kind);
   note_loop_op(e, n, kind);
   flush_if_needed(n);
   e.op_call_start = e.next_id;

@@ -63,6 +63,9 @@ struct EngineState {
   // A confirmed loop's op calls are recorded from the body before where their operands are alike
   // (engine/loop_template.h; KILN_LOOP_TEMPLATE).
   bool loop_template = true;
+  // Pending nodes recorded in a confirmed loop are keyed by token (engine/plan_key.h,
+  // static_words_token; KILN_KEY_TOKENS).
+  bool key_tokens = true;
   std::array<Node*, 4> loop_constants{}; // pending, internal; cleared as each is realized or freed
   int next_loop_constant = 0;            // the entry the next constant replaces
   LoopDetector loop;

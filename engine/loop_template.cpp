@@ -3,6 +3,7 @@
 #include "engine/cse.h"
 #include "engine/graph.h"
 #include "engine/ops_common.h"
+#include "engine/plan_key.h"
 
 #include <vector>
 
@@ -28,6 +29,7 @@ struct TemplateOp {
   // cse_kind_merged(kind), as of cse_merged_kinds_version() == merged_version (0: not asked).
   bool merged = false;
   uint64_t merged_version = 0;
+  uint32_t key_token = 0; // the node's (static_words_token)
 };
 
 // By loop position modulo the period. At namespace scope: a function's static costs a guard
@@ -128,6 +130,7 @@ Tensor make_from_template(LoopCall& c) {
   n->dtype = t.dtype;
   n->device = t.device;
   n->layout = t.layout;
+  n->key_token = e.key_tokens ? t.key_token : 0;
   if (c.form == CallForm::view) n->view = t.prim;
   add_inputs(n, c, constant.node());
   return publish_known(n, t.kind, t.counted_bytes);
@@ -149,6 +152,7 @@ void learn(const LoopCall& c, const Node* n) {
   t.device = n->device;
   t.layout = n->layout;
   t.kind = n->loop_kind;
+  t.key_token = n->key_token != 0 ? n->key_token : static_words_token(n, n->loop_kind);
   t.merged_version = 0;
   t.counted_bytes = n->op == OpCode::view ? 0 : n->nbytes();
   t.operand_dtype[0] = c.a->dtype;

@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
+#include <unordered_map>
 
 namespace kiln::detail {
 
@@ -118,6 +120,61 @@ private:
   llvm::DenseMap<const Buffer*, uint32_t> index_;
 };
 
+// A pending node's static words: op, dtype, device, rank and inputs, its shape, and the
+// attributes of ops that have them (constants' values left out: a replay writes each run's).
+void put_static_words(NodeWords& k, const Node* n) {
+  k.put(static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
+        static_cast<uint64_t>(n->device.kind) << 16 |
+        static_cast<uint64_t>(static_cast<uint8_t>(n->device.index)) << 24 |
+        static_cast<uint64_t>(n->shape().size()) << 40 |
+        static_cast<uint64_t>(n->inputs.size()) << 48);
+  k.put_shape(n->shape());
+  // An op without attributes has them all zero: its kind, in the first word, says so.
+  if (has_attrs(n->op))
+    n->visit_attrs(
+        n->op, n->layout, [&](uint64_t x) { k.put(x); }, /*constant_values=*/false);
+}
+
+// The first word of a node keyed by its token: its op byte is one no op has, so that it never
+// reads as a node whose words are spelled out.
+constexpr uint64_t kTokenTag = 0xff;
+static_assert(std::size(kOpTable) < kTokenTag);
+
+// Interned static words (static_words_token). Keyed by the node's kind (a hash of the same
+// words), chained where kinds collide, so that a token always stands for one sequence of words.
+class TokenTable {
+public:
+  uint32_t token(const Node* n, uint64_t kind) {
+    NodeWords w;
+    put_static_words(w, n);
+    auto [it, fresh] = first_.try_emplace(kind, -1);
+    for (int i = it->second; i >= 0; i = entries_[static_cast<size_t>(i)].next) {
+      const Entry& e = entries_[static_cast<size_t>(i)];
+      if (std::equal(e.words.begin(), e.words.end(), w.w, w.w + w.n)) return e.token;
+    }
+    if (last_ == std::numeric_limits<uint32_t>::max()) return 0;
+    if (entries_.size() >= kMaxEntries) { // tokens are never reused: old ones stay exact
+      entries_.clear();
+      first_.clear();
+      it = first_.try_emplace(kind, -1).first;
+    }
+    entries_.push_back(Entry{{w.w, w.w + w.n}, ++last_, it->second});
+    it->second = static_cast<int>(entries_.size() - 1);
+    return last_;
+  }
+
+private:
+  static constexpr size_t kMaxEntries = size_t(1) << 16;
+  struct Entry {
+    llvm::SmallVector<uint64_t, 8> words;
+    uint32_t token;
+    int next; // the entry before it of the same kind, or -1
+  };
+  std::unordered_map<uint64_t, int> first_; // kind -> its latest entry
+  std::vector<Entry> entries_;
+  uint32_t last_ = 0;
+};
+
 // A node's kind, its readers in the walk (`here`) and whether it has others, and its shape.
 void put_node(NodeWords& k, const Node* n, uint32_t here, bool others) {
   k.put(static_cast<uint64_t>(n->op) | static_cast<uint64_t>(n->dtype) << 8 |
@@ -189,6 +246,11 @@ void leaf_key(llvm::ArrayRef<Node*> leaves, llvm::ArrayRef<bool> others, std::ve
   }
 }
 
+uint32_t static_words_token(const Node* n, uint64_t kind) {
+  static TokenTable table;
+  return table.token(n, kind);
+}
+
 uint64_t planning_flags() {
   const EngineState& e = engine();
   return static_cast<uint64_t>(e.small_matmul) | uint64_t(e.group_launches) << 8 |
@@ -242,16 +304,25 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect) {
     n->walk_index = static_cast<uint32_t>(i); // its inputs, created before it, have theirs
     const uint32_t here = w.uses[i] = n->walk_uses;
     NodeWords words;
-    put_node(words, n, here, n->uses != here);
     if (n->realized()) {
+      put_node(words, n, here, n->uses != here);
       put_storage(words, n, buffers.find_or_add(n->buffer.get(), n->walk_index).first);
       k.put(words);
       continue;
     }
-    // An op without attributes has them all zero: its kind, in the node's first word, says so.
-    if (has_attrs(n->op))
-      n->visit_attrs(
-          n->op, n->layout, [&](uint64_t x) { words.put(x); }, /*constant_values=*/false);
+    if (n->key_token != 0) { // the token stands for put_node's static words and the attributes
+      words.put(kTokenTag | static_cast<uint64_t>(n->internal) << 8 |
+                static_cast<uint64_t>(n->handles > 0) << 9 |
+                static_cast<uint64_t>(n->inputs.size()) << 16 |
+                static_cast<uint64_t>(n->key_token) << 32);
+      words.put(here | static_cast<uint64_t>(n->uses != here) << 32);
+    } else {
+      put_node(words, n, here, n->uses != here);
+      // An op without attributes has them all zero: its kind, in the first word, says so.
+      if (has_attrs(n->op))
+        n->visit_attrs(
+            n->op, n->layout, [&](uint64_t x) { words.put(x); }, /*constant_values=*/false);
+    }
     // The inputs' positions join the node's words in one put where they fit (a concat may have
     // more inputs than words left).
     if (n->inputs.size() <= static_cast<size_t>(NodeWords::kMaxWords - words.n)) {

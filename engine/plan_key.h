@@ -43,6 +43,15 @@ uint64_t next_walk_stamp();
 /// The settings that change how the same graph is planned, as one word of the key.
 uint64_t planning_flags();
 
+/// The number that stands for pending node `n`'s static words (op, dtype, device, shape,
+/// attributes: what the plan key would otherwise spell out) in the key, interned: equal words
+/// get the same token whatever recorded the node (its front-end or a loop template), so keys
+/// of equal graphs stay equal. `kind`: op_kind_hash(n). 0 once the tokens are used up (the key
+/// then spells the words out). Given to nodes recorded in a confirmed loop (Node::key_token):
+/// a loop's flush keys hundreds of nodes, and comparing their words with the last plan's key
+/// was most of its walk's cache misses.
+uint32_t static_words_token(const Node* n, uint64_t kind);
+
 /// The words walk_pending keys for a walk's realized nodes (its leaves), in their order: for
 /// checking that other realized nodes can stand in for them in the same plan (a replay of a
 /// traced evaluation, engine/trace.h). `others`: per leaf, whether pending nodes outside the

@@ -3,6 +3,8 @@
 // the one a walk without an expectation writes, word for word, whichever key it was given.
 #include "engine/plan_key.h"
 
+#include "engine/loop_detect.h"
+
 #include <kiln/kiln.h>
 
 #include <gtest/gtest.h>
@@ -94,7 +96,7 @@ TEST_F(PlanKey, RepeatedAndAlternatingPlansGiveTheValuesOfFreshPlans) {
     Tensor x = realized({4, 8});
     const Tensor w = realized({8, 8});
     std::vector<float> out;
-    for (int i = 0; i < 12; ++i) {
+    for (int i = 0; i < 18; ++i) {
       x = i % 3 == 2 ? sigmoid(matmul(x, w) - 0.5f) : tanh(matmul(x, w) * 0.5f + 0.25f);
       eval(x);
       for (float v : x.to_vector<float>()) out.push_back(v);
@@ -103,8 +105,37 @@ TEST_F(PlanKey, RepeatedAndAlternatingPlansGiveTheValuesOfFreshPlans) {
   };
   reset_stats();
   const std::vector<float> cached = run(256);
-  EXPECT_GE(stats().plan_hits, 8) << stats();
+  // (Plans of both forms keyed by words until the loop is confirmed, then by token.)
+  EXPECT_GE(stats().plan_hits, 12) << stats();
   const std::vector<float> fresh = run(0);
   set_plan_cache_limit(256);
   EXPECT_EQ(cached, fresh);
+}
+
+// Tokens stand for a pending node's static words (op, dtype, device, shape, attributes): nodes
+// with equal words share one, whatever recorded them; other words get another, even where their
+// kinds (the table's buckets) collide; and a node keyed by its token keys apart from the same
+// node spelled out, so the two forms never share a plan.
+TEST_F(PlanKey, TokensStandForExactlyTheStaticWords) {
+  const Tensor x = realized({4, 8}), y = realized({4, 8}), z = realized({2, 8});
+  const Tensor a = tanh(x + 1.0f), b = tanh(y * 2.0f), c = tanh(z + 1.0f);
+  const Tensor s1 = slice(a, 0, 1, 3), s2 = slice(a, 0, 2, 4); // views: attributes differ
+  auto token = [](const Tensor& t, uint64_t kind) {
+    return detail::static_words_token(t.node(), kind);
+  };
+  const uint64_t kind_a = detail::op_kind_hash(a.node());
+  const uint32_t ta = token(a, kind_a);
+  ASSERT_NE(ta, 0u);
+  EXPECT_EQ(token(b, detail::op_kind_hash(b.node())), ta); // another node, the same words
+  EXPECT_EQ(token(a, kind_a), ta);
+  EXPECT_NE(token(c, kind_a), ta); // another shape, in the same bucket
+  EXPECT_NE(token(s1, kind_a), token(s2, kind_a));
+  EXPECT_EQ(token(s1, 1), token(s1, 1));
+
+  const auto spelled = walk(b);
+  b.node()->key_token = ta;
+  const auto tokened = walk(b);
+  b.node()->key_token = 0;
+  EXPECT_NE(tokened->key, spelled->key);
+  EXPECT_LT(tokened->key.size(), spelled->key.size());
 }
