@@ -40,8 +40,10 @@ std::shared_ptr<CachedPlan> last_plan() {
   return c.lru.empty() ? nullptr : c.lru.front();
 }
 
-ExpectedKey expected_key(const std::shared_ptr<CachedPlan>& p) {
-  return p ? ExpectedKey{&p->key, p->hash} : ExpectedKey{};
+ExpectedKey expected_key(const std::shared_ptr<CachedPlan>& p, bool spelled) {
+  if (!p) return {};
+  if (!spelled && !p->token_key.empty()) return {&p->token_key, p->token_hash};
+  return {&p->key, p->hash};
 }
 
 std::shared_ptr<CachedPlan> plan_for(const Walk& w, const std::shared_ptr<CachedPlan>& guess) {

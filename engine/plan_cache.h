@@ -13,8 +13,13 @@
 namespace kiln::detail {
 
 struct CachedPlan {
-  std::vector<uint64_t> key;
+  std::vector<uint64_t> key; // every node's words spelled out (walk_pending's spell_out)
   uint64_t hash = 0;
+  /// The key of its last evaluation keyed with tokens (a confirmed loop's nodes carry them,
+  /// Node::key_token), empty if none: what the next walk of a steady loop compares with, so
+  /// that it need not spell out its nodes' words.
+  std::vector<uint64_t> token_key;
+  uint64_t token_hash = 0;
   std::shared_ptr<Schedule> schedule; // its constants are rewritten by each run
   /// A run of consecutive steps [begin, end) that one backend runs as a batch.
   struct Batch {
@@ -32,8 +37,9 @@ struct CachedPlan {
 /// The plan used last, or null: the next evaluation of a loop is likely the same, so its walk
 /// compares its key with this one's as it goes (walk_pending's ExpectedKey).
 std::shared_ptr<CachedPlan> last_plan();
-/// The key of `p` as the key walk_pending should expect (none for null).
-ExpectedKey expected_key(const std::shared_ptr<CachedPlan>& p);
+/// The key of `p` as the key walk_pending should expect (none for null): its token key if it has
+/// one, unless `spelled`.
+ExpectedKey expected_key(const std::shared_ptr<CachedPlan>& p, bool spelled = false);
 /// The plan for the evaluation walked in `w`: the cached one with an equal key, else planned
 /// now and cached (counted in stats().plan_hits / plan_misses). `guess`: the plan whose key the
 /// walk was given to expect (when w.matched, that plan).

@@ -262,8 +262,9 @@ uint64_t next_walk_stamp() {
   return ++stamp;
 }
 
-void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect) {
+void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect, bool spell_out) {
   w.nodes.clear();
+  w.tokens = false;
   w.targets.clear();
   w.key.clear();
   const uint64_t stamp = next_walk_stamp();
@@ -310,7 +311,8 @@ void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect) {
       k.put(words);
       continue;
     }
-    if (n->key_token != 0) { // the token stands for put_node's static words and the attributes
+    if (n->key_token != 0 && !spell_out) { // it stands for put_node's words and the attributes
+      w.tokens = true;
       words.put(kTokenTag | static_cast<uint64_t>(n->internal) << 8 |
                 static_cast<uint64_t>(n->handles > 0) << 9 |
                 static_cast<uint64_t>(n->inputs.size()) << 16 |

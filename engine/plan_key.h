@@ -24,6 +24,8 @@ struct Walk {
   /// The key equals the expected one walk_pending was given: `key` is left empty (it is the
   /// expected one) and `hash` is its hash.
   bool matched = false;
+  /// Some node is keyed by its token (Node::key_token) rather than its words spelled out.
+  bool tokens = false;
 };
 
 /// A key a walk is likely to produce (the last plan's, in a loop), with its hash.
@@ -63,6 +65,9 @@ void leaf_key(llvm::ArrayRef<Node*> leaves, llvm::ArrayRef<bool> others, std::ve
 /// be, the walk compares with it as it goes and writes and hashes a key only where they differ
 /// (Walk::matched): a loop's flush keys hundreds of nodes, and writing, hashing and comparing
 /// that key were a fifth of its host's cache misses.
-void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect = {});
+/// `spell_out`: key every node by its words, tokens ignored: the plan cache's key. A walk that
+/// uses tokens only finds the plan it was given to expect (Walk::matched).
+void walk_pending(llvm::ArrayRef<Node*> targets, Walk& w, ExpectedKey expect = {},
+                  bool spell_out = false);
 
 } // namespace kiln::detail

@@ -117,8 +117,8 @@ std::string TracedEval::trace(llvm::ArrayRef<Node*> targets, llvm::ArrayRef<Node
 
 std::string TracedEval::plan_traced(llvm::ArrayRef<Node*> pending, llvm::ArrayRef<Node*> known,
                                     llvm::ArrayRef<int> held) {
-  Walk w;
-  walk_pending(pending, w);
+  Walk w; // keyed by words: tokens only find the plan a walk expects
+  walk_pending(pending, w, {}, /*spell_out=*/true);
   if (std::string why = unreplayable(w, pending); !why.empty()) {
     realize(pending);
     return why;
@@ -128,7 +128,7 @@ std::string TracedEval::plan_traced(llvm::ArrayRef<Node*> pending, llvm::ArrayRe
   const size_t captured_before = captured_.size();
   for (Node* n : w.nodes)
     if (n->realized()) (void)source_of(n, known);
-  if (captured_.size() != captured_before) walk_pending(pending, w);
+  if (captured_.size() != captured_before) walk_pending(pending, w, {}, /*spell_out=*/true);
   plan_ = plan_for(w);
   describe(w, known, held);
   // Results that are views of pending values are realized as aliases of their roots, as

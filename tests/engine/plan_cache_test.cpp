@@ -343,7 +343,7 @@ TEST_F(PlanCache, InPlaceReuseFollowsLivenessNotTheCachedPlan) {
   Tensor x = realized_randn({n}), g = realized_randn({n});
   std::vector<float> xs = x.to_vector<float>(), gs = g.to_vector<float>();
   reset_stats();
-  for (int i = 0; i < 13; ++i) {
+  for (int i = 0; i < 9; ++i) {
     Tensor old;
     std::vector<float> old_values = xs;
     if (i % 4 == 3) old = x; // this step the old value stays observable
@@ -355,8 +355,8 @@ TEST_F(PlanCache, InPlaceReuseFollowsLivenessNotTheCachedPlan) {
   std::vector<float> got = x.to_vector<float>();
   for (int64_t j = 0; j < n; ++j) EXPECT_FLOAT_EQ(got[j], xs[j]) << j;
   Stats s = stats();
-  EXPECT_GE(s.buffers_reused, 9) << s;
-  EXPECT_GE(s.plan_hits, 7) << s; // (a plan more once the loop is confirmed: keyed by token)
+  EXPECT_GE(s.buffers_reused, 6) << s;
+  EXPECT_GE(s.plan_hits, 5) << s;
 }
 
 // Fresh slices of a bigger tensor each step reuse one plan (the slot's base moves with the
@@ -449,10 +449,9 @@ TEST_F(PlanCache, ScalarsThatChangeEveryStepReuseOnePlanAndGraph) {
   std::vector<double> wv(w0.begin(), w0.end());
   std::vector<float> gv = g.to_vector<float>();
   std::vector<double> mv(n, 0.0);
-  // Four warm-up steps: the first plans differently (its inputs were made otherwise), the
-  // third once more (the loop is confirmed there: its ops are keyed by token from then on),
-  // and the plan of the rest is replayed as a graph from its third run.
-  const int warmup = 4, steps = 10;
+  // Three warm-up steps: the first plans differently (its inputs were made otherwise), and
+  // the plan of the rest is replayed as a graph from its third run.
+  const int warmup = 3, steps = 10;
   for (int t = 1; t <= warmup + steps; ++t) {
     if (t == warmup + 1) reset_stats();
     const float lr = 0.1f / static_cast<float>(t);                   // a schedule
