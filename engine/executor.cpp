@@ -339,13 +339,18 @@ void realize(llvm::ArrayRef<Node*> targets) {
   uint64_t token_hash = 0;
   bool keyed_by_tokens = false;
   std::shared_ptr<CachedPlan> guess = last_plan(); // a loop repeats its evaluations
+  std::shared_ptr<CachedPlan> p;
   // The walk keys a confirmed loop's nodes by their tokens, which find the plan it expects (the
-  // last one's, in a steady loop) without spelling out their words. Where they do not, the
-  // nodes are walked again with their words spelled out, the plan cache's key.
+  // last one's, in a steady loop) or another plan's token key (evaluations that alternate)
+  // without spelling out their words. Where they do not, the nodes are walked again with their
+  // words spelled out, the plan cache's key.
   auto walk = [&] {
     walk_pending(pending, w, expected_key(guess));
     keyed_by_tokens = !w.matched && w.tokens;
-    if (!keyed_by_tokens) return;
+    if (!keyed_by_tokens || (p = plan_by_tokens(w))) {
+      keyed_by_tokens = false;
+      return;
+    }
     token_key.swap(w.key);
     token_hash = w.hash;
     walk_pending(pending, w, expected_key(guess, /*spelled=*/true), /*spell_out=*/true);
@@ -353,16 +358,13 @@ void realize(llvm::ArrayRef<Node*> targets) {
   walk();
   // A loop without eval read after a number of bodies never planned: its whole bodies are
   // flushed in chunks that have plans (adaptive_flush.h), then the rest is walked again.
-  if (!e.body_ends.empty() && !plan_cached(w) && flush_whole_bodies(w.hash)) {
+  if (!p && !e.body_ends.empty() && !plan_cached(w) && flush_whole_bodies(w.hash)) {
     if (!left_pending()) return;
     guess = last_plan();
     walk();
   }
-  std::shared_ptr<CachedPlan> p = plan_for(w, guess);
-  if (keyed_by_tokens) { // what the next evaluation of the same graph walks to
-    p->token_key.swap(token_key);
-    p->token_hash = token_hash;
-  }
+  if (!p) p = plan_for(w, guess);
+  if (keyed_by_tokens) set_token_key(p, token_key, token_hash); // what its next walk finds
   run_plan(*p, w.nodes);
   // Targets that are views of roots realized now (or earlier) become aliases too.
   for (Node* t : pending) {

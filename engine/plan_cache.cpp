@@ -13,6 +13,7 @@ namespace {
 struct Cache {
   std::list<std::shared_ptr<CachedPlan>> lru; // most recently used first
   llvm::DenseMap<uint64_t, std::list<std::shared_ptr<CachedPlan>>::iterator> by_hash;
+  llvm::DenseMap<uint64_t, uint64_t> by_token_hash; // a plan's token hash -> its hash
 };
 
 Cache& cache() {
@@ -20,11 +21,20 @@ Cache& cache() {
   return *c;
 }
 
+// `p` leaves the cache: its token hash no longer finds it.
+void forget_token_hash(Cache& c, const CachedPlan& p) {
+  if (p.token_key.empty()) return;
+  if (auto it = c.by_token_hash.find(p.token_hash);
+      it != c.by_token_hash.end() && it->second == p.hash)
+    c.by_token_hash.erase(it);
+}
+
 // Keep `p` as the most recently used plan for its hash; a different graph with the same hash
 // gives way (the newer one wins).
 void remember(const std::shared_ptr<CachedPlan>& p) {
   Cache& c = cache();
   if (auto it = c.by_hash.find(p->hash); it != c.by_hash.end()) {
+    if (it->second->get() != p.get()) forget_token_hash(c, **it->second);
     c.lru.erase(it->second);
     c.by_hash.erase(it);
   }
@@ -84,10 +94,34 @@ bool plan_cached(const Walk& w) {
   return it != c.by_hash.end() && (*it->second)->key == w.key;
 }
 
+std::shared_ptr<CachedPlan> plan_by_tokens(const Walk& w) {
+  Cache& c = cache();
+  auto t = c.by_token_hash.find(w.hash);
+  if (t == c.by_token_hash.end()) return nullptr;
+  auto it = c.by_hash.find(t->second);
+  if (it == c.by_hash.end() || (*it->second)->token_key != w.key) return nullptr;
+  EngineState& e = engine();
+  e.stats.plan_hits++;
+  e.plans_reused_in_a_row++;
+  c.lru.splice(c.lru.begin(), c.lru, it->second); // now the most recently used
+  return c.lru.front();
+}
+
+void set_token_key(const std::shared_ptr<CachedPlan>& p, std::vector<uint64_t>& key,
+                   uint64_t hash) {
+  Cache& c = cache();
+  forget_token_hash(c, *p);
+  p->token_key.swap(key);
+  p->token_hash = hash;
+  if (auto it = c.by_hash.find(p->hash); it != c.by_hash.end() && it->second->get() == p.get())
+    c.by_token_hash[hash] = p->hash; // (a plan not cached, the cache being off, is not found)
+}
+
 void trim_plan_cache() {
   EngineState& e = engine();
   Cache& c = cache();
   while (static_cast<int64_t>(c.lru.size()) > e.max_plans) {
+    forget_token_hash(c, *c.lru.back());
     c.by_hash.erase(c.lru.back()->hash);
     c.lru.pop_back();
     e.stats.plan_evictions++;

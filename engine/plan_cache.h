@@ -47,6 +47,12 @@ std::shared_ptr<CachedPlan> plan_for(const Walk& w,
                                      const std::shared_ptr<CachedPlan>& guess = nullptr);
 /// Whether plan_for(w) would find a cached plan (counts nothing, moves nothing).
 bool plan_cached(const Walk& w);
+/// The cached plan whose token key is `w`'s (a walk with tokens that did not match the plan it
+/// expected: a loop whose evaluations alternate between plans), counted as a hit; else null,
+/// nothing counted.
+std::shared_ptr<CachedPlan> plan_by_tokens(const Walk& w);
+/// `p` keeps `key` (swapped in) and `hash` as its token key, and is found by them.
+void set_token_key(const std::shared_ptr<CachedPlan>& p, std::vector<uint64_t>& key, uint64_t hash);
 /// Drop least recently used plans until the cache is within engine().max_plans.
 void trim_plan_cache();
 
