@@ -83,8 +83,8 @@ struct Node : NodeAttrs {
   uint32_t handles = 0;
   uint32_t uses = 0;
   // A pending node recorded in a confirmed loop: the number that stands for its static words
-  // (op, dtype, device, shape, attributes) in the plan key, interned (engine/plan_key.h); 0: the
-  // key spells the words out.
+  // (op, dtype, device, shape, attributes) when a flush's walk compares it with the last plan,
+  // interned (engine/plan_key.h, static_words_token); 0: the walk spells the words out.
   uint32_t key_token = 0;
   uint64_t id = 0;                    // creation order; inputs always have smaller ids
   llvm::SmallVector<Node*, 3> inputs; // pending nodes only; each holds one use
