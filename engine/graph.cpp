@@ -307,7 +307,7 @@ Tensor publish(Node* n, bool internal) {
   if (n->realized() || e.flushing || internal) return t;
   // Where a loop template could make the node (publishes_as_known's state), it is keyed by its
   // token as the template's nodes are, so that a flush's key does not depend on which made it.
-  if (e.key_tokens && skips_cse_in_loop(e)) n->key_token = static_words_token(n, kind);
+  if (e.key_tokens && kind != 0 && skips_cse_in_loop(e)) n->key_token = static_words_token(n, kind);
   note_loop_op(e, n, kind);
   flush_if_needed(n);
   e.op_call_start = e.next_id;

@@ -182,3 +182,27 @@ TEST_F(PlanKey, TokensChangeNoPlan) {
   EXPECT_EQ(with_stats.flushes, without_stats.flushes);
   EXPECT_GE(with_stats.plan_hits, 80) << with_stats;
 }
+
+// The table of tokens is bounded (it forgets its entries past 65,536), but a token is never
+// given again: words interned after it forgot get new numbers, so an old token held by a node or
+// a plan's token key still stands for its words alone.
+TEST_F(PlanKey, ForgottenTokensAreNeverGivenAgain) {
+  const Tensor a = tanh(realized({1, 1}) + 1.0f);
+  detail::Node* n = a.node();
+  const detail::Layout kept = n->layout;
+  auto token_of = [n](int64_t rows) {
+    n->layout.shape = Shape{rows, 1};
+    return detail::static_words_token(n, detail::op_kind_hash(n));
+  };
+  const uint32_t first = token_of(1);
+  uint32_t last = first;
+  for (int64_t rows = 2; rows < 70'000; ++rows) {
+    const uint32_t t = token_of(rows);
+    ASSERT_GT(t, last) << rows; // new words, a new number
+    last = t;
+  }
+  const uint32_t again = token_of(1); // forgotten by now: interned afresh
+  n->layout = kept;
+  EXPECT_GT(again, last);
+  EXPECT_NE(again, first);
+}
