@@ -406,7 +406,9 @@ kiln::SmallMatmul usual_small_matmul() {
 }
 
 // The engine as a fresh process would start the loop: no loop seen, no templates, no plans, no
-// kinds that CSE merged, so that runs with and without templates are alike but for them.
+// kinds that CSE merged, so that runs with and without templates are alike but for them. The run
+// without templates also compares its plans without tokens (Node::key_token): neither may
+// change a bit, a kernel or a plan.
 void start_afresh(const LoopOptions& opt, const Loop& l, uint64_t seed) {
   using namespace kiln::detail;
   kiln::set_eager(opt.eager);
@@ -416,6 +418,7 @@ void start_afresh(const LoopOptions& opt, const Loop& l, uint64_t seed) {
   cse_forget_merged_kinds();
   clear_loop_template();
   engine().loop_template = opt.templates;
+  engine().key_tokens = opt.templates;
   const int64_t plans = engine().max_plans;
   kiln::set_plan_cache_limit(0);
   kiln::set_plan_cache_limit(plans);
@@ -502,6 +505,7 @@ LoopOutcome run_loop(uint64_t seed, const LoopOptions& opt) {
   kiln::set_eager(false);
   kiln::set_small_matmul(usual_small_matmul());
   kiln::detail::engine().loop_template = true;
+  kiln::detail::engine().key_tokens = true;
   // Every tensor of the loop is gone: so must be every gradient history it recorded (a live one
   // would turn loop detection off for every later loop of the process).
   r.history_left = kiln::detail::live_grad_records();
