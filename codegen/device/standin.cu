@@ -78,22 +78,40 @@ struct Kernel {
                               : (double)reinterpret_cast<const float*>(sums + j * kBlock)[tx];
   }
 
-  // The fma chain over k = lo, lo + step, ... < hi from `acc` (the accumulator's type A).
-  template <class A>
-  KD A chain(const Dot& d, long long i, long long lo, long long hi, A acc,
-             long long step = 1) const {
+  // Where dot d's operands are read for element i: found once per element, not once per chunk.
+  struct DotWalk {
+    const void* a;
+    const void* b;
+    long long a0, b0, ak, bk;
+    uint8_t ta, tb;
+  };
+  KD DotWalk walk(const Dot& d, long long i) const {
     const Operand& oa = in[d.a];
     const Operand& ob = in[d.b];
-    const long long ak = ifield(d.ak), bk = ifield(d.bk);
-    const long long a0 = offset(oa, i), b0 = offset(ob, i);
-    const void* pa = ptr(oa);
-    const void* pb = ptr(ob);
+    return {ptr(oa), ptr(ob), offset(oa, i), offset(ob, i), ifield(d.ak), ifield(d.bk),
+            oa.type, ob.type};
+  }
+
+  // The fma chain over k = lo, lo + step, ... < hi from `acc` (the accumulator's type A).
+  template <class A>
+  KD A chain(const DotWalk& w, long long lo, long long hi, A acc, long long step = 1) const {
+    if (w.ta == t_f32 && w.tb == t_f32) { // the same fmas, without a dispatch on type per k
+      const float* pa = static_cast<const float*>(w.a) + w.a0;
+      const float* pb = static_cast<const float*>(w.b) + w.b0;
+      for (long long k = lo; k < hi; k += step) {
+        if constexpr (sizeof(A) == 8)
+          acc = fma((double)pa[k * w.ak], (double)pb[k * w.bk], acc);
+        else
+          acc = fmaf(pa[k * w.ak], pb[k * w.bk], acc);
+      }
+      return acc;
+    }
     for (long long k = lo; k < hi; k += step) {
-      const Value x = load(pa, a0 + k * ak, oa.type), y = load(pb, b0 + k * bk, ob.type);
+      const Value x = load(w.a, w.a0 + k * w.ak, w.ta), y = load(w.b, w.b0 + k * w.bk, w.tb);
       if constexpr (sizeof(A) == 8)
-        acc = fma(oa.type == t_f64 ? x.d : (double)x.f, ob.type == t_f64 ? y.d : (double)y.f, acc);
+        acc = fma(w.ta == t_f64 ? x.d : (double)x.f, w.tb == t_f64 ? y.d : (double)y.f, acc);
       else
-        acc = fmaf(oa.type == t_f64 ? (float)x.d : x.f, ob.type == t_f64 ? (float)y.d : y.f, acc);
+        acc = fmaf(w.ta == t_f64 ? (float)x.d : x.f, w.tb == t_f64 ? (float)y.d : y.f, acc);
     }
     return acc;
   }
@@ -106,8 +124,9 @@ struct Kernel {
   template <class A> KD A gemm_sum(const Dot& d, long long i) const {
     const long long K = ifield(d.K);
     const int C = pr->cluster, G = pr->gemm_groups;
+    const DotWalk w = walk(d, i);
     if (d.is_short) {
-      A s = chain<A>(d, i, 0, K, A(0));
+      A s = chain<A>(w, 0, K, A(0));
       return G > 1 || C > 1 ? s + A(0) : s;
     }
     const long long BK = pr->gemm_bk, KG = BK / G;
@@ -119,7 +138,7 @@ struct Kernel {
       for (int g = 0; g < G; ++g) {
         A part = 0;
         for (long long k0 = kb; k0 < ke; k0 += BK)
-          part = chain<A>(d, i, k0 + g * KG, min(k0 + g * KG + KG, ke), part);
+          part = chain<A>(w, k0 + g * KG, min(k0 + g * KG + KG, ke), part);
         s = g == 0 ? part : s + part;
       }
       total = r == 0 ? s : total + s;
@@ -345,10 +364,10 @@ template <int S> KD void dots(Kernel& k, double* sd) {
       const long long K = k.ifield(d.K);
       if (d.acc_double)
         k_warp_sum(sd + j * kBlock, bx, tx,
-                   valid ? k.template chain<double>(d, i, first, K, 0.0, step) : 0.0);
+                   valid ? k.template chain<double>(k.walk(d, i), first, K, 0.0, step) : 0.0);
       else
         k_warp_sum(reinterpret_cast<float*>(sd + j * kBlock), bx, tx,
-                   valid ? k.template chain<float>(d, i, first, K, 0.0f, step) : 0.0f);
+                   valid ? k.template chain<float>(k.walk(d, i), first, K, 0.0f, step) : 0.0f);
     }
     __syncthreads();
     if (ty == 0) {

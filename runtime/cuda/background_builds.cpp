@@ -31,6 +31,22 @@ void at_exit_again() {
   std::atexit(at_exit);
 }
 
+// exit() runs its calling thread's thread_local destructors before any exit handler or static
+// destructor (glibc's __run_exit_handlers), so a guard in the main thread stops the builds while
+// all of NVRTC's state is there, even state that a compile in flight made (its destructor
+// registered after every handler above). The exit handlers stay for an exit() from another
+// thread. Only the main thread: another thread's end is not the process's.
+struct StopAtExit {
+  ~StopAtExit() {
+    if (::gettid() == ::getpid()) BackgroundBuilds::stop_all();
+  }
+};
+
+void stop_at_exit_of_this_thread() {
+  thread_local StopAtExit guard;
+  (void)guard;
+}
+
 } // namespace
 
 void BackgroundBuilds::stop_all() {
@@ -70,6 +86,7 @@ void BackgroundBuilds::stop() {
 
 void BackgroundBuilds::submit(std::vector<Job> jobs) {
   if (jobs.empty()) return;
+  stop_at_exit_of_this_thread();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) throw Error("[compile] kernels queued for compiling after the process's exit");

@@ -5,11 +5,14 @@
 // cache, then compile worker processes of its own when there are several, else NVRTC on the
 // thread); the calling thread collects the binaries and loads them into the driver.
 //
-// At exit the thread is stopped and joined before the objects it uses are destroyed. Exit
-// handlers run in the reverse order of their registration, so kiln's is registered when the
-// thread starts, again after each compile in this process (a compile may make NVRTC state whose
-// destructor is registered then: a new kind of kernel, late in a run) and after each round (the
-// disk cache's and the compile workers' state). A round in progress starts no further compile:
+// At exit the thread is stopped and joined before the objects it uses are destroyed: by a
+// thread_local guard of the thread that submits (an exit() from the main thread runs it before
+// any exit handler or static destructor, so before NVRTC's, even those a compile in flight
+// registered), and by an exit handler for an exit() from any other thread. Exit handlers run in
+// the reverse order of their registration, so kiln's is registered when the thread starts, again
+// after each compile in this process (a compile may make NVRTC state whose destructor is
+// registered then: a new kind of kernel, late in a run) and after each round (the disk cache's
+// and the compile workers' state). A round in progress starts no further compile:
 // the compiles on this process's threads finish, the compile workers' are ended, and what is
 // still queued is dropped (the disk cache keeps whatever was stored). So an exit waits for at
 // most one compile per thread, not for a round of a new training step's tens of kernels. In a

@@ -7,6 +7,7 @@
 #include "runtime/cuda/background_builds.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -93,6 +94,42 @@ TEST_F(BackgroundBuildsStop, ARoundInCompileWorkersEndsTheWorkers) {
   const int n = stop_during_round();
   EXPECT_LE(n, 3) << "the workers were handed more kernels after the stop";
   expect_later_round_finds(n);
+}
+
+// An exit while NVRTC compiles a new kind of kernel in the process: NVRTC may register the
+// destructor of state it made in that compile, after every exit handler of kiln's, and a
+// destructor that ran before the compile ended crashed the process (bench/results/
+// 2026-11-28-h200-session44.md). Here an exit handler registered while a compile is in flight
+// stands for that destructor: when it runs, the builds must be stopped already (a submit then
+// throws), which only the main thread's thread_local guard achieves.
+BackgroundBuilds* g_exiting = nullptr;
+BackgroundBuilds::Job* g_late_job = nullptr;
+
+void expect_builds_stopped() {
+  try {
+    g_exiting->submit({*g_late_job});
+  } catch (const Error&) {
+    std::_Exit(0);
+  }
+  std::_Exit(1); // the builds still ran when NVRTC's state would have been destroyed
+}
+
+TEST_F(BackgroundBuildsStop, AnExitStopsTheBuildsBeforeHandlersRegisteredDuringACompile) {
+  ScopedEnv processes("KILN_COMPILE_PROCESSES", "0");
+  ScopedEnv threads("KILN_COMPILE_THREADS", "1");
+  std::vector<BackgroundBuilds::Job> round = jobs();
+  g_late_job = new BackgroundBuilds::Job(round.back());
+  EXPECT_EXIT(
+      {
+        g_exiting = new BackgroundBuilds(*new Jit(target(), dir)); // never destroyed: at exit
+        g_exiting->submit(std::move(round));
+        const auto deadline = Clock::now() + std::chrono::seconds(120);
+        while (stored() == 0 && Clock::now() < deadline) // the next compile is in flight
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::atexit(expect_builds_stopped);
+        std::exit(0);
+      },
+      testing::ExitedWithCode(0), "");
 }
 
 } // namespace
