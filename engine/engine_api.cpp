@@ -39,6 +39,13 @@ void set_allow_tf32(bool on) {
   detail::allow_tf32() = on;
 }
 
+void set_cublas(bool on) {
+  detail::cublas_enabled() = on; // part of every plan key (planning_flags)
+}
+bool cublas() {
+  return detail::cublas_enabled();
+}
+
 void set_eager(bool on) {
   detail::engine().eager = on;
 }

@@ -47,7 +47,9 @@ bool small_matmul(const Node* n) {
   if (n->op != OpCode::matmul || !is_floating(n->dtype)) return false;
   // Reproducible mode: every floating matmul, of any size and on every device, so that no BLAS
   // library's summation order reaches a result.
-  if (engine().reproducible) return n->shape().size() > 0 && n->shape().back() > 0;
+  // Without cuBLAS (KILN_CUBLAS=0) likewise on CUDA, in the fast layouts.
+  if (engine().reproducible || (!cublas_enabled() && n->device.is_cuda()))
+    return n->shape().size() > 0 && n->shape().back() > 0;
   const int mode = engine().small_matmul;
   if (mode == 0 || (mode == 1 && !n->device.is_cuda())) return false;
   const Shape& s = n->shape();

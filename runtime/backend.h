@@ -168,6 +168,9 @@ bool& launch_thread();
 void fail_queued_launch_for_tests(int nth);
 /// Whether f32 GEMMs may use TF32 tensor cores (kiln::set_allow_tf32, KILN_ALLOW_TF32=1).
 bool& allow_tf32();
+/// Whether matmuls on CUDA may go to cuBLAS (kiln::set_cublas, KILN_CUBLAS=0 turns it off: every
+/// floating matmul is then a generated kernel's, and no cuBLAS handle is made).
+bool& cublas_enabled();
 /// Whether a CUDA graph lets each generated kernel launch while the kernel before it finishes
 /// (programmatic dependent launch on sm_90+; KILN_PDL=0 turns it off).
 bool& programmatic_launch();

@@ -172,6 +172,11 @@ bool& allow_tf32() {
   return allow;
 }
 
+bool& cublas_enabled() {
+  static bool on = [] { return setting_flag(Setting::cublas).value_or(true); }();
+  return on;
+}
+
 bool& programmatic_launch() {
   static bool on = [] { return setting_flag(Setting::pdl).value_or(true); }();
   return on;

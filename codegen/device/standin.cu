@@ -88,8 +88,8 @@ struct Kernel {
   KD DotWalk walk(const Dot& d, long long i) const {
     const Operand& oa = in[d.a];
     const Operand& ob = in[d.b];
-    return {ptr(oa), ptr(ob), offset(oa, i), offset(ob, i), ifield(d.ak), ifield(d.bk),
-            oa.type, ob.type};
+    return {ptr(oa),      ptr(ob),      offset(oa, i), offset(ob, i),
+            ifield(d.ak), ifield(d.bk), oa.type,       ob.type};
   }
 
   // The fma chain over k = lo, lo + step, ... < hi from `acc` (the accumulator's type A).

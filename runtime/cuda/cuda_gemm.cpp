@@ -41,11 +41,19 @@ cudaDataType_t data_type(DType t) {
 } // namespace
 
 CudaGemm::CudaGemm(OrderedStream& stream) : stream_(stream) {
+  if (cublas_enabled()) ready(); // at the device's start, as before: not in a first step
+}
+
+// Without cuBLAS (KILN_CUBLAS=0) no GEMM reaches here, so libcublas is never loaded; one that
+// comes after set_cublas(true) makes the handle then (before any capture: not during one).
+void CudaGemm::ready() {
+  if (handle_) return;
   cublas_check(cublas_api().cublasCreate(&handle_), "matmul", "cublasCreate");
   cuda_check(cudaMalloc(&workspace_, kWorkspaceBytes), "matmul", "cudaMalloc (cuBLAS workspace)");
 }
 
 void CudaGemm::run(const GemmStep& g, const void* a, const void* b, void* out) {
+  ready();
   issue(g, a, b, out, stream_.after_queued());
 }
 
@@ -117,6 +125,7 @@ void CudaGemm::issue(const GemmStep& g, const void* a, const void* b, void* out,
 cudaGraph_t CudaGemm::capture(const GemmStep& g, const void* a, const void* b, void* out) {
   // The capture records only the work issued between begin and end, so the stream may still
   // have earlier work queued; nothing else issues to it meanwhile (one thread drives kiln).
+  ready();
   const cudaStream_t s = stream_.after_queued_quietly();
   cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "eval",
              "cudaStreamBeginCapture");

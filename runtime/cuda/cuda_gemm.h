@@ -1,5 +1,6 @@
 #pragma once
-// GEMM through cuBLAS: one handle and workspace per stream, created once. f32 without TF32
+// GEMM through cuBLAS: one handle and workspace per stream, created once (at the device's start,
+// or at the first GEMM when cuBLAS was off then: kiln::set_cublas). f32 without TF32
 // unless allowed (kiln::set_allow_tf32 / KILN_ALLOW_TF32=1), f16/bf16 on tensor cores with
 // f32 accumulation, f64. Row-major operands map to cuBLAS's column-major by computing
 // C^T = B^T A^T; a transposed operand is an op flag, never a copy.
@@ -23,6 +24,7 @@ public:
   cudaGraph_t capture(const GemmStep& g, const void* a, const void* b, void* out);
 
 private:
+  void ready(); // the handle and workspace, made at first use when not at construction
   void issue(const GemmStep& g, const void* a, const void* b, void* out, cudaStream_t s);
 
   OrderedStream& stream_;
