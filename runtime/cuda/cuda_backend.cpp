@@ -290,9 +290,9 @@ const Probe& probe() {
     } else if (r.count == 0) {
       r.why = "no CUDA device found";
     } else if (std::string why = nvrtc_unavailable_reason(); !why.empty()) {
-      r.count = 0, r.why = why; // a GPU, but kiln cannot compile or multiply for it
-    } else if (std::string why = cublas_unavailable_reason(); !why.empty()) {
-      r.count = 0, r.why = why;
+      r.count = 0, r.why = why;    // a GPU, but kiln cannot compile or multiply for it
+    } else if (cublas_enabled()) { // without cuBLAS (KILN_CUBLAS=0) it is not even loaded
+      if (std::string why = cublas_unavailable_reason(); !why.empty()) r.count = 0, r.why = why;
     }
     return r;
   }();
