@@ -72,3 +72,33 @@ if [[ -x $build/bench/first_steps ]]; then
     rm -rf "$dir"
   done
 fi
+
+# The RNN sample's first training steps (issue 19: "the first training step of samples/rnn"),
+# elapsed seconds of its loss.csv (from the trainer's start, after the device and the model are
+# set up), default against KILN_CUBLAS=0 (no cuBLAS set-up), each on an empty cache in a fresh
+# process, alternating; then PyTorch's first training steps of the same model.
+sample_device=${SAMPLE_DEVICE:-cuda}
+if [[ -x $build/samples/kiln-rnn ]]; then
+  printf '\nkiln-rnn, first 5 training steps on an empty cache (s from the trainer'"'"'s start):\n\n'
+  printf '| setting | step 1 | step 2 | step 3 | step 4 | step 5 |\n|---|---:|---:|---:|---:|---:|\n'
+  for round in 1 2 3; do
+    for t in default KILN_CUBLAS=0; do
+      dir=$(mktemp -d /tmp/kiln-cold-XXXXXX)
+      env_t=(X=1); [[ $t != default ]] && env_t=("$t")
+      env "${env_t[@]}" KILN_CACHE_DIR="$dir" "$build/samples/kiln-rnn" --device "$sample_device" \
+        --steps 5 --log-every 1 --val-every 100000 --checkpoint-every 1000000 \
+        --out "$dir/out" >/dev/null 2>&1 || echo "failed: kiln-rnn ($t)" >&2
+      printf '| %s | %s |\n' "$t" "$(tail -n +2 "$dir/out/loss.csv" | cut -d, -f4 | paste -sd'|' | sed 's/|/ | /g')"
+      rm -rf "$dir"
+    done
+  done
+  if [[ ${have_torch:-0} == 1 ]]; then
+    printf '\nPyTorch, first training steps of the same model, 3 fresh processes each:\n\n'
+    printf '| mode | device init ms | set-up ms | first step ms | first 5 steps ms | 5th step ms |\n|---|---:|---:|---:|---:|---:|\n'
+    for mode in lstmcell cudnn; do
+      for round in 1 2 3; do
+        python3 "$(dirname "$0")/../torch/first_train_step_torch.py" "$mode" | grep -E '^\| PyTorch'
+      done
+    done
+  fi
+fi

@@ -68,12 +68,12 @@ bool loop_flush();
 void set_allow_tf32(bool on);
 /// cuBLAS for the matmuls that kiln's kernels do not compute (on by default). Off (env
 /// KILN_CUBLAS=0), every floating matmul on CUDA is computed in kiln's generated kernels, at any
-/// size: GEMM tiles, or dot products for at most 4 rows or columns. A process then never loads
-/// cuBLAS, nor pays its set-up at the first GEMM of each data type (f32: 80-135 ms of host time
-/// on the H100 and H200), which is most of a short program's first step; but GEMMs of more than
-/// 2^24 multiply-adds take 1.5-3.4x cuBLAS's time, and f16/bf16 ones get no tensor cores. For
-/// programs that start often and run briefly; docs/semantics.md, "Matmuls without cuBLAS".
-/// Results agree with cuBLAS's to rounding.
+/// size: GEMM tiles, or dot products for at most 4 rows or columns. A process that turns it off
+/// before it first uses the GPU never loads cuBLAS, nor pays its set-up at the first GEMM of
+/// each data type (f32: 80-135 ms of host time on the H100 and H200), which is most of a short
+/// program's first step; but GEMMs of more than 2^24 multiply-adds take 1.5-3.4x cuBLAS's time,
+/// and f16/bf16 ones get no tensor cores. For programs that start often and run briefly;
+/// docs/semantics.md, "Matmuls without cuBLAS". Results agree with cuBLAS's to rounding.
 void set_cublas(bool on);
 bool cublas();
 

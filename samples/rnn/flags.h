@@ -18,6 +18,7 @@ struct Config {
   bool compile = true;       // each training step replays a step traced by kiln::compile
   bool f64 = false;          // train in double precision
   bool reproducible = false; // kiln::set_reproducible: the same bits on every device
+  bool cublas = true;        // false: kiln::set_cublas(false), every matmul in kiln's kernels
   uint64_t seed = 0;
   std::string out = "rnn-out";
   int64_t log_every = 50;

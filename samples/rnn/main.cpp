@@ -27,10 +27,10 @@ kiln::Device choose_device(const std::string& flag) {
 void print_setup(const rnn::Config& c, kiln::Device d) {
   std::cout << "kiln-rnn on " << d << (c.eager ? " (eager)" : "")
             << (c.compile ? "" : " (not compiled)") << (c.f64 ? " in f64" : "")
-            << (c.reproducible ? " (reproducible)" : "") << ": LSTM hidden " << c.hidden
-            << ", window " << c.window << ", batch " << c.batch << ", Adam lr " << c.lr << ", clip "
-            << c.clip << ", " << c.steps << " steps, validation every " << c.val_every
-            << ", output in " << c.out << "/\n";
+            << (c.reproducible ? " (reproducible)" : "") << (c.cublas ? "" : " (no cuBLAS)")
+            << ": LSTM hidden " << c.hidden << ", window " << c.window << ", batch " << c.batch
+            << ", Adam lr " << c.lr << ", clip " << c.clip << ", " << c.steps
+            << " steps, validation every " << c.val_every << ", output in " << c.out << "/\n";
 }
 
 void print_summary(const rnn::Summary& s, const rnn::Config& c) {
@@ -53,6 +53,8 @@ void print_summary(const rnn::Summary& s, const rnn::Config& c) {
 
 int main(int argc, char** argv) try {
   rnn::Config c = rnn::parse_flags(argc, argv);
+  // Before the device is first touched, which would load cuBLAS to check it (else KILN_CUBLAS).
+  if (!c.cublas) kiln::set_cublas(false);
   const kiln::Device device = choose_device(c.device);
   rnn::resolve_defaults(c, device.is_cuda());
   kiln::set_default_device(device);
