@@ -260,17 +260,26 @@ private:
   // continues from its result. Without one, split().
   void split_before(Node* n, Why reason) {
     if (stop_at_more()) return;
+    if (Node* x = computed_beside(n)) {
+      retry = Retry{x, reason};
+      return;
+    }
+    split(reason);
+  }
+
+  // The operand of the innermost value being computed around n that this kernel has computed
+  // already and may write (split_before), or null.
+  Node* computed_beside(Node* n) const {
     for (auto it = computing_.rbegin(); it != computing_.rend(); ++it) {
       if (*it == n || p_.info(*it)->materialize) continue;
       for (Node* x : (*it)->inputs) {
         const Info* xi = p_.info(x);
         if (x == n || !xi || xi->group != group_ || xi->materialize || !computed(x)) continue;
-        retry = Retry{x, reason};
-        return;
+        return x;
       }
       break; // only the innermost value: splitting further out would leave n's kernel as big
     }
-    split(reason);
+    return nullptr;
   }
 
   // Over a budget at n, which therefore cannot be computed in this kernel: split_before, and
@@ -331,15 +340,46 @@ private:
   // entered (split_reductions).
   struct Computing {
     Builder& b;
-    Computing(Builder& builder, Node* n) : b(builder) {
+    Computing(Builder& builder, Node* n) : b(builder), n(n) {
       b.computing_.push_back(n);
       b.units_at_entry_.push_back(b.reduction_units_);
+      b.dots_around_.try_emplace(n, b.k_.dots.size(), b.k_.dots.size());
     }
     ~Computing() {
       b.computing_.pop_back();
       b.units_at_entry_.pop_back();
+      b.dots_around_[n].second = b.k_.dots.size();
     }
+    Node* n;
   };
+
+  // Over the dots' budget at n: the cut a round of planning would make (split_off) is made as
+  // a retry that does not stop the build (`more`), and the count goes on without the dots that
+  // leave the kernel with it, so that one round finds every cut. One cut a round took a round
+  // per cut, each grouping the whole graph again: 16 rounds a plan of an LSTM's training step
+  // at batch 1, whose 64 steps' input projections are sibling dots of one kernel. Only the
+  // cuts whose dots are known: n itself (the value split() would write), or the partial sum
+  // beside n (`acc + a @ b`) when every dot counted since the last cut is in it or after it;
+  // else false, and the caller cuts as before. Only while `more` holds nothing but such cuts.
+  bool cut_for_dots(Node* n) {
+    for (const Retry& r : more)
+      if (r.reason != Why::too_many_dots) return false;
+    if (Node* x = computed_beside(n)) {
+      const auto it = dots_around_.find(x);
+      if (it == dots_around_.end() || it->second.first != dots_cut_) return false;
+      more.push_back(Retry{x, Why::too_many_dots});
+      dots_cut_ = it->second.second; // x's dots leave; those after it stay
+      return true;
+    }
+    for (auto it = computing_.rbegin(); it != computing_.rend(); ++it)
+      if (!p_.info(*it)->materialize) {
+        if (*it != n) return false;
+        more.push_back(Retry{n, Why::too_many_dots});
+        ++dots_cut_; // n's own dot, added next, leaves
+        return true;
+      }
+    return false;
+  }
 
   // A small matmul n (small_matmul.cpp) read through transform t: one dot product per
   // element. One that cannot be computed where it is read (by a reduction, through a
@@ -385,7 +425,7 @@ private:
     for (Node* x : n->inputs)
       if (Info* xi = p_.info(view_root(x)); xi && xi->group == group_ && !xi->recompute)
         more.push_back(Retry{view_root(x), Why::dot_operand_same_kernel});
-    if (k_.dots.size() >= max_kernel_dots()) {
+    if (k_.dots.size() - dots_cut_ >= max_kernel_dots() && !cut_for_dots(n)) {
       split_off(n, Why::too_many_dots);
       return 0;
     }
@@ -513,6 +553,10 @@ private:
   int reduction_units_ = 0;            // their shared memory (reduction_units)
   llvm::SmallVector<Node*, 32> computing_;
   llvm::SmallVector<int, 32> units_at_entry_; // reduction_units_ when computing_[i] was entered
+  // Per value computed: the dots counted when its computing began and when it ended
+  // (cut_for_dots); dots_cut_: those counted up to the last such cut.
+  llvm::DenseMap<Node*, std::pair<size_t, size_t>> dots_around_;
+  size_t dots_cut_ = 0;
   int64_t fields_ = 0;
 };
 
