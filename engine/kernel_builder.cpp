@@ -356,8 +356,8 @@ private:
   // Over the dots' budget at n: the cut a round of planning would make (split_off) is made as
   // a retry that does not stop the build (`more`), and the count goes on without the dots that
   // leave the kernel with it, so that one round finds every cut. One cut a round took a round
-  // per cut, each grouping the whole graph again: 16 rounds a plan of an LSTM's training step
-  // at batch 1, whose 64 steps' input projections are sibling dots of one kernel. Only the
+  // per cut, each grouping the whole graph again: 48 rounds for a plan of an LSTM's training
+  // step at batch 1, where a kernel reads a dot of each of its 64 time steps. Only the
   // cuts whose dots are known: n itself (the value split() would write), or the partial sum
   // beside n (`acc + a @ b`) when every dot counted since the last cut is in it or after it;
   // else false, and the caller cuts as before. Only while `more` holds nothing but such cuts.
