@@ -45,6 +45,12 @@ void set_cublas(bool on) {
 bool cublas() {
   return detail::cublas_enabled();
 }
+void set_cublas_waits(bool wait) {
+  detail::cublas_waits() = wait; // read at planning: plans made before keep their kernels
+}
+bool cublas_waits() {
+  return detail::cublas_waits();
+}
 
 void set_eager(bool on) {
   detail::engine().eager = on;

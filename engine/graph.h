@@ -35,6 +35,10 @@ struct EngineState {
   // Every kernel computes to the same bits on every device (FusedKernel::reproducible) and every
   // floating matmul is a kernel's dot product (KILN_REPRODUCIBLE, kiln::set_reproducible).
   bool reproducible = false;
+  // The cuBLAS GEMM kinds whose per-process set-up had finished when this evaluation's plan key
+  // was made (runtime/backend.h, cublas_ready_kinds): planning reads this copy, so that a plan
+  // and its key agree when the set-up finishes between them.
+  uint32_t cublas_ready = 0;
   // Sink kernels launched as one segmented kernel (engine/horizontal_fusion.cpp;
   // KILN_GROUP_LAUNCHES).
   bool group_launches = true;

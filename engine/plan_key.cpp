@@ -252,10 +252,12 @@ uint32_t static_words_token(const Node* n, uint64_t kind) {
 }
 
 uint64_t planning_flags() {
-  const EngineState& e = engine();
+  EngineState& e = engine();
+  e.cublas_ready = cublas_ready_kinds(); // what the planning that follows sees (small_matmul.cpp)
   return static_cast<uint64_t>(e.small_matmul) | uint64_t(e.group_launches) << 8 |
          uint64_t(e.defer_held) << 9 | uint64_t(e.reproducible) << 10 |
-         uint64_t(cublas_enabled()) << 11;
+         uint64_t(cublas_enabled()) << 11 | uint64_t(cublas_waits()) << 12 |
+         uint64_t(e.cublas_ready) << 16;
 }
 
 uint64_t next_walk_stamp() {

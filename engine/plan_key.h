@@ -42,7 +42,8 @@ constexpr long kMaxDonorRefs = 4;
 /// key's walk, kiln::grad's walk of the history), so no set of seen nodes is needed.
 uint64_t next_walk_stamp();
 
-/// The settings that change how the same graph is planned, as one word of the key.
+/// The settings that change how the same graph is planned, as one word of the key; also takes
+/// the copy of cuBLAS's readiness that the planning of this key reads (EngineState::cublas_ready).
 uint64_t planning_flags();
 
 /// The number that stands for pending node `n`'s static words (op, dtype, device, shape,

@@ -43,6 +43,40 @@ constexpr int64_t kDotMaxK = 1024;
 constexpr int64_t kDotMaxMacs = int64_t(1) << 20;
 constexpr int64_t kTileMaxMacs = int64_t(1) << 24;
 
+// While cuBLAS sets itself up: a matmul for cuBLAS of at most kSetUpMaxMacs multiply-adds, of a
+// type whose cuBLAS set-up has not finished in this process, is computed as without cuBLAS (GEMM
+// tiles or dots, as KILN_CUBLAS=0 would), and its set-up runs on a thread meanwhile
+// (runtime/cuda/cublas_set_up.h): an RNN sample's first training step took 37-45 ms so against
+// 115-169 ms waiting for cuBLAS, whose set-up is 80-135 ms of host time for f32
+// (bench/results/2026-11-28-h200-session44.md). Up to 2^28 multiply-adds kiln's tiles took at
+// most 3x cuBLAS's time (microseconds); larger GEMMs wait, as they would take longer in tiles
+// that the stand-in interpreter runs until compiled than cuBLAS takes to set up.
+constexpr int64_t kSetUpMaxMacs = int64_t(1) << 28;
+
+namespace {
+
+bool while_cublas_sets_up(const Node* n, int64_t K) {
+  if (!n->device.is_cuda()) return false;
+  if (n->shape().numel() * K > kSetUpMaxMacs) return false;
+  const int kind = cublas_kind(n->dtype);
+  if (kind < 0 || (engine().cublas_ready >> kind & 1)) return false;
+  return compute_while_cublas_sets_up(n->device, kind);
+}
+
+// The rule below without the set-up: whether a kernel computes `n` even where cuBLAS is ready.
+bool small_by_size(const Node* n, int64_t K) {
+  const Shape& s = n->shape();
+  if (K > kDotMaxK) return false;
+  if (!tiled_matmul(n)) return s.numel() * K <= kDotMaxMacs;
+  // Many matrices of at most kDotRows rows each: cuBLAS's batched GEMM (the GEMM-tile layout
+  // wants more rows per matrix, choose_gemm_tile). f16/bf16: cuBLAS's tensor-core kernels,
+  // even with the epilogue as a kernel of its own.
+  if (s[s.size() - 2] <= kDotRows) return false;
+  return s.numel() * K <= kTileMaxMacs && (n->dtype == DType::f32 || n->dtype == DType::f64);
+}
+
+} // namespace
+
 bool small_matmul(const Node* n) {
   if (n->op != OpCode::matmul || !is_floating(n->dtype)) return false;
   // Reproducible mode: every floating matmul, of any size and on every device, so that no BLAS
@@ -54,13 +88,8 @@ bool small_matmul(const Node* n) {
   if (mode == 0 || (mode == 1 && !n->device.is_cuda())) return false;
   const Shape& s = n->shape();
   const int64_t N = s[s.size() - 1], K = n->inputs[0]->shape()[s.size() - 1];
-  if (N <= 0 || K > kDotMaxK) return false;
-  if (!tiled_matmul(n)) return s.numel() * K <= kDotMaxMacs;
-  // Many matrices of at most kDotRows rows each: cuBLAS's batched GEMM (the GEMM-tile layout
-  // wants more rows per matrix, choose_gemm_tile). f16/bf16: cuBLAS's tensor-core kernels,
-  // even with the epilogue as a kernel of its own.
-  if (s[s.size() - 2] <= kDotRows) return false;
-  return s.numel() * K <= kTileMaxMacs && (n->dtype == DType::f32 || n->dtype == DType::f64);
+  if (N <= 0) return false;
+  return small_by_size(n, K) || while_cublas_sets_up(n, K);
 }
 
 bool few_column_matmul(const Node* n) {

@@ -171,6 +171,20 @@ bool& allow_tf32();
 /// Whether matmuls on CUDA may go to cuBLAS (kiln::set_cublas, KILN_CUBLAS=0 turns it off: every
 /// floating matmul is then a generated kernel's, and no cuBLAS handle is made).
 bool& cublas_enabled();
+/// KILN_CUBLAS=wait (kiln::set_cublas_waits): a matmul for cuBLAS waits for cuBLAS's per-process
+/// set-up instead of running in kiln's kernels meanwhile (compute_while_cublas_sets_up).
+bool& cublas_waits();
+/// The GEMMs whose cuBLAS set-up is separate (runtime/cuda/cublas_set_up.h): 0 f32, 1 f32 on
+/// TF32 tensor cores (set_allow_tf32), 2 f64, 3 f16, 4 bf16; -1 for any other type.
+int cublas_kind(DType t);
+/// Bit k set: cuBLAS's set-up for kind k has finished in this process (never cleared; 0 in a
+/// build without CUDA).
+uint32_t cublas_ready_kinds();
+/// Whether a matmul of kind k on CUDA device d that would go to cuBLAS runs in kiln's kernels
+/// while cuBLAS sets itself up for it, whose set-up this then starts on a thread (once per
+/// kind). False under KILN_CUBLAS=wait and KILN_COMPILE=sync or 0: there nothing runs in place of
+/// what is not ready.
+bool compute_while_cublas_sets_up(Device d, int kind);
 /// Whether a CUDA graph lets each generated kernel launch while the kernel before it finishes
 /// (programmatic dependent launch on sm_90+; KILN_PDL=0 turns it off).
 bool& programmatic_launch();

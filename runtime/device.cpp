@@ -173,9 +173,41 @@ bool& allow_tf32() {
 }
 
 bool& cublas_enabled() {
-  static bool on = [] { return setting_flag(Setting::cublas).value_or(true); }();
+  static bool on = [] {
+    const std::optional<std::string> v = setting_text(Setting::cublas);
+    return !v || (*v != "0" && *v != "off" && *v != "false" && *v != "no");
+  }();
   return on;
 }
+
+bool& cublas_waits() {
+  static bool wait = [] { return setting_text(Setting::cublas) == "wait"; }();
+  return wait;
+}
+
+int cublas_kind(DType t) {
+  switch (t) {
+  case DType::f32:
+    return allow_tf32() ? 1 : 0;
+  case DType::f64:
+    return 2;
+  case DType::f16:
+    return 3;
+  case DType::bf16:
+    return 4;
+  default:
+    return -1;
+  }
+}
+
+#ifndef KILN_HAVE_CUDA
+uint32_t cublas_ready_kinds() {
+  return 0;
+}
+bool compute_while_cublas_sets_up(Device, int) {
+  return false;
+}
+#endif
 
 bool& programmatic_launch() {
   static bool on = [] { return setting_flag(Setting::pdl).value_or(true); }();

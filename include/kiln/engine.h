@@ -66,16 +66,22 @@ bool loop_flush();
 /// Let f32 matmuls on CUDA use TF32 tensor cores (about 10 bits of mantissa in the products).
 /// Off by default; env KILN_ALLOW_TF32=1.
 void set_allow_tf32(bool on);
-/// cuBLAS for the matmuls that kiln's kernels do not compute (on by default). Off (env
-/// KILN_CUBLAS=0), every floating matmul on CUDA is computed in kiln's generated kernels, at any
-/// size: GEMM tiles, or dot products for at most 4 rows or columns. A process that turns it off
-/// before it first uses the GPU never loads cuBLAS, nor pays its set-up at the first GEMM of
-/// each data type (f32: 80-135 ms of host time on the H100 and H200), which is most of a short
-/// program's first step; but GEMMs of more than 2^24 multiply-adds take 1.5-3.4x cuBLAS's time,
-/// and f16/bf16 ones get no tensor cores. For programs that start often and run briefly;
-/// docs/semantics.md, "Matmuls without cuBLAS". Results agree with cuBLAS's to rounding.
+/// cuBLAS for the matmuls that kiln's kernels do not compute (on by default). cuBLAS sets itself
+/// up in each process at its first GEMM of each data type (f32: 80-135 ms of host time on the
+/// H100 and H200); meanwhile those matmuls, up to 2^28 multiply-adds, run in kiln's own kernels
+/// while a thread does the set-up, and the first evaluation after it sends them to cuBLAS. So a
+/// program's first steps do not wait for it, but their matmuls' last bits can depend on when it
+/// finished. `set_cublas_waits(true)` (env KILN_CUBLAS=wait) makes them wait instead, as does
+/// KILN_COMPILE=sync. Off (env KILN_CUBLAS=0), every floating matmul on CUDA is computed in
+/// kiln's generated kernels, at any size: GEMM tiles, or dot products for at most 4 rows or
+/// columns; a process that turns it off before it first uses the GPU never loads cuBLAS. But
+/// GEMMs of more than 2^24 multiply-adds then take 1.2-2.9x cuBLAS's time, and f16/bf16 ones
+/// get no tensor cores. docs/semantics.md, "Matmuls and cuBLAS". Results agree with cuBLAS's to
+/// rounding.
 void set_cublas(bool on);
 bool cublas();
+void set_cublas_waits(bool wait);
+bool cublas_waits();
 
 /// Repeated schedules are planned once: an evaluation whose pending graph has the structure of
 /// one evaluated before (same ops, shapes, dtypes, layouts, constants and liveness) reuses that

@@ -25,7 +25,9 @@ Operand as_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
   return {CUBLAS_OP_T, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
 }
 
-cudaDataType_t data_type(DType t) {
+} // namespace
+
+cudaDataType_t cublas_data_type(DType t) {
   switch (t) {
   case DType::f64:
     return CUDA_R_64F;
@@ -38,7 +40,10 @@ cudaDataType_t data_type(DType t) {
   }
 }
 
-} // namespace
+cublasComputeType_t cublas_compute_type(DType t) {
+  if (t == DType::f64) return CUBLAS_COMPUTE_64F;
+  return t == DType::f32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
 
 CudaGemm::CudaGemm(OrderedStream& stream) : stream_(stream) {
   if (cublas_enabled()) ready(); // at the device's start, as before: not in a first step
@@ -79,11 +84,8 @@ void CudaGemm::issue(const GemmStep& g, const void* a, const void* b, void* out,
   }
   Operand A = as_operand(M, K, g.a.strides[rank - 2], g.a.strides[rank - 1]);
   Operand B = as_operand(K, N, g.b.strides[rank - 2], g.b.strides[rank - 1]);
-  cudaDataType_t dt = data_type(g.dtype);
-  cublasComputeType_t compute = g.dtype == DType::f64 ? CUBLAS_COMPUTE_64F
-                                : (g.dtype == DType::f32 && allow_tf32())
-                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                    : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t dt = cublas_data_type(g.dtype);
+  const cublasComputeType_t compute = cublas_compute_type(g.dtype);
   double one_d = 1, zero_d = 0;
   float one_f = 1, zero_f = 0;
   const void* alpha = g.dtype == DType::f64 ? static_cast<const void*>(&one_d) : &one_f;

@@ -12,6 +12,11 @@
 
 namespace kiln::detail {
 
+/// The cuBLAS type of a GEMM's operands of type t (f32, f64, f16 or bf16).
+cudaDataType_t cublas_data_type(DType t);
+/// The compute type of kiln's GEMMs of type t: TF32 for f32 only where allowed.
+cublasComputeType_t cublas_compute_type(DType t);
+
 class CudaGemm {
 public:
   explicit CudaGemm(OrderedStream& stream);
