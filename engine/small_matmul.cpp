@@ -46,9 +46,9 @@ constexpr int64_t kTileMaxMacs = int64_t(1) << 24;
 // While cuBLAS sets itself up: a matmul for cuBLAS of at most kSetUpMaxMacs multiply-adds, of a
 // type whose cuBLAS set-up has not finished in this process, is computed as without cuBLAS (GEMM
 // tiles or dots, as KILN_CUBLAS=0 would), and its set-up runs on a thread meanwhile
-// (runtime/cuda/cublas_set_up.h): an RNN sample's first training step took 37-45 ms so against
-// 115-169 ms waiting for cuBLAS, whose set-up is 80-135 ms of host time for f32
-// (bench/results/2026-11-28-h200-session44.md). Up to 2^28 multiply-adds kiln's tiles took at
+// (runtime/cuda/cublas_set_up.h): the RNN sample's first training step took 36-47 ms so, against
+// 117-156 ms waiting for cuBLAS, whose set-up is 80-135 ms of host time for f32
+// (bench/results/2026-11-28-h200-session45.md). Up to 2^28 multiply-adds kiln's tiles took at
 // most 3x cuBLAS's time (microseconds); larger GEMMs wait, as they would take longer in tiles
 // that the stand-in interpreter runs until compiled than cuBLAS takes to set up.
 constexpr int64_t kSetUpMaxMacs = int64_t(1) << 28;
