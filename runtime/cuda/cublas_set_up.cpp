@@ -21,7 +21,9 @@ namespace kiln::detail {
 namespace {
 
 constexpr int kKinds = 5;
-// The set-up's GEMM: large enough for cuBLAS to pick a kernel as it would for kiln's GEMMs.
+// The set-up's GEMM, 64 x 64 x 64: after one on another thread, a process's first f32 GEMM of
+// 1024 x 512 x 256 took 0.46-0.57 ms instead of 108-115
+// (bench/results/2026-11-27-h100-session32.md).
 constexpr int kSide = 64;
 
 DType kind_dtype(int kind) {
