@@ -1,12 +1,9 @@
 // Building the steps of a plan: one FusedKernel per elementwise/reduce group (views and
-// broadcasts pushed down to the loads as index maps), GEMM, transfer and index steps, in
-// dependency order. Concats: concat_slices.cpp.
+// broadcasts pushed down to the loads as index maps), in dependency order. GEMM, integer
+// matmul, transfer and index steps: unfused_steps.cpp; concats: concat_slices.cpp.
 #include "engine/step_builder.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <tuple>
 
 namespace kiln::detail {
 
@@ -35,6 +32,13 @@ std::pair<int, Layout> operand(StepBuilder& p, Node* x) {
   return {p.slot_for_leaf(r), x->layout};
 }
 
+void note_outputs(StepBuilder& p, Step& st) {
+  for (int i : st.realizes) {
+    Node* n = p.node(i);
+    st.notes.push_back({origin(n), true, p.info(n)->reason});
+  }
+}
+
 namespace {
 
 // A shape without its dims of one.
@@ -43,13 +47,6 @@ Shape squeezed(const Shape& s) {
   for (int d = 0; d < s.size(); ++d)
     if (s[d] != 1) out.push_back(s[d]);
   return out;
-}
-
-void note_outputs(StepBuilder& p, Step& st) {
-  for (int i : st.realizes) {
-    Node* n = p.node(i);
-    st.notes.push_back({origin(n), true, p.info(n)->reason});
-  }
 }
 
 // A chain of views applied between a kernel's iteration space and a value, outermost first.
@@ -591,123 +588,6 @@ int StepBuilder::slot_for_leaf(Node* n) {
   int id = static_cast<int>(sched.slots.size()) - 1;
   slot_of[n] = id;
   return id;
-}
-
-// Integer matmul has no BLAS on either backend: it becomes a reduction kernel over the
-// iteration space (batch..., M, N, K), summing a[..., m, k] * b[..., k, n] over k (products
-// wrap in the element type, the sum accumulates in 64 bits).
-Step StepBuilder::integer_matmul(Node* mm) {
-  Step st;
-  st.device = mm->device;
-  auto [sa, la] = operand(*this, mm->inputs[0]);
-  auto [sb, lb] = operand(*this, mm->inputs[1]);
-  const int rank = mm->shape().size(); // batch + 2
-  FusedKernel& k = st.kernel()->kernel;
-  k.kind = FusedKernel::Kind::reduce;
-  k.shape = mm->shape();
-  k.shape.push_back(la.shape[rank - 1]); // K
-  KernelInput a{sa, mm->dtype, {}, la.offset, IndexClass::strided, origin(mm->inputs[0])};
-  KernelInput b{sb, mm->dtype, {}, lb.offset, IndexClass::strided, origin(mm->inputs[1])};
-  for (int d = 0; d < rank - 2; ++d) {
-    a.strides.push_back(la.strides[d]);
-    b.strides.push_back(lb.strides[d]);
-  }
-  a.strides.push_back(la.strides[rank - 2]); // m
-  b.strides.push_back(0);
-  a.strides.push_back(0); // n
-  b.strides.push_back(lb.strides[rank - 1]);
-  a.strides.push_back(la.strides[rank - 1]); // k
-  b.strides.push_back(lb.strides[rank - 2]);
-  a.cls = classify(k.shape, a.strides);
-  b.cls = classify(k.shape, b.strides);
-  k.inputs = {a, b};
-  TapeInst la_inst, lb_inst, mul;
-  la_inst.dtype = lb_inst.dtype = mul.dtype = mm->dtype;
-  la_inst.a = 0;
-  lb_inst.a = 1;
-  mul.op = OpCode::mul;
-  mul.a = 0;
-  mul.b = 1;
-  TapeInst sum;
-  sum.op = OpCode::sum;
-  sum.dtype = mm->dtype;
-  sum.a = 2;
-  k.tape = {la_inst, lb_inst, mul, sum};
-  k.reduce_axes = 1u << rank;
-  int out = slot_for_leaf(mm);
-  k.outputs.push_back({3, out, mm->dtype, contiguous_strides(mm->shape()), 0, origin(mm), true});
-  st.writes.push_back(out);
-  st.realizes.push_back(static_cast<int>(mm->walk_index));
-  note_input(*this, st, sa, origin(mm->inputs[0]));
-  note_input(*this, st, sb, origin(mm->inputs[1]));
-  note_outputs(*this, st);
-  return st;
-}
-
-// A floating matmul too large to be computed inside a kernel: a BLAS (cuBLAS) call.
-Step StepBuilder::gemm_step(Node* mm) {
-  Step st;
-  st.device = mm->device;
-  GemmStep& g = st.work.emplace<GemmStep>();
-  g.dtype = mm->dtype;
-  g.out_shape = mm->shape();
-  auto [sa, la] = operand(*this, mm->inputs[0]);
-  auto [sb, lb] = operand(*this, mm->inputs[1]);
-  g.a_slot = sa;
-  g.b_slot = sb;
-  g.a = la;
-  g.b = lb;
-  g.out_slot = slot_for_leaf(mm);
-  st.writes.push_back(g.out_slot);
-  st.realizes.push_back(static_cast<int>(mm->walk_index));
-  note_input(*this, st, sa, origin(mm->inputs[0]));
-  note_input(*this, st, sb, origin(mm->inputs[1]));
-  note_outputs(*this, st);
-  return st;
-}
-
-// A value moved to another device: one contiguous block from device to device.
-Step StepBuilder::transfer_step(Node* t) {
-  Node* x = t->inputs[0];
-  auto [slot, l] = operand(*this, x);
-  Step st;
-  st.device = t->device;
-  TransferStep& tr = st.work.emplace<TransferStep>();
-  tr.from = x->device;
-  tr.src_slot = slot;
-  tr.src_offset = static_cast<size_t>(l.offset) * itemsize(x->dtype);
-  tr.bytes = static_cast<size_t>(t->nbytes());
-  tr.dst_slot = slot_for_leaf(t);
-  st.writes.push_back(tr.dst_slot);
-  st.realizes.push_back(static_cast<int>(t->walk_index));
-  note_input(*this, st, slot, origin(x));
-  note_outputs(*this, st);
-  return st;
-}
-
-// gather / scatter_add: an unfused step over its operands in memory (index maps as layouts).
-Step StepBuilder::index_step(Node* n) {
-  Step st;
-  st.device = n->device;
-  IndexStep& ix = st.work.emplace<IndexStep>();
-  ix.op = n->op == OpCode::gather ? IndexStep::Op::gather : IndexStep::Op::scatter_add;
-  ix.select = n->select;
-  ix.dtype = n->dtype;
-  ix.index_dtype = n->inputs[1]->dtype;
-  ix.dim = n->dim;
-  ix.out_shape = n->shape();
-  std::tie(ix.x_slot, ix.x) = operand(*this, n->inputs[0]);
-  std::tie(ix.index_slot, ix.index) = operand(*this, n->inputs[1]);
-  if (n->inputs.size() > 2) std::tie(ix.src_slot, ix.src) = operand(*this, n->inputs[2]);
-  ix.out_slot = slot_for_leaf(n);
-  st.writes.push_back(ix.out_slot);
-  st.realizes.push_back(static_cast<int>(n->walk_index));
-  st.name = ix.name();
-  note_input(*this, st, ix.x_slot, origin(n->inputs[0]));
-  note_input(*this, st, ix.index_slot, origin(n->inputs[1]));
-  if (ix.src_slot >= 0) note_input(*this, st, ix.src_slot, origin(n->inputs[2]));
-  note_outputs(*this, st);
-  return st;
 }
 
 // An elementwise or reduce group: one fused kernel writing the group's roots.

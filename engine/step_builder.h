@@ -68,5 +68,7 @@ struct StepBuilder {
 std::pair<int, Layout> operand(StepBuilder& p, Node* x);
 /// Why fusion stopped at an input: it is in memory already, or an earlier step wrote it.
 void note_input(StepBuilder& p, Step& st, int slot, Origin what);
+/// The values a step writes, each with why it is written.
+void note_outputs(StepBuilder& p, Step& st);
 
 } // namespace kiln::detail
