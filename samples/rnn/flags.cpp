@@ -75,8 +75,8 @@ std::vector<Flag> flag_table(Config& c) {
        "the same bits on the CPU and the GPU (kiln::set_reproducible): both runs follow one curve",
        [&c](const std::string&) { c.reproducible = true; }},
       {"no-cublas", "",
-       "every matmul in kiln's kernels, none in cuBLAS (kiln::set_cublas): the first step "
-       "without cuBLAS's set-up (~0.1 s), later steps slightly slower",
+       "every matmul in kiln's kernels, none in cuBLAS (kiln::set_cublas): libcublas is never "
+       "loaded, later steps are slightly slower",
        [&c](const std::string&) { c.cublas = false; }},
       {"seed", "N", "seed of the initialisation and the batches (default 0)",
        [&c](const std::string& v) { c.seed = static_cast<uint64_t>(to_int("seed", v, 0)); }},
