@@ -168,6 +168,25 @@ TEST(Settings, TheReadmeDocumentsEverySetting) {
   EXPECT_EQ(documented, table);
 }
 
+// KILN_CUBLAS is read once a process, so each value runs in a fresh one (the death test runs the
+// test binary again): 1 and the flag words for on and off, and wait.
+TEST(Settings, KilnCublasIsOnOffOrWait) {
+  struct Case {
+    const char* value;
+    bool on, waits;
+  };
+  const Case cases[] = {{"1", true, false},  {"on", true, false},   {"wait", true, true},
+                        {"0", false, false}, {"off", false, false}, {"no", false, false}};
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (const Case& c : cases) {
+    ScopedEnv e("KILN_CUBLAS", c.value);
+    EXPECT_EXIT(std::exit(kiln::cublas() == c.on && kiln::cublas_waits() == c.waits ? 0 : 1),
+                ::testing::ExitedWithCode(0), "")
+        << "KILN_CUBLAS=" << c.value;
+  }
+  GTEST_FLAG_SET(death_test_style, "fast");
+}
+
 // KILN_NUM_THREADS governs GEMMs too: OpenBLAS runs single-threaded and kiln splits large
 // products over its own pool (ctest runs this once more with KILN_NUM_THREADS=1).
 TEST(Settings, OneThreadCountForKilnAndOpenBlas) {
