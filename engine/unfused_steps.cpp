@@ -2,9 +2,26 @@
 // kernel, a transfer between devices, a gather or scatter (StepBuilder, step_builder.h).
 #include "engine/step_builder.h"
 
+#include <initializer_list>
 #include <tuple>
+#include <utility>
 
 namespace kiln::detail {
+
+namespace {
+
+// Step st writes n into `slot`, having read `read` (each input's slot and node): its
+// bookkeeping, and the notes that say why each value crosses memory.
+void writes(StepBuilder& p, Step& st, int slot, Node* n,
+            std::initializer_list<std::pair<int, Node*>> read) {
+  st.writes.push_back(slot);
+  st.realizes.push_back(static_cast<int>(n->walk_index));
+  for (const auto& [in_slot, in] : read)
+    if (in_slot >= 0) note_input(p, st, in_slot, origin(in));
+  note_outputs(p, st);
+}
+
+} // namespace
 
 // Integer matmul has no BLAS on either backend: it becomes a reduction kernel over the
 // iteration space (batch..., M, N, K), summing a[..., m, k] * b[..., k, n] over k (products
@@ -49,11 +66,7 @@ Step StepBuilder::integer_matmul(Node* mm) {
   k.reduce_axes = 1u << rank;
   int out = slot_for_leaf(mm);
   k.outputs.push_back({3, out, mm->dtype, contiguous_strides(mm->shape()), 0, origin(mm), true});
-  st.writes.push_back(out);
-  st.realizes.push_back(static_cast<int>(mm->walk_index));
-  note_input(*this, st, sa, origin(mm->inputs[0]));
-  note_input(*this, st, sb, origin(mm->inputs[1]));
-  note_outputs(*this, st);
+  writes(*this, st, out, mm, {{sa, mm->inputs[0]}, {sb, mm->inputs[1]}});
   return st;
 }
 
@@ -71,11 +84,7 @@ Step StepBuilder::gemm_step(Node* mm) {
   g.a = la;
   g.b = lb;
   g.out_slot = slot_for_leaf(mm);
-  st.writes.push_back(g.out_slot);
-  st.realizes.push_back(static_cast<int>(mm->walk_index));
-  note_input(*this, st, sa, origin(mm->inputs[0]));
-  note_input(*this, st, sb, origin(mm->inputs[1]));
-  note_outputs(*this, st);
+  writes(*this, st, g.out_slot, mm, {{sa, mm->inputs[0]}, {sb, mm->inputs[1]}});
   return st;
 }
 
@@ -91,10 +100,7 @@ Step StepBuilder::transfer_step(Node* t) {
   tr.src_offset = static_cast<size_t>(l.offset) * itemsize(x->dtype);
   tr.bytes = static_cast<size_t>(t->nbytes());
   tr.dst_slot = slot_for_leaf(t);
-  st.writes.push_back(tr.dst_slot);
-  st.realizes.push_back(static_cast<int>(t->walk_index));
-  note_input(*this, st, slot, origin(x));
-  note_outputs(*this, st);
+  writes(*this, st, tr.dst_slot, t, {{slot, x}});
   return st;
 }
 
@@ -113,13 +119,10 @@ Step StepBuilder::index_step(Node* n) {
   std::tie(ix.index_slot, ix.index) = operand(*this, n->inputs[1]);
   if (n->inputs.size() > 2) std::tie(ix.src_slot, ix.src) = operand(*this, n->inputs[2]);
   ix.out_slot = slot_for_leaf(n);
-  st.writes.push_back(ix.out_slot);
-  st.realizes.push_back(static_cast<int>(n->walk_index));
   st.name = ix.name();
-  note_input(*this, st, ix.x_slot, origin(n->inputs[0]));
-  note_input(*this, st, ix.index_slot, origin(n->inputs[1]));
-  if (ix.src_slot >= 0) note_input(*this, st, ix.src_slot, origin(n->inputs[2]));
-  note_outputs(*this, st);
+  Node* src = n->inputs.size() > 2 ? n->inputs[2] : nullptr; // scatter_add's values
+  writes(*this, st, ix.out_slot, n,
+         {{ix.x_slot, n->inputs[0]}, {ix.index_slot, n->inputs[1]}, {ix.src_slot, src}});
   return st;
 }
 
