@@ -34,12 +34,14 @@ struct CublasSetUpGpu : ::testing::Test {
   void SetUp() override {
     if (!is_available(Device::cuda(0))) GTEST_SKIP() << "no CUDA device";
     set_eager(false);
+    set_cublas(true);
     set_cublas_waits(false);
   }
-  void TearDown() override {
-    set_cublas(true);
-    set_cublas_waits(true);
+  void TearDown() override { // as the process had them (KILN_CUBLAS, the environment above)
+    set_cublas(was_on_);
+    set_cublas_waits(waited_);
   }
+  const bool was_on_ = cublas(), waited_ = cublas_waits();
   // The default mode, which ctest and gpu-check replace with sync (counts must not depend on
   // NVRTC's speed): sync waits for cuBLAS too.
   kt::ScopedEnv compile_{"KILN_COMPILE", "background"};
